@@ -1,0 +1,105 @@
+"""Command line: ``python -m resolver <command>``; the bare form runs ``setup``.
+
+Each command lives in ``resolver/commands/<name>.py`` with ``HELP``, ``add_arguments(parser)`` and
+``run(args, out) -> int``. Those modules import only the standard library at import time; the
+stage they drive is imported when the command runs, so ``probe`` and ``plan`` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+from resolver import __version__
+from resolver.errors import ExitCode, ResolverError
+from resolver.ui import Output
+
+COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "verify", "doctor", "bench")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one sentence with the fix (exit 2), like every failure."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ResolverError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`", code=ExitCode.REFUSED)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="resolver", description="Choose, lock, build and verify PyTorch + Mamba environments. "
+                     "Without a command, runs `setup`.")
+    parser.add_argument("--version", action="version", version=f"mamba-resolver {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        module = importlib.import_module(f"resolver.commands.{name}")
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+        command.add_argument("--quiet", "-q", action="store_true", help="print only the result and errors")
+        module.add_arguments(command)
+        command.set_defaults(_module=module)
+    return parser
+
+
+def _with_default_command(argv: list[str]) -> list[str]:
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        return ["setup", *argv]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = _with_default_command(list(sys.argv[1:] if argv is None else argv))
+    json_mode = "--json" in argv
+    out = Output(json_mode=json_mode)
+    try:
+        args = build_parser().parse_args(argv)
+        out = Output(json_mode=args.json, quiet=args.quiet)
+        return int(args._module.run(args, out) or 0)
+    except ResolverError as exc:
+        return _report(exc, out)
+    except KeyboardInterrupt:
+        print("interrupted; run the same command again to resume.", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    except SystemExit as exc:  # argparse --help / --version
+        return int(exc.code or 0) if isinstance(exc.code, int) else 0
+    except Exception:  # noqa: BLE001 - the last line of defence: one sentence, the traceback to a file
+        log = _save_traceback()
+        err = ResolverError(f"internal error in the resolver ({sys.exc_info()[1]!r:.200})",
+                            fix=f"please report it with the log {log}", code=ExitCode.INTERNAL)
+        return _report(err, out)
+
+
+def _report(exc: ResolverError, out: Output) -> int:
+    if out.json_mode:
+        out.result(exc.to_json())
+    print(f"error: {exc}", file=sys.stderr)
+    return int(exc.code)
+
+
+def _save_traceback() -> str:
+    text = traceback.format_exc()
+    for folder in (os.path.join(os.getcwd(), ".resolver", "logs"), tempfile.gettempdir()):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return path
+        except OSError:
+            continue
+    return "(no writable folder for the log)"
+
+
+def entry() -> None:
+    """Console-script entry. py-rattler 0.28 can abort at interpreter exit after a solve, index or
+    install (a tokio thread touching Python during finalisation, see docs/architecture.md): once
+    it has been imported we flush and leave through ``os._exit`` so the exit code is always ours."""
+    code = main()
+    if "rattler" in sys.modules or "rattler_build" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

@@ -1,0 +1,15 @@
+"""`python -m resolver verify`: not built yet."""
+
+from __future__ import annotations
+
+from resolver.errors import ExitCode, ResolverError
+
+HELP = "verify (not built yet)"
+
+
+def add_arguments(parser) -> None:
+    pass
+
+
+def run(args, out) -> int:
+    raise ResolverError("the 'verify' stage is not built yet", code=ExitCode.INTERNAL)

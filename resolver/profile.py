@@ -1,0 +1,236 @@
+"""HardwareProfile: what ``probe`` found, as plain frozen data that round-trips through JSON.
+
+The JSON form is a contract (``probe --json``, ``plan --profile FILE``): the keys ``platform``,
+``glibc``, ``python``, ``nvidia``, ``amd`` and ``cuda_toolkit`` are always present; ``nvidia`` /
+``amd`` are null when absent and ``cuda_toolkit`` is null when there is no nvcc. Every other key
+is optional when reading, so a hand-written profile with just those keys plans fine.
+
+>>> p = HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.35", "python": "3.11.7",
+...     "nvidia": {"driver_version": "550.54.15",
+...                "gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]},
+...     "amd": None, "cuda_toolkit": None})
+>>> p.nvidia.gpus[0].compute_capability
+ComputeCapability(major=9, minor=0)
+>>> HardwareProfile.from_json(p.to_json()) == p
+True
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.errors import BadInput
+from resolver.versions import ComputeCapability, DottedVersion, GfxArch
+
+KNOWN_PLATFORMS = ("linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64", "win-arm64")
+
+
+@dataclass(frozen=True)
+class NvidiaGpu:
+    name: str
+    compute_capability: ComputeCapability
+    memory_mib: int | None = None
+    uuid: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "compute_capability": str(self.compute_capability),
+                "memory_mib": self.memory_mib, "uuid": self.uuid}
+
+
+@dataclass(frozen=True)
+class NvidiaInfo:
+    driver_version: DottedVersion | None
+    gpus: tuple[NvidiaGpu, ...] = ()
+    cuda_driver_version: DottedVersion | None = None  # newest CUDA the driver supports (nvidia-smi "CUDA Version")
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"driver_version": _s(self.driver_version), "cuda_driver_version": _s(self.cuda_driver_version),
+                "gpus": [g.to_json() for g in self.gpus], "sources": list(self.sources)}
+
+
+@dataclass(frozen=True)
+class AmdGpu:
+    name: str
+    gfx_arch: GfxArch
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "gfx_arch": str(self.gfx_arch)}
+
+
+@dataclass(frozen=True)
+class AmdInfo:
+    rocm_version: DottedVersion | None
+    gpus: tuple[AmdGpu, ...] = ()
+    rocm_root: str | None = None
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rocm_version": _s(self.rocm_version), "rocm_root": self.rocm_root,
+                "gpus": [g.to_json() for g in self.gpus], "sources": list(self.sources)}
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    platform: str
+    python: DottedVersion
+    glibc: DottedVersion | None = None
+    nvidia: NvidiaInfo | None = None
+    amd: AmdInfo | None = None
+    cuda_toolkit: DottedVersion | None = None
+    rocm_toolkit: DottedVersion | None = None  # hipcc's HIP version
+    wsl: bool = False
+    container: bool = False
+    cpu_count: int | None = None
+    memory_available_mib: int | None = None
+    overrides: tuple[tuple[str, str], ...] = ()  # CONDA_OVERRIDE_* that were applied
+    notes: tuple[str, ...] = field(default=())  # what the probe could not read, and why
+
+    @property
+    def os(self) -> str:
+        return self.platform.split("-", 1)[0]
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool((self.nvidia and self.nvidia.gpus) or (self.amd and self.amd.gpus))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "glibc": _s(self.glibc),
+            "python": str(self.python),
+            "nvidia": self.nvidia.to_json() if self.nvidia else None,
+            "amd": self.amd.to_json() if self.amd else None,
+            "cuda_toolkit": _s(self.cuda_toolkit),
+            "rocm_toolkit": _s(self.rocm_toolkit),
+            "wsl": self.wsl,
+            "container": self.container,
+            "cpu_count": self.cpu_count,
+            "memory_available_mib": self.memory_available_mib,
+            "overrides": dict(self.overrides),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, *, origin: str = "the profile") -> "HardwareProfile":
+        """Build a profile from its JSON form; anything malformed is one clear :class:`BadInput`."""
+        reader = _Reader(origin)
+        if not isinstance(data, dict):
+            raise BadInput(f"{origin} is not a JSON object",
+                           fix="pass a file written by `python -m resolver probe --json`")
+        platform = reader.required_str(data, "platform")
+        if platform not in KNOWN_PLATFORMS:
+            raise BadInput(f"{origin}: unknown platform {platform!r} (expected one of {', '.join(KNOWN_PLATFORMS)})",
+                           fix="use a conda subdir name such as linux-64")
+        nvidia = data.get("nvidia")
+        amd = data.get("amd")
+        return cls(
+            platform=platform,
+            python=reader.version(data, "python", required=True),
+            glibc=reader.version(data, "glibc"),
+            nvidia=None if nvidia is None else NvidiaInfo(
+                driver_version=reader.version(reader.obj(nvidia, "nvidia"), "driver_version"),
+                cuda_driver_version=reader.version(nvidia, "cuda_driver_version"),
+                gpus=tuple(NvidiaGpu(
+                    name=reader.required_str(g, "name", "nvidia.gpus[].name"),
+                    compute_capability=reader.parsed(g, "compute_capability", ComputeCapability.parse),
+                    memory_mib=reader.optional_int(g, "memory_mib"),
+                    uuid=g.get("uuid")) for g in reader.objects(nvidia, "gpus", "nvidia.gpus")),
+                sources=tuple(nvidia.get("sources") or ())),
+            amd=None if amd is None else AmdInfo(
+                rocm_version=reader.version(reader.obj(amd, "amd"), "rocm_version"),
+                rocm_root=amd.get("rocm_root"),
+                gpus=tuple(AmdGpu(
+                    name=reader.required_str(g, "name", "amd.gpus[].name"),
+                    gfx_arch=reader.parsed(g, "gfx_arch", GfxArch.parse)) for g in reader.objects(amd, "gpus", "amd.gpus")),
+                sources=tuple(amd.get("sources") or ())),
+            cuda_toolkit=reader.version(data, "cuda_toolkit"),
+            rocm_toolkit=reader.version(data, "rocm_toolkit"),
+            wsl=bool(data.get("wsl", False)),
+            container=bool(data.get("container", False)),
+            cpu_count=reader.optional_int(data, "cpu_count"),
+            memory_available_mib=reader.optional_int(data, "memory_available_mib"),
+            overrides=tuple(sorted((data.get("overrides") or {}).items())),
+            notes=tuple(data.get("notes") or ()),
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "HardwareProfile":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BadInput(f"profile file {path} does not exist",
+                           fix="write one with `python -m resolver probe --json > profile.json`") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"cannot read profile file {path}: {exc}",
+                           fix="pass a UTF-8 JSON file written by `python -m resolver probe --json`") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"profile file {path} is not valid JSON (line {exc.lineno}: {exc.msg})",
+                           fix="regenerate it with `python -m resolver probe --json > profile.json`") from None
+        return cls.from_json(data, origin=f"profile file {path}")
+
+
+def _s(value: object | None) -> str | None:
+    return None if value is None else str(value)
+
+
+class _Reader:
+    """Typed field access that turns every shape error into one BadInput sentence."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def _bad(self, what: str) -> BadInput:
+        return BadInput(f"{self.origin}: {what}",
+                        fix="regenerate it with `python -m resolver probe --json > profile.json`")
+
+    def obj(self, value: Any, key: str) -> dict:
+        if not isinstance(value, dict):
+            raise self._bad(f"'{key}' must be an object or null, not {type(value).__name__}")
+        return value
+
+    def objects(self, data: dict, key: str, label: str) -> list[dict]:
+        items = data.get(key) or []
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise self._bad(f"'{label}' must be a list of objects")
+        return items
+
+    def required_str(self, data: dict, key: str, label: str | None = None) -> str:
+        value = data.get(key)
+        if not isinstance(value, str) or not value:
+            raise self._bad(f"'{label or key}' is missing or not a string")
+        return value
+
+    def optional_int(self, data: dict, key: str) -> int | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(f"'{key}' must be an integer")
+        return value
+
+    def version(self, data: dict, key: str, required: bool = False) -> DottedVersion | None:
+        value = data.get(key)
+        if value is None:
+            if required:
+                raise self._bad(f"'{key}' is missing")
+            return None
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise self._bad(f"'{key}' must be a version string such as \"12.6\"")
+        try:
+            return DottedVersion.parse(value)
+        except ValueError:
+            raise self._bad(f"'{key}' is not a version: {value!r}") from None
+
+    def parsed(self, data: dict, key: str, parse):
+        value = data.get(key)
+        try:
+            return parse(value)
+        except (ValueError, TypeError):
+            raise self._bad(f"'{key}' is not valid: {value!r}") from None

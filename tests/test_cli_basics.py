@@ -1,0 +1,38 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from resolver.plan import Target
+from resolver.errors import ResolverError
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def test_unknown_option_is_one_line_without_traceback():
+    r = run_cli("probe", "--no-such-flag")
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr + r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unknown_option_with_json_prints_error_object():
+    r = run_cli("probe", "--no-such-flag", "--json")
+    assert r.returncode == 2
+    assert "error" in json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("text,expected", [("cuda12.6", "cuda12.6"), ("cu126", "cuda12.6"), ("ROCm6.0", "rocm6.0"),
+                                           ("rocm6.0.2", "rocm6.0.2"), ("cpu", "cpu"), ("auto", "auto")])
+def test_target_parse(text, expected):
+    assert str(Target.parse(text)) == expected
+
+
+def test_unknown_target_suggests():
+    with pytest.raises(ResolverError) as info:
+        Target.parse("cuda")
+    assert "did you mean" in str(info.value)
