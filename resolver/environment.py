@@ -17,7 +17,7 @@ from pathlib import Path
 from resolver.errors import EnvironmentProblem
 from resolver.paths import ProjectPaths
 
-READY_MARKER = "conda-meta/resolver-ready.json"  # written last by install; absent means "not ready"
+READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
 
 
 @dataclass(frozen=True)
