@@ -1,0 +1,163 @@
+"""A small step runner: content-hash stamps, a project lock, timings, a readable step list.
+
+A step is skipped when the hash of its inputs equals the hash recorded after its last success, so
+a second ``setup`` is near-instant and an interrupted one resumes at the first step whose stamp is
+missing. Stamps are written only after a step succeeds (temp file + rename), so a killed run never
+records a step it did not finish.
+
+>>> digest({"a": 1}) == digest({"a": 1})
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from resolver.errors import Busy, ResolverError
+
+
+def digest(*parts: Any) -> str:
+    """A stable sha256 over JSON-able values, bytes and file contents (Path)."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            h.update(part.read_bytes() if part.is_file() else b"<missing>")
+        elif isinstance(part, bytes):
+            h.update(part)
+        else:
+            h.update(json.dumps(part, sort_keys=True, default=str).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def tree_digest(folder: Path) -> str:
+    """sha256 over every file's relative path and content below ``folder`` (sorted)."""
+    h = hashlib.sha256()
+    if folder.is_dir():
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Stamps:
+    """Per-step records under ``.resolver/state/steps/``."""
+
+    folder: Path
+
+    def _path(self, step: str) -> Path:
+        return self.folder / f"{step}.json"
+
+    def read(self, step: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(self._path(step).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def is_current(self, step: str, inputs: str) -> bool:
+        record = self.read(step)
+        return bool(record and record.get("inputs") == inputs)
+
+    def write(self, step: str, inputs: str, result: Any = None) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        target = self._path(step)
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"inputs": inputs, "result": result, "at": time.time()}, default=str),
+                       encoding="utf-8")
+        os.replace(tmp, target)
+
+    def clear(self, step: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(step).unlink()
+
+
+@contextlib.contextmanager
+def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on the project (``.resolver/state/project.lock``) for a whole run.
+
+    A second concurrent run waits (saying so once) or, with ``wait=False``, fails with :class:`Busy`.
+    The lock is an OS file lock, so a killed holder releases it automatically.
+    """
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / "project.lock"
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        if os.name == "nt":  # pragma: no cover - msvcrt locking on Windows
+            import msvcrt
+
+            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK if wait else msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = path.read_text(encoding="utf-8").strip() or "another resolver"
+                if not wait:
+                    raise Busy(f"another resolver run holds the project ({holder})",
+                               fix="wait for it to finish, or run again without --no-wait to queue behind it") from None
+                if on_wait:
+                    on_wait(f"waiting for another resolver run to finish ({holder}) ...")
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, started {time.strftime('%H:%M:%S')}")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+@dataclass
+class StepReport:
+    name: str
+    status: str  # "done" | "skipped" | "failed" | "not-needed" | "deferred" | "would-run" | "not-built"
+    detail: str = ""
+    seconds: float = 0.0
+    result: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "detail": self.detail,
+                "seconds": round(self.seconds, 3), "result": self.result}
+
+
+_SYMBOL = {"done": "✓", "skipped": "·", "failed": "✗", "not-needed": "·", "deferred": "→", "would-run": "?",
+           "not-built": "-"}
+
+
+@dataclass
+class StepLog:
+    """Collects step reports and prints each as it ends (to stderr when stdout carries JSON)."""
+
+    quiet: bool = False
+    to_stderr: bool = False
+    reports: list[StepReport] = field(default_factory=list)
+    log_file: Path | None = None
+
+    def add(self, report: StepReport) -> StepReport:
+        self.reports.append(report)
+        line = f"  {_SYMBOL.get(report.status, '?')} {report.name:<8} {report.status:<10} {report.seconds:6.1f}s  {report.detail}"
+        if self.log_file:
+            with contextlib.suppress(OSError), open(self.log_file, "a", encoding="utf-8") as handle:
+                handle.write(line.rstrip() + "\n")
+        if not self.quiet:
+            print(line.rstrip(), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
+        return report
+
+    def timed(self, name: str, action: Callable[[], tuple[str, str, Any]]) -> StepReport:
+        """Run ``action`` (returning status, detail, result) and record it; a ResolverError is recorded then re-raised."""
+        started = time.monotonic()
+        try:
+            status, detail, result = action()
+        except ResolverError as exc:
+            self.add(StepReport(name, "failed", str(exc), time.monotonic() - started))
+            raise
+        return self.add(StepReport(name, status, detail, time.monotonic() - started, result))
