@@ -8,6 +8,7 @@ stage they drive is imported when the command runs, so ``probe`` and ``plan`` st
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -60,16 +61,29 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._module.run(args, out) or 0)
     except ResolverError as exc:
         return _report(exc, out)
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRNOS:
+            return _report(_internal(), out)
+        where = exc.filename or "the project folder"
+        return _report(ResolverError(f"cannot write {where}: {exc.strerror}",
+                                     fix="run from a writable project folder (or set RESOLVER_PROJECT to one) "
+                                         "and check free disk space", code=ExitCode.BAD_INPUT), out)
     except KeyboardInterrupt:
         print("interrupted; run the same command again to resume.", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except SystemExit as exc:  # argparse --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except Exception:  # noqa: BLE001 - the last line of defence: one sentence, the traceback to a file
-        log = _save_traceback()
-        err = ResolverError(f"internal error in the resolver ({sys.exc_info()[1]!r:.200})",
-                            fix=f"please report it with the log {log}", code=ExitCode.INTERNAL)
-        return _report(err, out)
+        return _report(_internal(), out)
+
+
+_WRITE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.ENOTDIR, errno.EDQUOT}
+
+
+def _internal() -> ResolverError:
+    log = _save_traceback()
+    return ResolverError(f"internal error in the resolver ({sys.exc_info()[1]!r:.200})",
+                         fix=f"please report it with the log {log}", code=ExitCode.INTERNAL)
 
 
 def _report(exc: ResolverError, out: Output) -> int:

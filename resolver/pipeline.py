@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from resolver.errors import Busy, ResolverError
+from resolver.errors import Busy, ExitCode, ResolverError
 
 
 def digest(*parts: Any) -> str:
@@ -160,4 +160,12 @@ class StepLog:
         except ResolverError as exc:
             self.add(StepReport(name, "failed", str(exc), time.monotonic() - started))
             raise
+        except ImportError as exc:
+            missing = getattr(exc, "name", None) or ""
+            if not missing.startswith("resolver"):
+                raise
+            self.add(StepReport(name, "not-built", f"this stage is not built yet ({missing})",
+                                time.monotonic() - started))
+            raise ResolverError(f"the '{name}' stage is not built yet in this version of the resolver",
+                                fix="update mamba-resolver", code=ExitCode.INTERNAL) from None
         return self.add(StepReport(name, status, detail, time.monotonic() - started, result))

@@ -1,15 +1,58 @@
-"""`python -m resolver setup`: not built yet."""
+"""`python -m resolver setup` (also the bare `python -m resolver`): the whole pipeline, resumable."""
 
 from __future__ import annotations
 
-from resolver.errors import ExitCode, ResolverError
-
-HELP = "setup (not built yet)"
+HELP = "probe → plan → lock → install → patch → build → verify, skipping what is current"
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--target", default="auto", help="auto (default), cpu, cudaX.Y or rocmX.Y[.Z]")
+    parser.add_argument("--python", help="Python X.Y for the environment (default: this interpreter's, if supported)")
+    parser.add_argument("--profile", help="plan for another machine from its `probe --json` file (stops after the lock)")
+    parser.add_argument("--dry-run", action="store_true", help="list the steps that would run, and why")
+    parser.add_argument("--no-wait", action="store_true", help="exit (code 6) instead of waiting for another run")
+    parser.add_argument("--force", action="store_true", help="run every step even when its stamp is current")
 
 
 def run(args, out) -> int:
-    raise ResolverError("the 'setup' stage is not built yet", code=ExitCode.INTERNAL)
+    from pathlib import Path
+
+    from resolver.paths import ProjectPaths
+    from resolver.plan import Request, Target
+    from resolver.setup import SetupOptions, run_setup, summary_text
+    from resolver.versions import DottedVersion
+
+    request = Request(target=Target.parse(args.target), python=_python(args.python))
+    options = SetupOptions(request=request, profile_file=Path(args.profile) if args.profile else None,
+                           dry_run=args.dry_run, wait=not args.no_wait, force=args.force)
+    project = ProjectPaths.discover()
+    if not out.quiet and not out.json_mode:
+        print(f"mamba-resolver setup in {project.root}")
+    result = run_setup(project, options, quiet=out.quiet, json_mode=out.json_mode, on_wait=out.info)
+    out.result(result_json(result), summary_text(result))
+    return 0
+
+
+def _python(text):
+    if text is None:
+        return None
+    from resolver.errors import BadInput
+    from resolver.versions import DottedVersion
+
+    try:
+        return DottedVersion.parse(text).truncate(2)
+    except ValueError:
+        raise BadInput(f"--python {text!r} is not a Python version", fix="use X.Y, e.g. --python 3.11",
+                       code=BadInput.code) from None
+
+
+def result_json(result) -> dict:
+    return {
+        "complete": result.complete,
+        "plan": result.plan.to_json() if result.plan else None,
+        "environment": str(result.environment) if result.environment else None,
+        "steps": [s.to_json() for s in result.steps],
+        "verify": result.verify,
+        "remaining": result.remaining,
+        "log": str(result.log_file) if result.log_file else None,
+    }
