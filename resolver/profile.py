@@ -88,6 +88,7 @@ class HardwareProfile:
     memory_available_mib: int | None = None
     overrides: tuple[tuple[str, str], ...] = ()  # CONDA_OVERRIDE_* that were applied
     notes: tuple[str, ...] = field(default=())  # what the probe could not read, and why
+    sources: tuple[str, ...] = ()  # which inputs answered the host-level fields (glibc, toolkits, …)
 
     @property
     def os(self) -> str:
@@ -112,6 +113,7 @@ class HardwareProfile:
             "memory_available_mib": self.memory_available_mib,
             "overrides": dict(self.overrides),
             "notes": list(self.notes),
+            "sources": list(self.sources),
         }
 
     @classmethod
@@ -155,6 +157,7 @@ class HardwareProfile:
             memory_available_mib=reader.optional_int(data, "memory_available_mib"),
             overrides=tuple(sorted((data.get("overrides") or {}).items())),
             notes=tuple(data.get("notes") or ()),
+            sources=tuple(data.get("sources") or ()),
         )
 
     @classmethod
