@@ -1,15 +1,40 @@
-"""`python -m resolver build`: not built yet."""
+"""`python -m resolver build`: compile causal-conv1d and mamba-ssm for the GPUs present, into the
+project's channel, and install them into the environment (cached per variant)."""
 
 from __future__ import annotations
 
-from resolver.errors import ExitCode, ResolverError
-
-HELP = "build (not built yet)"
+HELP = "build the Mamba kernels (causal-conv1d, mamba-ssm) for this environment's torch and GPUs"
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--package", choices=("causal-conv1d", "mamba-ssm", "all"), default="all",
+                        help="which kernel package to build (default: all, in dependency order)")
+    parser.add_argument("--arch", default=None,
+                        help="architectures, e.g. 9.0 or 8.6,9.0 or gfx90a; 'all' = upstream's list "
+                             "(default: the GPUs present, from the plan)")
+    parser.add_argument("--env", default=None, help="environment name under .resolver/envs (default: the only one)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="at most this many compilers at once (default: fitted to cores and free memory)")
+    parser.add_argument("--no-prebuilt", action="store_true", help="always compile, even when an upstream wheel fits")
+    parser.add_argument("--no-install", action="store_true", help="only build into the channel")
 
 
 def run(args, out) -> int:
-    raise ResolverError("the 'build' stage is not built yet", code=ExitCode.INTERNAL)
+    from resolver.build.driver import BuildOptions, build
+    from resolver.build.packages import KNOWN
+    from resolver.paths import ProjectPaths
+
+    if args.jobs is not None and args.jobs < 1:
+        from resolver.errors import BadInput
+
+        raise BadInput(f"--jobs {args.jobs} is not a positive number", fix="use --jobs 1 or more, or leave it out")
+    packages = KNOWN if args.package == "all" else (args.package,)
+    options = BuildOptions(packages=packages, arch=args.arch, env_name=args.env, jobs=args.jobs,
+                           prebuilt="never" if args.no_prebuilt else "auto", install=not args.no_install)
+    summary = build(ProjectPaths.discover(), options, out)
+    data = summary.to_json()
+    lines = [f"{p.name} {p.version} [{p.build_string}]: {p.status} ({p.seconds:.1f}s)"
+             + (f", imports ok: {', '.join(p.imports_ok)}" if p.imports_ok else "") for p in summary.packages]
+    lines.append(f"channel: {summary.channel}; environment: {summary.environment}; total {summary.seconds:.1f}s")
+    out.result(data, "\n".join(lines))
+    return 0

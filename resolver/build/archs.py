@@ -1,0 +1,107 @@
+"""Which GPU architectures a kernel build compiles for.
+
+Upstream setup.py files compile every architecture their nvcc knows (nine with CUDA 13); the
+resolver compiles for the GPUs present (or what ``--arch`` says) and drops architectures a package
+is known to miscompile (``never_arch`` rows in ``recipes/<pkg>/resolver.toml``).
+
+>>> parse_arch_list("8.6, sm_90", backend="cuda")
+('8.6', '9.0')
+>>> upstream_default_archs("13.0")
+('7.5', '8.0', '8.7', '9.0', '10.0', '12.0', '10.3', '11.0', '12.1')
+>>> parse_arch_list("gfx90a,gfx942", backend="rocm")
+('gfx90a', 'gfx942')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from resolver.errors import BadInput
+from resolver.versions import ComputeCapability, DottedVersion, GfxArch
+
+# setup.py of causal-conv1d 1.7.0 and mamba-ssm 2.3.2.post1 (identical lists), in their order:
+# (first nvcc version that gets it, architectures added)
+_UPSTREAM_CUDA = (
+    ("0", ("7.5", "8.0", "8.7")),
+    ("11.8", ("9.0",)),
+    ("12.8", ("10.0", "12.0")),
+    ("13.0", ("10.3", "11.0", "12.1")),
+)
+# ROCm: upstream passes HIP_ARCHITECTURES (default "native"); "all" means the gfx targets torch's ROCm
+# wheels are built for (torch 2.x rocm6 wheels: MI200/MI300 + RDNA3).
+_UPSTREAM_ROCM = ("gfx90a", "gfx942", "gfx1100")
+
+
+def upstream_default_archs(toolkit: str) -> tuple[str, ...]:
+    """The architectures upstream compiles with this nvcc version (what ``--arch all`` means)."""
+    version = DottedVersion.parse(toolkit)
+    archs: list[str] = []
+    for first, added in _UPSTREAM_CUDA:
+        if version >= DottedVersion.parse(first):
+            archs += added
+    return tuple(archs)
+
+
+def parse_arch_list(text: str, *, backend: str, toolkit: str | None = None) -> tuple[str, ...]:
+    """``--arch`` text → normalised names (``"9.0"``; ``"gfx90a"``), sorted, duplicates removed.
+
+    ``all`` gives the upstream default list for the toolkit.
+    """
+    cleaned = text.strip().lower()
+    if cleaned == "all":
+        if backend == "rocm":
+            return _UPSTREAM_ROCM
+        if not toolkit:
+            raise BadInput("--arch all needs the CUDA toolkit version", fix="put nvcc on PATH or set CUDA_HOME")
+        return upstream_default_archs(toolkit)
+    names: list[str] = []
+    for part in (p.strip() for p in cleaned.replace(";", ",").replace(" ", ",").split(",")):
+        if not part:
+            continue
+        try:
+            if backend == "rocm":
+                names.append(GfxArch.parse(part).name)
+            else:
+                names.append(str(ComputeCapability.parse(part)))
+        except ValueError:
+            example = "gfx90a,gfx942" if backend == "rocm" else "8.6,9.0"
+            raise BadInput(f"--arch {text!r}: {part!r} is not a {'gfx architecture' if backend == 'rocm' else 'compute capability'}",
+                           fix=f"give a comma-separated list such as {example}, or 'all'") from None
+    if not names:
+        raise BadInput("--arch is empty", fix="give a list such as 8.6,9.0, or 'all'")
+    if backend == "rocm":
+        return tuple(sorted(set(names)))
+    return tuple(str(c) for c in sorted({ComputeCapability.parse(n) for n in names}))
+
+
+@dataclass(frozen=True)
+class ArchRule:
+    """An architecture a package must never be compiled for with some toolkit versions."""
+
+    arch: str
+    toolkit_min: str
+    toolkit_below: str
+    source: str
+
+    def applies(self, toolkit: str) -> bool:
+        version = DottedVersion.parse(toolkit)
+        return DottedVersion.parse(self.toolkit_min) <= version < DottedVersion.parse(self.toolkit_below)
+
+
+def apply_rules(archs: tuple[str, ...], rules: tuple[ArchRule, ...], toolkit: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(kept, dropped-with-reason) for one package.
+
+    >>> rule = ArchRule("10.3", "13.0", "14.0", "causal-conv1d#105")
+    >>> apply_rules(("9.0", "10.3"), (rule,), "13.0")
+    (('9.0',), ('sm_103 with nvcc 13.0 (causal-conv1d#105)',))
+    """
+    if not toolkit:
+        return archs, ()
+    kept, dropped = [], []
+    for arch in archs:
+        rule = next((r for r in rules if r.arch == arch and r.applies(toolkit)), None)
+        if rule:
+            dropped.append(f"sm_{arch.replace('.', '')} with nvcc {toolkit} ({rule.source})")
+        else:
+            kept.append(arch)
+    return tuple(kept), tuple(dropped)

@@ -1,0 +1,366 @@
+"""``build``: for each kernel package, key → cached? → (prebuilt wheel | compile) → channel → install → import.
+
+>>> BuildOptions(packages=("causal-conv1d",)).packages
+('causal-conv1d',)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.build.archs import apply_rules, parse_arch_list
+from resolver.build.cachekey import BuildKey
+from resolver.build.envprobe import EnvFacts, probe_environment
+from resolver.build.naming import build_string
+from resolver.build.packages import BUILD_EXT, KNOWN, KernelPackage
+from resolver.build.parallelism import Parallelism, fit_parallelism, machine_resources
+from resolver.build.runner import SUBDIR, RecipeRun, index_channel, publish, run_recipe
+from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
+from resolver.paths import ProjectPaths
+from resolver.versions import DottedVersion
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    packages: tuple[str, ...] = KNOWN
+    arch: str | None = None  # --arch text; None = the GPUs of the plan / probe
+    env_name: str | None = None
+    jobs: int | None = None  # cap on ninja jobs (--jobs / MAX_JOBS)
+    prebuilt: str = "auto"  # "auto": use a reachable upstream wheel when the plan says so; "never"
+    install: bool = True
+    recipe_dirs: tuple[Path, ...] = ()  # explicit recipe folders (tests); overrides ``packages``
+    plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
+    plan_strategy: str | None = None
+    rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patching if None
+
+
+@dataclass
+class PackageOutcome:
+    name: str
+    version: str
+    status: str  # "built" | "cached" | "prebuilt"
+    build_string: str
+    file: str
+    key: str
+    archs: tuple[str, ...]
+    dropped_archs: tuple[str, ...]
+    seconds: float
+    units: tuple[int, int] = (0, 0)
+    log: str | None = None
+    installed: bool = False
+    imports_ok: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "status": self.status, "build_string": self.build_string,
+                "file": self.file, "key": self.key, "archs": list(self.archs), "dropped_archs": list(self.dropped_archs),
+                "seconds": round(self.seconds, 2), "translation_units": {"done": self.units[0], "total": self.units[1]},
+                "log": self.log, "installed": self.installed, "imports_ok": list(self.imports_ok)}
+
+
+@dataclass
+class BuildSummary:
+    environment: str
+    env_path: str
+    facts: EnvFacts
+    toolkit: dict[str, Any] | None
+    archs: tuple[str, ...]
+    parallelism: Parallelism | None
+    channel: str
+    packages: list[PackageOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.environment, "env_path": self.env_path, "env": self.facts.to_json(),
+                "toolkit": self.toolkit, "archs": list(self.archs),
+                "parallelism": self.parallelism.to_json() if self.parallelism else None,
+                "channel": self.channel, "packages": [p.to_json() for p in self.packages],
+                "compiled": sum(1 for p in self.packages if p.status == "built"),
+                "seconds": round(self.seconds, 2)}
+
+
+def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummary:
+    from resolver.build.toolkit import find_toolkit
+    from resolver.environment import Environment
+
+    started = time.monotonic()
+    env = Environment.find(project, options.env_name)
+    facts = probe_environment(env)
+    if not facts.torch:
+        raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
+                                 fix=f"install torch into it first (`python -m resolver install --env {env.name}`)")
+    if facts.backend == "cpu":
+        raise EnvironmentProblem(f"environment '{env.name}' has a CPU-only torch ({facts.torch}); the kernels need CUDA or ROCm",
+                                 fix="install a CUDA or ROCm build of torch, or skip the kernels (the reference path runs without them)")
+    toolkit = find_toolkit(facts.backend)
+    _check_toolkit_matches_torch(facts, toolkit.major_minor)
+    archs = _requested_archs(project, options, facts.backend, toolkit.major_minor)
+    packages = ([KernelPackage.load(d) for d in options.recipe_dirs] if options.recipe_dirs
+                else [KernelPackage.named(n) for n in options.packages])
+    overlay = _overlay(project, env, options, facts, toolkit.major_minor)
+    cores, free = machine_resources()
+    summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json(), archs, None, str(project.channel))
+    for package in packages:
+        summary.packages.append(_one(project, env, facts, toolkit, archs, package, overlay, options, cores, free, out,
+                                     summary))
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def build_for_plan(project: ProjectPaths, plan, env) -> dict[str, Any]:
+    """Entry for ``setup``: build what the plan asks for into ``env``."""
+    options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
+                           plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy)
+    return build(project, options).to_json()
+
+
+def _one(project, env, facts: EnvFacts, toolkit, archs, package: KernelPackage, overlay: Path | None,
+         options: BuildOptions, cores: int, free: int, out, summary: BuildSummary) -> PackageOutcome:
+    kept, dropped = apply_rules(archs, package.never_archs, toolkit.major_minor if facts.backend == "cuda" else None)
+    if not kept:
+        raise BadInput(f"no architecture is left to build {package.name} for ({'; '.join(dropped)})",
+                       fix="choose other architectures with --arch")
+    cxx_std = ""
+    if package.cxx_std and package.cxx_std_torch_min and (
+            DottedVersion.parse(_torch_base(facts.torch)) >= DottedVersion.parse(package.cxx_std_torch_min)):
+        cxx_std = package.cxx_std
+    sdist_path, sdist_sha = _source(project, package)
+    wheel = _prebuilt_wheel(project, package, facts, toolkit, options, out)
+    key = BuildKey(package=package.name, version=package.version, sdist_sha256=sdist_sha, backend=facts.backend,
+                   toolkit=toolkit.version, torch=facts.torch, cxx11_abi=bool(facts.cxx11_abi), python=facts.python,
+                   archs=kept, cxx_std=cxx_std, fixes=package.fixes_hash(), overlay=_tree_hash(overlay) if overlay else "",
+                   prebuilt_wheel=_file_hash(wheel) if wheel else "")
+    digest = key.digest()
+    bstring = build_string(backend=facts.backend, toolkit=toolkit.version, torch=facts.torch,
+                           cxx11_abi=bool(facts.cxx11_abi), python=facts.python, archs=kept, key_digest=digest)
+    file_name = f"{package.name}-{package.version}-{bstring}.conda"
+    in_channel = project.channel / SUBDIR / file_name
+    outcome = PackageOutcome(package.name, package.version, "cached", bstring, str(in_channel), digest[:16], kept,
+                             dropped, 0.0)
+    started = time.monotonic()
+    if not in_channel.is_file():
+        parallel = fit_parallelism(cores=cores, free_bytes=free, units=package.translation_units, archs=len(kept),
+                                   max_jobs=options.jobs or _env_int("MAX_JOBS"))
+        summary.parallelism = parallel
+        _say(out, f"{package.name} {package.version}: {'unpacking the upstream wheel' if wheel else 'compiling'} for "
+                  f"{', '.join(kept)} ({bstring}); {parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): "
+                  f"{parallel.reason}" + (f"; skipping {'; '.join(dropped)}" if dropped else ""))
+        fix_args = [f"--jobs {parallel.jobs}", f"--nvcc-threads {parallel.nvcc_threads}"]
+        if cxx_std:
+            fix_args.append(f"--cxx-std {cxx_std}")
+        if overlay:
+            fix_args.append(f"--include-first {overlay}")
+        if wheel:
+            fix_args.append(f"--wheel {wheel}")
+        if package.factory != "torch.utils.cpp_extension:CUDAExtension":
+            fix_args.append(f"--factory {package.factory}")
+        run = RecipeRun(
+            recipe=package.recipe,
+            variant={"backend": facts.backend, "toolkit": toolkit.major_minor, "torch": _torch_mm(facts.torch),
+                     "cxx11_abi": "1" if facts.cxx11_abi else "0", "python_version": facts.python,
+                     "archs": ",".join(kept)},
+            context={"resolver_source": sdist_path.as_uri() if package.sdist else str(sdist_path),
+                     "resolver_build_string": bstring, "resolver_python": facts.executable,
+                     "resolver_build_ext": str(BUILD_EXT), "resolver_fix_args": " ".join(fix_args)},
+            work_dir=project.cache / "build" / f"{package.name}-{digest[:12]}",
+            log_path=project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
+        label_started = time.monotonic()
+
+        def progress(done: int, total: int) -> None:
+            if out is not None:
+                out.progress(f"{package.name}: translation units", done, total, label_started)
+
+        built, seconds, _ = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
+        in_channel = publish(built, project.channel)
+        outcome.status = "prebuilt" if wheel else "built"
+        outcome.seconds = seconds
+        outcome.log = str(run.log_path)
+        outcome.file = str(in_channel)
+        outcome.units = _units_from_log(run.log_path)
+        _say(out, f"{package.name}: {outcome.status} in {seconds:.0f}s → {in_channel}")
+    else:
+        _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
+    if options.install:
+        _install(env, in_channel, package, facts)
+        outcome.installed = True
+        outcome.imports_ok = _check_imports(env, package)
+    outcome.seconds = outcome.seconds or (time.monotonic() - started)
+    return outcome
+
+
+def _install(env, package_file: Path, package: KernelPackage, facts: EnvFacts) -> None:
+    from resolver.build.install import install_into
+
+    install_into(env.path, package_file)
+
+
+def _check_imports(env, package: KernelPackage) -> tuple[str, ...]:
+    if not package.imports:
+        return ()
+    code = "import importlib, sys\ntry:\n    import torch\nexcept ImportError:\n    pass\n" + "".join(
+        f"importlib.import_module({name!r})\n" for name in package.imports)
+    done = env.run_python(["-c", code], timeout=300)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise BuildFailed(f"{package.name} installed but `import {', '.join(package.imports)}` fails in '{env.name}': {tail[:240]}",
+                          fix="rebuild against this environment's torch (`python -m resolver build --env "
+                              f"{env.name}`); if it persists run `python -m resolver doctor`")
+    return package.imports
+
+
+def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str, toolkit: str) -> tuple[str, ...]:
+    if options.arch:
+        return parse_arch_list(options.arch, backend=backend, toolkit=toolkit)
+    if options.plan_archs:
+        return parse_arch_list(",".join(options.plan_archs), backend=backend, toolkit=toolkit)
+    present = _archs_from_plan_or_probe(project)
+    if present:
+        return parse_arch_list(",".join(present), backend=backend, toolkit=toolkit)
+    raise BadInput("no GPU was found here to choose the architectures from",
+                   fix="name them with --arch, e.g. --arch 9.0 (H100/H200), --arch 8.6 (RTX 30xx), or --arch all")
+
+
+def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
+    """The plan's arch list (resolver.decide.plan_for), else the GPUs the probe sees; () when none."""
+    try:
+        from resolver.decide import plan_for  # type: ignore[attr-defined]
+
+        plan = plan_for(project)
+        plan = getattr(plan, "plan", plan)
+        if plan is not None and plan.kernels.arch_list:
+            return tuple(plan.kernels.arch_list)
+    except (ImportError, AttributeError, TypeError):
+        pass
+    except Exception:  # noqa: BLE001 - a plan that cannot be made leaves the probe to answer
+        pass
+    try:
+        from resolver import probe as probe_module
+
+        function = next((getattr(probe_module, n) for n in ("probe", "probe_hardware", "run_probe", "detect")
+                         if callable(getattr(probe_module, n, None))), None)
+        if function is None:
+            return ()
+        profile = function()
+    except Exception:  # noqa: BLE001 - no probe, no default: the caller asks for --arch
+        return ()
+    archs: list[str] = []
+    if getattr(profile, "nvidia", None):
+        archs += [str(g.compute_capability) for g in profile.nvidia.gpus]
+    if getattr(profile, "amd", None):
+        archs += [str(g.gfx_arch) for g in profile.amd.gpus]
+    return tuple(archs)
+
+
+def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit: str) -> Path | None:
+    """The ROCm 6.0 include overlay (resolver.patching), first on the include path; None elsewhere."""
+    if options.rocm_overlay:
+        return Path(options.rocm_overlay)
+    if facts.backend != "rocm" or DottedVersion.parse(toolkit).truncate(2) != DottedVersion.parse("6.0"):
+        return None
+    try:
+        from resolver import patching
+    except ImportError:
+        raise EnvironmentProblem("ROCm 6.0 needs the header overlay, but resolver.patching is not available",
+                                 fix="update the resolver; then run `python -m resolver patch`") from None
+    report = patching.ensure_overlay(project, env)
+    for key in ("include", "include_dir", "overlay_include", "overlay"):
+        value = report.get(key) if isinstance(report, dict) else getattr(report, key, None)
+        if value:
+            folder = Path(value)
+            return folder if folder.name == "include" or not (folder / "include").is_dir() else folder / "include"
+    raise EnvironmentProblem("the ROCm 6.0 overlay was not created", fix="run `python -m resolver patch` and read its message")
+
+
+def _prebuilt_wheel(project, package: KernelPackage, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:
+    if options.prebuilt == "never" or options.plan_strategy != "prebuilt" or not (package.wheel_name and package.wheel_url):
+        return None
+    from resolver.build import prebuilt
+
+    name = prebuilt.wheel_file_name(package.wheel_name, version=package.version, backend=facts.backend,
+                                    toolkit_or_torch_cuda=facts.torch_cuda or facts.torch_hip or toolkit.major_minor,
+                                    torch=facts.torch, cxx11_abi=bool(facts.cxx11_abi), python=facts.python)
+    cached = project.cache / "wheels" / name
+    if cached.is_file():
+        return cached
+    url = package.wheel_url.format(version=package.version, wheel=name)
+    if not prebuilt.reachable(url):
+        _say(out, f"{package.name}: upstream wheel {name} is not reachable; compiling instead")
+        return None
+    try:
+        return prebuilt.download(url, cached)
+    except OSError:
+        _say(out, f"{package.name}: downloading {name} failed; compiling instead")
+        return None
+
+
+def _source(project: ProjectPaths, package: KernelPackage) -> tuple[Path, str]:
+    if package.sdist:
+        from resolver.build.sdist import ensure_sdist
+
+        path = ensure_sdist(package.sdist, project.cache / "sdists")
+        return path, package.sdist.sha256
+    assert package.source_dir is not None
+    return package.source_dir, _tree_hash(package.source_dir)
+
+
+def _check_toolkit_matches_torch(facts: EnvFacts, toolkit: str) -> None:
+    built_with = facts.torch_cuda if facts.backend == "cuda" else facts.torch_hip
+    if not built_with:
+        return
+    if DottedVersion.parse(built_with.split("-")[0]).major != DottedVersion.parse(toolkit).major:
+        raise EnvironmentProblem(
+            f"torch {facts.torch} was built with {facts.backend.upper()} {built_with} but the compiler here is {toolkit}",
+            fix="put the matching toolkit first (CUDA_HOME / ROCM_PATH) or install the torch build that matches it")
+
+
+def _torch_base(torch: str) -> str:
+    return torch.split("+", 1)[0]
+
+
+def _torch_mm(torch: str) -> str:
+    return ".".join(_torch_base(torch).split(".")[:2])
+
+
+def _tree_hash(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                       and "build" not in p.relative_to(folder).parts[:1]):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _file_hash(path: Path) -> str:
+    from resolver.build.sdist import sha256_of
+
+    return sha256_of(path)
+
+
+def _units_from_log(log: Path) -> tuple[int, int]:
+    from resolver.build.logparse import NinjaProgress
+
+    last = (0, 0)
+    try:
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                progress = NinjaProgress.parse(line)
+                if progress:
+                    last = progress
+    except OSError:
+        pass
+    return last
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _say(out, text: str) -> None:
+    if out is not None:
+        out.info(text)

@@ -1,0 +1,97 @@
+"""The kernel packages the resolver knows how to build: ``recipes/<name>/`` read into values.
+
+``recipe.yaml`` pins the version and the sdist's sha256 (its ``context``); ``resolver.toml`` beside it
+holds what the resolver needs beyond that (sdist URL, upstream switches, modules to import, wheel
+naming, our fixes' rules). The content hash of the recipe folder and ``recipes/common/`` is part of
+every build's cache key, so editing a fix rebuilds.
+
+>>> pkg = KernelPackage.load(RECIPES / "causal-conv1d")
+>>> pkg.name, pkg.version, pkg.imports[0]
+('causal-conv1d', '1.7.0', 'causal_conv1d_cuda')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from resolver.build.archs import ArchRule
+from resolver.errors import BadInput
+
+RECIPES = Path(__file__).resolve().parent.parent.parent / "recipes"
+COMMON = RECIPES / "common"
+BUILD_EXT = COMMON / "build_ext.py"
+KNOWN = ("causal-conv1d", "mamba-ssm")  # build order: mamba-ssm's Python side imports causal_conv1d
+
+
+@dataclass(frozen=True)
+class Sdist:
+    file_name: str
+    sha256: str
+    url: str | None  # None: a local source folder (the test fixture)
+
+
+@dataclass(frozen=True)
+class KernelPackage:
+    name: str
+    version: str
+    recipe_dir: Path
+    sdist: Sdist | None
+    source_dir: Path | None  # a folder source instead of an sdist
+    env_prefix: str
+    imports: tuple[str, ...]
+    translation_units: int
+    factory: str
+    cxx_std: str | None
+    cxx_std_torch_min: str | None
+    never_archs: tuple[ArchRule, ...]
+    wheel_name: str | None
+    wheel_url: str | None
+
+    @property
+    def recipe(self) -> Path:
+        return self.recipe_dir / "recipe.yaml"
+
+    @classmethod
+    def load(cls, recipe_dir: Path) -> "KernelPackage":
+        import yaml
+
+        recipe_dir = Path(recipe_dir)
+        try:
+            recipe = yaml.safe_load((recipe_dir / "recipe.yaml").read_text(encoding="utf-8"))
+            meta = tomllib.loads((recipe_dir / "resolver.toml").read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+            raise BadInput(f"recipe folder {recipe_dir} is unreadable ({exc})",
+                           fix="restore it from git (`git checkout -- recipes/`)") from None
+        context = recipe.get("context", {})
+        sdist = None
+        source_dir = None
+        if "sdist" in context:
+            sdist = Sdist(context["sdist"], context["sha256"], meta.get("sdist_url"))
+        else:
+            source_dir = (recipe_dir / meta["source_dir"]).resolve()
+        cxx = meta.get("cxx_std", {})
+        rules = tuple(ArchRule(r["arch"], r["toolkit_min"], r["toolkit_below"], r["source"])
+                      for r in meta.get("never_arch", []))
+        return cls(name=str(context["name"]), version=str(context["version"]), recipe_dir=recipe_dir,
+                   sdist=sdist, source_dir=source_dir, env_prefix=meta.get("env_prefix", ""),
+                   imports=tuple(meta.get("imports", ())), translation_units=int(meta.get("translation_units", 1)),
+                   factory=meta.get("factory", "torch.utils.cpp_extension:CUDAExtension"),
+                   cxx_std=cxx.get("std"), cxx_std_torch_min=cxx.get("torch_min"), never_archs=rules,
+                   wheel_name=meta.get("wheel_name"), wheel_url=meta.get("wheel_url"))
+
+    @classmethod
+    def named(cls, name: str) -> "KernelPackage":
+        if name not in KNOWN:
+            raise BadInput(f"unknown kernel package {name!r}", fix=f"use one of {', '.join(KNOWN)} or all")
+        return cls.load(RECIPES / name)
+
+    def fixes_hash(self) -> str:
+        """sha256 over this recipe folder and recipes/common (what our fixes are made of)."""
+        digest = hashlib.sha256()
+        for folder in (self.recipe_dir, COMMON):
+            for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()

@@ -1,0 +1,46 @@
+"""Upstream release wheels: their names, and whether one is reachable *right now* (short timeout).
+
+Upstream setup.py guesses ``{pkg}-{ver}+cu{major}torch{M.m}cxx11abi{TRUE|FALSE}-cp{py}-cp{py}-linux_x86_64.whl``
+on the GitHub release; offline that guess must never hang the build, so the check is one HEAD
+request with a few seconds' timeout, and any failure means "build from source".
+
+>>> wheel_file_name("mamba_ssm-{version}+{backend_tag}torch{torch_mm}cxx11abi{abi}-cp{py}-cp{py}-linux_x86_64.whl",
+...                 version="2.3.2.post1", backend="cuda", toolkit_or_torch_cuda="12.9", torch="2.9.1+cu129",
+...                 cxx11_abi=True, python="3.11")
+'mamba_ssm-2.3.2.post1+cu12torch2.9cxx11abiTRUE-cp311-cp311-linux_x86_64.whl'
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+
+def wheel_file_name(template: str, *, version: str, backend: str, toolkit_or_torch_cuda: str, torch: str,
+                    cxx11_abi: bool, python: str) -> str:
+    major, minor = (toolkit_or_torch_cuda.split(".") + ["0"])[:2]
+    tag = f"cu{major}" if backend == "cuda" else f"hip{major}{minor}"
+    torch_mm = ".".join(torch.split("+")[0].split(".")[:2])
+    return template.format(version=version, backend_tag=tag, torch_mm=torch_mm,
+                           abi=str(bool(cxx11_abi)).upper(), py=python.replace(".", ""))
+
+
+def reachable(url: str, *, timeout: float = 3.0) -> bool:
+    """True when a HEAD request for ``url`` answers 2xx/3xx within ``timeout`` seconds."""
+    request = urllib.request.Request(url, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return 200 <= response.status < 400
+    except (urllib.error.URLError, OSError, TimeoutError, ValueError):
+        return False
+
+
+def download(url: str, target: Path, *, timeout: float = 30.0) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as sink:
+        while block := response.read(1 << 20):
+            sink.write(block)
+    partial.replace(target)
+    return target

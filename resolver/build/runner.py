@@ -1,0 +1,119 @@
+"""Run one recipe through py-rattler-build and publish the package into the project's channel.
+
+rattler-build works in a scratch folder (``.resolver/cache/build/<name>-<key>/``: its bld/,
+src_cache/ and log stay out of the channel); the finished ``.conda`` is copied into
+``.resolver/channel/<subdir>/`` and the channel is re-indexed so ``lock``/``install`` can use it.
+Every log line goes to the log file; ninja's ``[n/N]`` lines drive the progress callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from resolver.build.logparse import NinjaProgress, first_error
+from resolver.errors import BuildFailed
+
+SUBDIR = "linux-64"
+
+
+@dataclass(frozen=True)
+class RecipeRun:
+    recipe: Path
+    variant: dict[str, str]  # the variant keys of recipes/variants.yaml, one value each
+    context: dict[str, str]  # resolver_* render context
+    work_dir: Path
+    log_path: Path
+
+
+class _Callback:
+    """py-rattler-build progress callback: log everything, report ninja progress."""
+
+    def __init__(self, log, on_progress: Callable[[int, int], None] | None) -> None:
+        self.log = log
+        self.on_progress = on_progress
+        self.lines: list[str] = []
+        self.units = (0, 0)
+
+    def on_log(self, event) -> None:
+        message = getattr(event, "message", str(event))
+        for line in str(message).splitlines():
+            self.log.write(line + "\n")
+            self.lines.append(line)
+            progress = NinjaProgress.parse(line)
+            if progress:
+                self.units = progress
+                if self.on_progress:
+                    self.on_progress(*progress)
+        self.log.flush()
+
+    def __getattr__(self, name: str):  # on_build_step, on_download_* …: nothing to show
+        if name.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)
+
+
+def run_recipe(run: RecipeRun, *, package_label: str,
+               on_progress: Callable[[int, int], None] | None = None) -> tuple[Path, float, list[str]]:
+    """Build; return (the .conda in the scratch output, seconds, log lines). BuildFailed on failure."""
+    import yaml
+    from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe, ToolConfiguration, VariantConfig
+
+    out_dir = run.work_dir / "out"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    run.log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(run.log_path, "w", encoding="utf-8") as log:
+        log.write(f"# {package_label}: variant {run.variant}\n# context {run.context}\n")
+        callback = _Callback(log, on_progress)
+        try:
+            recipe = Stage0Recipe.from_file(str(run.recipe))
+            variants = VariantConfig.from_yaml(yaml.safe_dump({k: [v] for k, v in run.variant.items()}))
+            results = recipe.run_build(
+                variant_config=variants, output_dir=str(out_dir), channels=[], no_build_id=True,
+                tool_config=ToolConfiguration(test_strategy="skip"), progress_callback=callback,
+                render_config=RenderConfig(platform=PlatformConfig(target_platform=SUBDIR),
+                                           extra_context=dict(run.context)))
+        except Exception as exc:  # rattler_build raises its own error classes; all mean "the build failed"
+            log.write(f"# rattler-build: {type(exc).__name__}: {exc}\n")
+            log.flush()
+            error = first_error(callback.lines)
+            if error:
+                raise BuildFailed(f"{package_label} failed to compile: {error.line[:300]}",
+                                  fix=f"{error.hint}; full log: {run.log_path}",
+                                  because=error.hint_id) from None
+            raise BuildFailed(f"{package_label} failed to build ({str(exc).strip()[:200]})",
+                              fix=f"read the full log: {run.log_path}") from None
+    packages = [Path(p) for result in results for p in result.packages]
+    if len(packages) != 1:
+        raise BuildFailed(f"{package_label}: rattler-build produced {len(packages)} packages, expected one",
+                          fix=f"read the full log: {run.log_path}")
+    return packages[0], time.monotonic() - started, callback.lines
+
+
+def publish(package: Path, channel: Path) -> Path:
+    """Copy the package into the channel and re-index it; return its path in the channel."""
+    target_dir = channel / SUBDIR
+    target_dir.mkdir(parents=True, exist_ok=True)
+    (channel / "noarch").mkdir(exist_ok=True)
+    target = target_dir / package.name
+    partial = target.with_name(target.name + ".part")
+    shutil.copy2(package, partial)
+    partial.replace(target)
+    index_channel(channel)
+    return target
+
+
+def index_channel(channel: Path) -> None:
+    from rattler.index import index_fs
+    from rattler.platform import Subdir
+
+    for subdir in (SUBDIR, "noarch"):
+        (channel / subdir).mkdir(parents=True, exist_ok=True)
+        asyncio.run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
