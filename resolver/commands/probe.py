@@ -1,15 +1,74 @@
-"""`python -m resolver probe`: not built yet."""
+"""`python -m resolver probe [--sysroot DIR] [--capture DIR] [--json]`: what this machine has.
+
+Detection only (resolver/probe/); never imports torch or rattler, so it starts fast.
+"""
 
 from __future__ import annotations
 
-from resolver.errors import ExitCode, ResolverError
-
-HELP = "probe (not built yet)"
+HELP = "read this machine (or a captured --sysroot): platform, glibc, Python, NVIDIA/AMD GPUs, toolkits"
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--sysroot", metavar="DIR",
+                        help="read a captured machine from DIR instead of this one (layout: docs/sysroot.md)")
+    parser.add_argument("--capture", metavar="DIR",
+                        help="record what the probe reads on this machine into DIR (a new folder), to replay "
+                             "with --sysroot or to send with a bug report")
+
+
+def _gpu_lines(profile) -> list[str]:
+    lines = []
+    if profile.nvidia:
+        nv = profile.nvidia
+        lines.append(f"NVIDIA driver {nv.driver_version or 'unknown'}"
+                     f" (supports CUDA {nv.cuda_driver_version or 'unknown'})")
+        lines += [f"  GPU {i}: {g.name}, compute capability {g.compute_capability}"
+                  + (f", {g.memory_mib} MiB" if g.memory_mib else "") for i, g in enumerate(nv.gpus)]
+    if profile.amd:
+        lines.append(f"ROCm {profile.amd.rocm_version or 'not installed'}"
+                     + (f" at {profile.amd.rocm_root}" if profile.amd.rocm_root else ""))
+        lines += [f"  GPU {i}: {g.name}, {g.gfx_arch}" for i, g in enumerate(profile.amd.gpus)]
+    if not profile.has_gpu:
+        lines.append("GPU: none found")
+    return lines
+
+
+def summary(profile) -> str:
+    """A short readable report of a profile."""
+    host = [f"platform {profile.platform}", f"Python {profile.python}"]
+    if profile.glibc:
+        host.append(f"glibc {profile.glibc}")
+    if profile.wsl:
+        host.append("WSL")
+    if profile.container:
+        host.append("container")
+    lines = [", ".join(host)]
+    lines += _gpu_lines(profile)
+    lines.append(f"CUDA toolkit (nvcc): {profile.cuda_toolkit or 'none'}"
+                 + (f"; ROCm toolkit (hipcc HIP): {profile.rocm_toolkit}" if profile.rocm_toolkit else ""))
+    if profile.overrides:
+        lines.append("overrides: " + ", ".join(f"{k}={v!r}" for k, v in profile.overrides))
+    lines += [f"note: {n}" for n in profile.notes]
+    return "\n".join(lines)
 
 
 def run(args, out) -> int:
-    raise ResolverError("the 'probe' stage is not built yet", code=ExitCode.INTERNAL)
+    from resolver.errors import BadInput
+
+    if args.capture and args.sysroot:
+        raise BadInput("--capture records this machine, so it cannot be combined with --sysroot",
+                       fix="use one of them")
+    if args.capture:
+        from resolver.probe.capture import capture_machine
+
+        report = capture_machine(args.capture)
+        human = (f"captured {report.files} files and {report.commands} tool runs into {report.folder}; "
+                 f"replay with `python -m resolver probe --sysroot {report.folder}` "
+                 f"{'gives the same profile' if report.replay_matches else 'DIFFERS from the live profile'}")
+        out.result(report.to_json(), human)
+        return 0
+    from resolver.probe import probe_machine
+
+    profile = probe_machine(args.sysroot)
+    out.result(profile.to_json(), summary(profile))
+    return 0

@@ -1,0 +1,144 @@
+"""The machine as the probe sees it: files, globs, tool runs, environment, uname.
+
+Every detector reads through a :class:`System`, never through ``open`` or ``subprocess``
+directly, so the same code reads the live machine (:class:`LiveSystem`) or a captured one
+(:class:`resolver.probe.sysroot.SysrootSystem`) and nothing live leaks into a replay.
+
+>>> live = LiveSystem(environ={"PATH": "/nonexistent"})
+>>> live.run(["nvidia-smi"]) is None   # not on that PATH: the tool is "not installed"
+True
+>>> live.read("/no/such/file") is None
+True
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Mapping, Protocol
+
+# A hung driver can make nvidia-smi block for minutes; the probe must stay fast and never hang.
+TOOL_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one tool run printed. ``exit_code`` 124 with ``timed_out`` when it ran past the limit."""
+
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: str
+    stderr: str = ""
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        """One line for a note: ``nvidia-smi exited 9: NVIDIA-SMI has failed ...``."""
+        if self.timed_out:
+            return f"`{' '.join(self.argv)}` did not answer within {TOOL_TIMEOUT_S:.0f} s"
+        detail = (self.stderr.strip() or self.stdout.strip()).splitlines()
+        tail = f": {detail[0][:160]}" if detail else ""
+        return f"`{' '.join(self.argv)}` exited {self.exit_code}{tail}"
+
+
+class System(Protocol):
+    """What detectors may ask of a machine. Paths are absolute paths *on that machine*."""
+
+    environ: Mapping[str, str]
+    live: bool  # True only for this machine: NVML and other in-process libraries are allowed
+
+    def read(self, path: str) -> str | None:
+        """The text of a file, or None when it is missing or unreadable."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def glob(self, pattern: str) -> list[str]:
+        """Sorted absolute paths matching ``pattern`` (shell glob)."""
+
+    def run(self, argv: list[str]) -> CommandResult | None:
+        """Run a tool; None when it is not installed. A bare ``argv[0]`` is looked up on PATH."""
+
+    def uname(self) -> tuple[str, str]:
+        """``(system, machine)`` as ``platform.system()`` / ``platform.machine()`` print them."""
+
+    def python_version(self) -> str: ...
+
+    def glibc_version(self) -> tuple[str | None, str]:
+        """``(version or None, where it came from)`` when the machine itself can say; else ``(None, why)``."""
+
+    def cpu_count(self) -> int | None: ...
+
+
+class LiveSystem:
+    """This machine. ``environ`` defaults to the process environment."""
+
+    live = True
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+
+    def read(self, path: str) -> str | None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read()
+        except OSError:
+            return None
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        return sorted(_glob.glob(pattern))
+
+    def _resolve(self, tool: str) -> str | None:
+        if os.sep in tool:
+            return tool if os.path.isfile(tool) and os.access(tool, os.X_OK) else None
+        return shutil.which(tool, path=self.environ.get("PATH", os.defpath))
+
+    def run(self, argv: list[str]) -> CommandResult | None:
+        exe = self._resolve(argv[0])
+        if exe is None:
+            return None
+        try:
+            done = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, errors="replace",
+                                  timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            return CommandResult(tuple(argv), 124, _text(exc.stdout), _text(exc.stderr), timed_out=True)
+        except OSError as exc:  # present but not runnable (wrong arch, no permission)
+            return CommandResult(tuple(argv), 126, "", str(exc))
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+    def uname(self) -> tuple[str, str]:
+        return platform.system(), platform.machine()
+
+    def python_version(self) -> str:
+        return ".".join(str(p) for p in sys.version_info[:3])
+
+    def glibc_version(self) -> tuple[str | None, str]:
+        try:
+            text = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; what gnu_get_libc_version() returns
+        except (AttributeError, ValueError, OSError):
+            text = None
+        if text and text.startswith("glibc "):
+            return text.split()[1], "confstr(CS_GNU_LIBC_VERSION)"
+        return None, "the C library does not report a glibc version"
+
+    def cpu_count(self) -> int | None:
+        try:
+            return len(os.sched_getaffinity(0))  # honours taskset/cgroup cpusets, unlike os.cpu_count()
+        except (AttributeError, OSError):
+            return os.cpu_count()
+
+
+def _text(value: str | bytes | None) -> str:
+    if value is None:
+        return ""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
