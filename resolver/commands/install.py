@@ -1,15 +1,25 @@
-"""`python -m resolver install`: not built yet."""
+"""`python -m resolver install [--env NAME]`: build an environment from pixi.lock alone."""
 
 from __future__ import annotations
 
-from resolver.errors import ExitCode, ResolverError
-
-HELP = "install (not built yet)"
+HELP = "install an environment from pixi.lock only (sha256-verified; conda prefix or venv)"
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--env", "-e", metavar="NAME", help="environment to install (default: the only one locked)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
 
 
 def run(args, out) -> int:
-    raise ResolverError("the 'install' stage is not built yet", code=ExitCode.INTERNAL)
+    from resolver import install
+    from resolver.paths import ProjectPaths
+
+    project = ProjectPaths.discover()
+    summary = install.install_environment(project, args.env, force=args.force, info=out.info)
+    verb = "already matches pixi.lock" if summary.status == "up-to-date" else f"installed in {summary.seconds:.1f}s"
+    kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"
+    out.result(summary.to_json(),
+               f"{summary.environment}: {kind} at {summary.path}, {verb} "
+               f"({summary.conda_packages} conda + {summary.pypi_packages} PyPI packages)\n"
+               f"run inside it: {summary.path / 'bin' / 'python'}")
+    return 0

@@ -1,0 +1,213 @@
+"""The PyPI side of a lock: pip resolves (``pip install --dry-run --report``), we record each wheel.
+
+pip is driven through its command line only, so its own configuration (pip.conf, ``PIP_*``:
+index-url, extra-index-url, find-links, constraints) applies untouched; the plan's PyTorch index
+and any mirrors or wheelhouses are added as ``--extra-index-url`` / ``--find-links``. Remote
+indexes that cannot be reached are left out with a warning instead of costing minutes of retries.
+Every artefact gets a sha256: the index's when it gives one, else computed from the file
+(a remote file is downloaded once into the cache for that).
+
+>>> platform_tags("linux-64", "2.28")[:2]
+['manylinux_2_28_x86_64', 'manylinux_2_27_x86_64']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from resolver.envs.lockfile import PypiArtifact
+from resolver.errors import BadInput, ResolverError
+
+HOST_SUBDIR = {("linux", "x86_64"): "linux-64", ("linux", "aarch64"): "linux-aarch64",
+               ("darwin", "arm64"): "osx-arm64", ("darwin", "x86_64"): "osx-64"}
+
+
+@dataclass(frozen=True)
+class PipRequest:
+    requirements: tuple[str, ...]
+    python: str  # "3.11"
+    platform: str  # conda subdir of the target
+    glibc: str | None = None
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PipResolution:
+    artifacts: tuple[PypiArtifact, ...]
+    skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached
+    interpreter: str
+    cross: bool  # resolved with --platform/--python-version for another machine
+
+
+def host_subdir() -> str:
+    import platform
+
+    return HOST_SUBDIR.get((sys.platform if sys.platform != "linux" else "linux", platform.machine()), "linux-64")
+
+
+def find_interpreter(python: str) -> str | None:
+    """An interpreter of this host for Python ``X.Y``: the running one, else ``pythonX.Y`` on PATH."""
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == python:
+        return sys.executable
+    return shutil.which(f"python{python}")
+
+
+def platform_tags(platform: str, glibc: str | None) -> list[str]:
+    """Wheel platform tags a target of this conda subdir accepts (pip's --platform, explicit)."""
+    if platform.startswith("linux"):
+        arch = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}[platform]
+        top = int((glibc or "2.28").split(".")[1])
+        tags = [f"manylinux_2_{minor}_{arch}" for minor in range(top, 16, -1)]
+        return tags + [f"manylinux2014_{arch}", f"linux_{arch}"]
+    if platform.startswith("osx"):
+        arch = "arm64" if platform == "osx-arm64" else "x86_64"
+        return [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1)] + \
+               ([f"macosx_10_{minor}_x86_64" for minor in range(15, 8, -1)] if arch == "x86_64" else [])
+    if platform.startswith("win"):
+        return ["win_amd64"]
+    raise BadInput(f"cannot resolve wheels for platform {platform}", fix="use linux-64, linux-aarch64 or osx-arm64")
+
+
+def reachable(url: str, timeout: float = 5.0) -> bool:
+    """Whether a remote index answers at all (any HTTP status counts as an answer)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url.rstrip("/") + "/", method="HEAD"), timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def resolve(request: PipRequest, cache: Path, *, info=lambda text: None) -> PipResolution:
+    """Resolve ``request`` with pip; every artefact with its location and sha256."""
+    skipped = []
+    indexes = []
+    for url in request.extra_index_urls:
+        if url.startswith(("http://", "https://")) and not reachable(url):
+            skipped.append(url)
+            info(f"  index {url} cannot be reached; left out (pip's own configuration still applies)")
+            continue
+        indexes.append(url)
+    index_url = request.index_url
+    if index_url and index_url.startswith(("http://", "https://")) and not reachable(index_url):
+        skipped.append(index_url)
+        info(f"  index {index_url} cannot be reached; left out (pip's own configuration still applies)")
+        index_url = None
+    interpreter = find_interpreter(request.python) if request.platform == host_subdir() else None
+    cross = interpreter is None
+    with tempfile.TemporaryDirectory(prefix="resolver-pip-") as tmp:
+        report = Path(tmp) / "report.json"
+        cmd = [interpreter or sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+               "--quiet", "--report", str(report), "--only-binary", ":all:", "--no-input"]
+        if cross:
+            major, minor = request.python.split(".")[:2]
+            cmd += ["--target", str(Path(tmp) / "target"), "--python-version", request.python,
+                    "--implementation", "cp", "--abi", f"cp{major}{minor}", "--abi", "abi3", "--abi", "none"]
+            for tag in platform_tags(request.platform, request.glibc):
+                cmd += ["--platform", tag]
+        if index_url:
+            cmd += ["--index-url", index_url]
+        for url in indexes:
+            cmd += ["--extra-index-url", url]
+        for link in request.find_links:
+            cmd += ["--find-links", link]
+        cmd += list(request.requirements)
+        env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0 or not report.is_file():
+            raise ResolverError(f"pip could not resolve the PyPI part ({_pip_reason(proc.stderr)})",
+                                fix="check the pins in pixi.toml and the sources (RESOLVER_FIND_LINKS, "
+                                    "RESOLVER_TORCH_INDEX, [tool.resolver]); pip's message is above",
+                                because=proc.stderr[-2000:])
+        data = json.loads(report.read_text(encoding="utf-8"))
+    artifacts = [_artifact(item, cache) for item in data.get("install", [])]
+    return PipResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped),
+                         interpreter or sys.executable, cross)
+
+
+def _pip_reason(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip().startswith("ERROR")]
+    return (lines[-1] if lines else (stderr.strip().splitlines() or ["no output"])[-1])[:300]
+
+
+def _artifact(item: dict, cache: Path) -> PypiArtifact:
+    meta = item.get("metadata", {})
+    info = item.get("download_info", {})
+    url = str(info.get("url", "")).split("#", 1)[0]
+    if "dir_info" in info or not url:
+        raise BadInput(f"{meta.get('name')} resolved to a local folder ({url}), which cannot be locked",
+                       fix="build a wheel of it and put it in a wheelhouse (RESOLVER_FIND_LINKS)")
+    hashes = (info.get("archive_info") or {}).get("hashes") or {}
+    sha = hashes.get("sha256")
+    if not sha:
+        sha = sha256_of(fetch(url, cache))
+    name = canonical_name(meta.get("name", ""))
+    return PypiArtifact(name=name, version=str(meta.get("version")), location=url, sha256=sha,
+                        requires_dist=tuple(meta.get("requires_dist") or ()),
+                        requires_python=meta.get("requires_python"))
+
+
+def canonical_name(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def local_path(url: str) -> Path | None:
+    """The file behind a ``file://`` URL or a plain path; None for remote URLs."""
+    if url.startswith("file://"):
+        return Path(unquote(urlsplit(url).path))
+    if url.startswith("/"):
+        return Path(url)
+    return None
+
+
+def fetch(url: str, cache: Path, expected_sha256: str | None = None) -> Path:
+    """The artefact at ``url`` as a local file: local files in place, remote ones downloaded once.
+
+    A cached download is reused only while it still has ``expected_sha256``.
+    """
+    path = local_path(url)
+    if path is not None:
+        if not path.is_file():
+            raise BadInput(f"locked file {path} does not exist",
+                           fix="restore the wheelhouse/channel it came from, or run `python -m resolver lock` again")
+        return path
+    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    folder = cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:16]
+    target = folder / name
+    if target.is_file() and (expected_sha256 is None or sha256_of(target) == expected_sha256):
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f".{name}.part-{os.getpid()}"
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, open(part, "wb") as handle:
+            shutil.copyfileobj(response, handle, 1 << 20)
+    except (urllib.error.URLError, OSError) as exc:
+        part.unlink(missing_ok=True)
+        raise ResolverError(f"cannot download {url} ({exc})",
+                            fix="check the network or point a mirror at it ([tool.resolver] mirrors)") from None
+    part.replace(target)
+    return target

@@ -1,0 +1,253 @@
+"""``install``: one environment from pixi.lock alone, verified, built aside, renamed into place.
+
+* Never re-resolves: the exact conda records and wheel files of the lock, for this machine's subdir.
+* Every artefact's sha256 is checked before anything is linked or installed; a mismatch is an
+  :class:`IntegrityError` naming the file. Remote artefacts are downloaded once into
+  ``.resolver/cache`` and reused while their hash holds; local ones (wheelhouses, file channels)
+  are read in place.
+* Kinds: a conda prefix when the lock has a conda ``python``; otherwise a virtual environment of
+  the host's interpreter for the locked Python (the ``cpXY`` tag of the wheels), python-less conda
+  packages linked into it, the wheels installed with ``pip install --no-deps`` of the locked files.
+* The environment is built in ``.resolver/envs/.<name>.tmp-<pid>`` with the final path patched into
+  its files, the ready marker written, then renamed to ``.resolver/envs/<name>``: an interrupted
+  install never leaves a half environment that looks ready, and running it again repairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from resolver.envs.lockfile import LockedEnv, PypiArtifact, read_lock
+from resolver.envs.pypi import fetch, find_interpreter, host_subdir, local_path, sha256_of
+from resolver.environment import READY_MARKER
+from resolver.errors import BuildFailed, EnvironmentProblem, IntegrityError, ResolverError
+from resolver.paths import ProjectPaths
+
+Info = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class InstallSummary:
+    environment: str
+    path: Path
+    kind: str  # "conda" | "venv"
+    python: str
+    platform: str
+    conda_packages: int
+    pypi_packages: int
+    status: str  # "installed" | "up-to-date"
+    seconds: float
+    digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.environment, "path": str(self.path), "kind": self.kind, "python": self.python,
+                "platform": self.platform, "conda_packages": self.conda_packages,
+                "pypi_packages": self.pypi_packages, "status": self.status, "seconds": round(self.seconds, 3),
+                "lock_digest": self.digest}
+
+
+def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
+    """The locked environment ``name`` for this machine's platform (the only one when ``name`` is None)."""
+    envs = read_lock(project.lockfile, project.root)
+    if name is None:
+        if len(envs) != 1:
+            names = ", ".join(sorted(envs)) or "none"
+            raise EnvironmentProblem(f"pixi.lock holds several environments ({names})" if envs
+                                     else "pixi.lock holds no environment",
+                                     fix="choose one with --env NAME" if envs else "run `python -m resolver lock`")
+        name = next(iter(envs))
+    if name not in envs:
+        raise EnvironmentProblem(f"pixi.lock has no environment '{name}' (it has: {', '.join(sorted(envs)) or 'none'})",
+                                 fix=f"run `python -m resolver lock --target <target for {name}>` first")
+    subdir = host_subdir()
+    matching = [e for e in envs[name] if e.platform.subdir == subdir]
+    if not matching:
+        have = ", ".join(e.platform.subdir for e in envs[name])
+        raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
+                                 fix=f"lock it for {subdir} (`python -m resolver lock --target ...` on this machine)")
+    return matching[0]
+
+
+def environment_digest(env: LockedEnv) -> str:
+    """A digest of everything install uses from the lock (same lock content → same digest)."""
+    parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256.hex() if r.sha256 else r.md5.hex()}"
+                                                     for r in env.conda),
+             *sorted(f"{a.location} {a.sha256}" for a in env.pypi)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def locked_environment_digest(project: ProjectPaths, name: str) -> str:
+    """Digest of environment ``name`` in pixi.lock for this machine ("" when it is not locked)."""
+    try:
+        return environment_digest(locked_environment(project, name))
+    except ResolverError:
+        return ""
+
+
+def python_of(env: LockedEnv) -> str | None:
+    """The environment's Python ``X.Y``: the conda python's, else the wheels' ``cpXY`` tag."""
+    for record in env.conda:
+        if record.name.normalized == "python":
+            return ".".join(str(record.version).split(".")[:2])
+    tags = {m.group(1) for a in env.pypi for m in [re.search(r"-cp(\d)(\d+)-", a.file_name)] if m}
+    tags = {m for m in tags}
+    found = sorted({f"{t[0]}.{t[1:]}" for t in tags})
+    return found[0] if len(found) == 1 else None
+
+
+def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
+                        info: Info = lambda text: None) -> InstallSummary:
+    """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``."""
+    started = time.monotonic()
+    env = locked_environment(project, name)
+    digest = environment_digest(env)
+    final = project.env(env.name)
+    has_conda_python = any(r.name.normalized == "python" for r in env.conda)
+    kind = "conda" if has_conda_python else "venv"
+    python = python_of(env) or f"{sys.version_info.major}.{sys.version_info.minor}"
+    marker = final / READY_MARKER
+    if not force and marker.is_file():
+        try:
+            if json.loads(marker.read_text(encoding="utf-8")).get("lock_digest") == digest:
+                return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda),
+                                      len(env.pypi), "up-to-date", time.monotonic() - started, digest)
+        except (OSError, ValueError):
+            pass
+    interpreter = None
+    if kind == "venv":
+        interpreter = find_interpreter(python)
+        if interpreter is None:
+            raise EnvironmentProblem(f"environment '{env.name}' needs Python {python} and this machine has no "
+                                     f"python{python} on PATH",
+                                     fix=f"install Python {python} (e.g. `pyenv install {python}`) or add a conda "
+                                         f"python to the environment's [dependencies]")
+    info(f"checking {len(env.conda) + len(env.pypi)} locked artefacts")
+    conda_files = [_verified_conda(project, record) for record in env.conda]
+    wheels = [_verified_wheel(project, art) for art in env.pypi]
+    project.envs.mkdir(parents=True, exist_ok=True)
+    for stale in project.envs.glob(f".{env.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
+    try:
+        if kind == "venv":
+            info(f"creating a virtual environment of Python {python}")
+            _run([interpreter, "-m", "venv", str(tmp)], "creating the virtual environment")
+        else:
+            tmp.mkdir(parents=True)
+        if env.conda:
+            info(f"linking {len(env.conda)} conda packages")
+            _link_conda(project, env, conda_files, tmp, final)
+        if wheels:
+            info(f"installing {len(wheels)} wheels with pip --no-deps")
+            _run([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile",
+                  "--disable-pip-version-check", "--no-warn-script-location", "--quiet",
+                  *[str(w) for w in wheels]], "installing the locked wheels")
+        _retarget(tmp, final)
+        (tmp / READY_MARKER).write_text(json.dumps({
+            "environment": env.name, "kind": kind, "python": python, "platform": env.platform.subdir,
+            "lock_digest": digest, "conda": [f"{r.name.normalized}-{r.version}-{r.build}" for r in env.conda],
+            "pypi": [f"{a.name}=={a.version}" for a in env.pypi]}, indent=2, sort_keys=True) + "\n",
+            encoding="utf-8")
+        _swap_into_place(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    check = subprocess.run([str(final / "bin" / "python"), "-c", "import sys; print(sys.prefix)"],
+                           capture_output=True, text=True)
+    if check.returncode != 0 or Path(check.stdout.strip()).resolve() != final.resolve():
+        raise BuildFailed(f"the environment at {final} does not run after the move ({check.stderr.strip()[:200]})",
+                          fix=f"run `python -m resolver install --env {env.name} --force`")
+    return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda), len(env.pypi),
+                          "installed", time.monotonic() - started, digest)
+
+
+def _verify(path: Path, expected: str, what: str) -> None:
+    actual = sha256_of(path)
+    if actual != expected:
+        raise IntegrityError(f"{path.name} does not match pixi.lock (sha256 {actual[:12]}… instead of "
+                             f"{expected[:12]}…, file {path})",
+                             fix="restore the original file (or delete it from the cache) and install again; "
+                                 "if the source really changed, relock with `python -m resolver lock`")
+
+
+def _verified_conda(project: ProjectPaths, record: Any) -> Path:
+    path = fetch(record.url, project.cache / "conda", record.sha256.hex() if record.sha256 else None)
+    if record.sha256:
+        _verify(path, record.sha256.hex(), "conda package")
+    else:
+        actual = hashlib.md5(path.read_bytes()).hexdigest()
+        if record.md5 and actual != record.md5.hex():
+            raise IntegrityError(f"{path.name} does not match pixi.lock (md5 differs, file {path})",
+                                 fix="restore the original file and install again")
+    return path
+
+
+def _verified_wheel(project: ProjectPaths, art: PypiArtifact) -> Path:
+    if not art.sha256:
+        raise IntegrityError(f"pixi.lock records no sha256 for {art.file_name}",
+                             fix="relock with `python -m resolver lock` (it records one for every wheel)")
+    path = fetch(art.location, project.cache / "pypi", art.sha256)
+    _verify(path, art.sha256, "wheel")
+    return path
+
+
+def _link_conda(project: ProjectPaths, env: LockedEnv, files: list[Path], prefix: Path, final: Path) -> None:
+    from resolver.rattler_util import rattler, run
+
+    r = rattler()
+    from rattler.platform import Subdir
+
+    records = [r.RepoDataRecord(rec, file_name=path.name, url=path.resolve().as_uri(), channel=rec.channel)
+               for rec, path in zip(env.conda, files)]
+    try:
+        run(r.install(records, target_prefix=str(prefix), cache_dir=project.cache / "rattler",
+                      platform=Subdir(env.platform.subdir), show_progress=False,
+                      alternative_target_prefix=str(final)))
+    except Exception as exc:  # rattler.exceptions.InstallerError …
+        raise BuildFailed(f"linking the conda packages failed ({str(exc).splitlines()[0][:300]})",
+                          fix=f"run `python -m resolver install --env {env.name}` again; if it persists, relock") from None
+
+
+def _run(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PIP_NO_INPUT="1"))
+    if proc.returncode != 0:
+        tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])[:400]
+        raise BuildFailed(f"{what} failed ({tail})", fix="read the message above; run install again to retry")
+
+
+def _retarget(tmp: Path, final: Path) -> None:
+    """Write the final path wherever the temporary one was baked in (scripts, activate, pyvenv.cfg)."""
+    old, new = str(tmp).encode(), str(final).encode()
+    candidates = [tmp / "pyvenv.cfg"]
+    bin_dir = tmp / "bin"
+    if bin_dir.is_dir():
+        candidates += [p for p in bin_dir.iterdir() if p.is_file() and not p.is_symlink()]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if old not in data or b"\0" in data[:4096]:
+            continue
+        mode = path.stat().st_mode
+        path.write_bytes(data.replace(old, new))
+        os.chmod(path, mode)
+
+
+def _swap_into_place(tmp: Path, final: Path) -> None:
+    old = None
+    if final.exists() or final.is_symlink():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        final.rename(old)
+    tmp.rename(final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,304 @@
+"""``lock``: plans → pixi.toml environments → one pixi.lock (v7) holding every environment.
+
+For each environment being locked:
+
+1. pixi.toml gets (or keeps) feature + environment ``plan.env_name`` with torch pinned to the plan's
+   exact build and index (:mod:`resolver.manifest`);
+2. conda side: py-rattler ``solve`` of the environment's conda dependencies against its channels
+   (mirrors applied, the local kernel channel ``.resolver/channel`` first when it has packages) with
+   the *target's* virtual packages from the plan, so a laptop can lock for a GPU cluster. No conda
+   dependencies → no solve (the environment is then a venv of the host's Python, see install);
+3. PyPI side: pip resolves the environment's PyPI dependencies (:mod:`resolver.envs.pypi`);
+4. all environments go into pixi.lock (:mod:`resolver.envs.lockfile`); environments not asked for
+   are carried over from the existing lock unchanged.
+
+The plan used is stored in ``.resolver/state/plans/<env>.json`` so :func:`lock_is_current` can tell
+whether the lock is stale for a new plan.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from resolver.envs.lockfile import LockedEnv, LockedPlatform, read_lock, write_lock
+from resolver.errors import BadInput, Refusal, ResolverError
+from resolver.manifest import Manifest
+from resolver.paths import ProjectPaths
+from resolver.plan import Plan
+from resolver.sources import Sources, is_remote
+
+Info = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EnvLockReport:
+    name: str
+    platform: str
+    conda_packages: int
+    pypi_packages: int
+    torch: str | None
+    channels: tuple[str, ...]
+    skipped_indexes: tuple[str, ...]
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.name, "platform": self.platform, "conda_packages": self.conda_packages,
+                "pypi_packages": self.pypi_packages, "torch": self.torch, "channels": list(self.channels),
+                "skipped_indexes": list(self.skipped_indexes), "seconds": round(self.seconds, 3)}
+
+
+@dataclass(frozen=True)
+class LockSummary:
+    lockfile: Path
+    manifest: Path
+    locked: tuple[EnvLockReport, ...]
+    carried_over: tuple[str, ...] = ()
+    manifest_changed: bool = False
+    sha256: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lockfile": str(self.lockfile), "manifest": str(self.manifest), "sha256": self.sha256,
+                "manifest_changed": self.manifest_changed, "locked": [e.to_json() for e in self.locked],
+                "carried_over": list(self.carried_over), "notes": list(self.notes)}
+
+
+def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
+               no_conda: bool = False, info: Info = lambda text: None) -> LockSummary:
+    """Lock the environments of ``plans`` (re-resolved) plus every other locked one (carried over)."""
+    sources = sources or Sources.load(project.root)
+    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+        Manifest.new(project.root.name or "project", project.manifest)
+    before = manifest.dumps() if project.manifest.is_file() else ""
+    by_env: dict[str, Plan] = {}
+    for plan in plans:
+        by_env[manifest.ensure_environment(plan)] = plan
+    changed = manifest.dumps() != before
+    if changed:
+        manifest.save(project.manifest)
+    existing = read_lock(project.lockfile, project.root) if project.lockfile.is_file() else {}
+    envs: list[LockedEnv] = []
+    reports = []
+    for name, plan in sorted(by_env.items()):
+        started = time.monotonic()
+        env, skipped = lock_environment(project, manifest, plan, sources, no_conda=no_conda, info=info)
+        envs.append(env)
+        torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+        reports.append(EnvLockReport(name, env.platform.name, len(env.conda), len(env.pypi), torch, env.channels,
+                                     skipped, time.monotonic() - started))
+    carried = []
+    for name, locked in sorted(existing.items()):
+        if name in by_env or name not in manifest.environment_names():
+            continue
+        envs.extend(locked)
+        carried.append(name)
+    _check_platform_names(envs)
+    text = write_lock(project.lockfile, envs, project.root)
+    for name, plan in by_env.items():
+        save_plan(project, plan, manifest)
+    return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(carried), changed,
+                       hashlib.sha256(text.encode()).hexdigest())
+
+
+def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sources: Sources, *,
+                     no_conda: bool = False, info: Info = lambda text: None) -> tuple[LockedEnv, tuple[str, ...]]:
+    """Resolve one environment for ``plan``'s target machine."""
+    from resolver.envs import pypi
+
+    spec = manifest.environment(plan.env_name)
+    platform = locked_platform(plan)
+    channels = sources.channels_for(list(spec.channels))
+    local = local_kernel_channel(project, info)
+    if local:
+        channels = [local, *[c for c in channels if c != local]]
+    records: list[Any] = []
+    conda_specs = spec.conda_specs()
+    if conda_specs and not no_conda:
+        info(f"solving conda packages for {spec.name} ({plan.platform}): {', '.join(conda_specs)}")
+        records = solve(channels, conda_specs, plan.platform, list(platform.virtual_packages))
+    indexes = [sources.torch_index_for(url, plan.torch.variant) for url in spec.pypi_indexes()
+               if url != spec.index_url]
+    index_url = sources.mirror(spec.index_url) if spec.index_url else None
+    if sources.torch_index and not indexes and index_url is None:
+        indexes = [sources.torch_index_for(None, plan.torch.variant)]
+    artifacts: tuple = ()
+    skipped: tuple[str, ...] = ()
+    requirements = spec.pypi_requirements()
+    if requirements:
+        info(f"resolving PyPI packages for {spec.name} ({plan.platform}, Python {plan.python}) with pip")
+        resolution = pypi.resolve(pypi.PipRequest(
+            requirements=tuple(requirements), python=plan.python, platform=plan.platform, glibc=plan.glibc,
+            index_url=index_url,
+            extra_index_urls=tuple(dict.fromkeys([*(i for i in indexes if i), *sources.extra_index_urls,
+                                                  *(sources.mirror(u) for u in spec.extra_index_urls)])),
+            find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
+            project.cache / "pypi", info=info)
+        artifacts, skipped = resolution.artifacts, resolution.skipped_indexes
+    return LockedEnv(spec.name, platform, tuple(channels), tuple(records), artifacts), skipped
+
+
+def locked_platform(plan: Plan) -> LockedPlatform:
+    """The lock platform of a plan: the subdir, named apart when it carries a GPU virtual package."""
+    from resolver.rattler_util import virtual_package_strings
+
+    vps = virtual_package_strings(plan.platform, glibc=plan.glibc,
+                                  cuda=plan.cuda_driver if plan.backend == "cuda" else None)
+    name = plan.platform if plan.backend == "cpu" else f"{plan.platform}-{plan.env_name}"
+    return LockedPlatform(name, plan.platform, tuple(vps))
+
+
+def _check_platform_names(envs: list[LockedEnv]) -> None:
+    seen: dict[str, LockedPlatform] = {}
+    for env in envs:
+        other = seen.setdefault(env.platform.name, env.platform)
+        if other != env.platform:
+            raise Refusal(f"two environments lock platform {env.platform.name} for different machines "
+                          f"({', '.join(other.virtual_packages)} vs {', '.join(env.platform.virtual_packages)})",
+                          fix="lock them from the same profile (--profile), or relock all with one `lock` run")
+
+
+def solve(channels: list[str], specs: list[str], platform: str, virtual_packages: list[str]) -> list[Any]:
+    """py-rattler ``solve`` for a target machine; unreachable channels and conflicts are one sentence."""
+    from resolver.rattler_util import rattler, run, target_virtual_packages
+
+    r = rattler()
+    for url in channels:
+        check_channel(url, platform)
+    try:
+        records = run(r.solve([r.Channel(c) for c in channels], specs, platforms=[platform, "noarch"],
+                              virtual_packages=target_virtual_packages(virtual_packages),
+                              timeout=datetime.timedelta(seconds=120)))
+    except Exception as exc:  # rattler.exceptions.SolverError and friends
+        text = str(exc).strip()
+        first = " ".join(text.splitlines()[:6])[:600]
+        raise Refusal(f"the conda packages cannot be solved for {platform} ({first})",
+                      fix="relax the [dependencies] pins in pixi.toml or add the channel that has them",
+                      because=text[:4000]) from None
+    return sorted(records, key=lambda rec: rec.name.normalized)
+
+
+def check_channel(url: str, platform: str, timeout: float = 5.0) -> None:
+    """Fail fast, in one sentence, when a channel cannot be read at all."""
+    if url.startswith("file://"):
+        from resolver.envs.pypi import local_path
+
+        folder = local_path(url)
+        if folder is None or not folder.is_dir():
+            raise BadInput(f"conda channel folder {folder} does not exist",
+                           fix="create it, fix RESOLVER_CONDA_CHANNELS / [tool.resolver] conda-channels, "
+                               "or pass --no-conda")
+        return
+    if is_remote(url):
+        probe = url.rstrip("/") + "/noarch/repodata.json"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(probe, method="HEAD"), timeout=timeout):
+                return
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500 and exc.code != 404:
+                return
+            reason = f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError) as exc:
+            reason = str(getattr(exc, "reason", exc))
+        raise ResolverError(f"conda channel {url} cannot be reached ({reason})",
+                            fix="set a mirror (RESOLVER_CONDA_CHANNELS=/path/to/mirror or [tool.resolver] "
+                                "conda-channels / mirrors in pixi.toml), or lock without the conda part: --no-conda")
+
+
+def local_kernel_channel(project: ProjectPaths, info: Info = lambda text: None) -> str | None:
+    """``.resolver/channel`` as a channel URL when it holds packages, re-indexed when they changed."""
+    folder = project.channel
+    if not folder.is_dir():
+        return None
+    packages = sorted(p for p in folder.glob("*/*") if p.suffix == ".conda" or p.name.endswith(".tar.bz2"))
+    if not packages:
+        return None
+    newest = max(p.stat().st_mtime for p in packages)
+    indexes = [folder / sub / "repodata.json" for sub in {p.parent.name for p in packages}]
+    if not (folder / "noarch").is_dir() or any(not i.is_file() or i.stat().st_mtime < newest for i in indexes):
+        from resolver.rattler_util import rattler, run
+
+        rattler()
+        from rattler.index import index_fs
+
+        info(f"indexing the local channel {folder}")
+        run(index_fs(folder, write_zst=False, write_shards=False))
+    return folder.resolve().as_uri() + "/"
+
+
+# -- staleness ------------------------------------------------------------------------------------
+def plan_key(plan: Plan) -> dict[str, Any]:
+    """What in a plan decides the lock (trace, warnings and kernels do not)."""
+    return {"environment": plan.env_name, "platform": plan.platform, "python": plan.python,
+            "torch": plan.torch.requirement, "index": plan.torch.source.url, "glibc": plan.glibc,
+            "cuda_driver": plan.cuda_driver if plan.backend == "cuda" else None}
+
+
+def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest) -> Path:
+    folder = project.stamps / "plans"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{plan.env_name}.json"
+    data = {"plan": plan.to_json(), "key": plan_key(plan), "manifest_env": _env_digest(manifest, plan.env_name)}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
+    path = project.stamps / "plans" / f"{env_name}.json"
+    try:
+        return Plan.from_json(json.loads(path.read_text(encoding="utf-8"))["plan"])
+    except (OSError, ValueError, KeyError, BadInput):
+        return None
+
+
+def _env_digest(manifest: Manifest, name: str) -> str:
+    spec = manifest.environment(name)
+    return hashlib.sha256(json.dumps([spec.channels, spec.platforms, spec.conda, spec.pypi, spec.index_url,
+                                      spec.extra_index_urls, spec.find_links], default=str).encode()).hexdigest()
+
+
+def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
+    """Whether pixi.lock already holds ``plan``'s environment as ``plan`` would lock it.
+
+    Checked against the lock's own content (torch build, target virtual packages, Python tag), so
+    it also holds on a teammate's machine; where this machine locked it, the pixi.toml section
+    must also be unchanged since.
+    """
+    if not project.lockfile.is_file() or not project.manifest.is_file():
+        return False
+    try:
+        manifest = Manifest.load(project.manifest)
+        if plan.env_name not in manifest.environment_names():
+            return False
+        spec = manifest.environment(plan.env_name)
+        torch_pin = dict(spec.pypi).get("torch", {}).get("version", "")
+        if torch_pin != "==" + plan.torch.requirement.split("==", 1)[1]:
+            return False
+        state_path = project.stamps / "plans" / f"{plan.env_name}.json"
+        if state_path.is_file():
+            state = json.loads(state_path.read_text(encoding="utf-8"))
+            if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
+                return False
+        locked = read_lock(project.lockfile, project.root).get(plan.env_name, [])
+    except (ResolverError, OSError, ValueError):
+        return False
+    want = locked_platform(plan)
+    for env in locked:
+        if env.platform != want:
+            continue
+        torch = [a for a in env.pypi if a.name == "torch"]
+        version = plan.torch.requirement.split("==", 1)[1]
+        if torch and torch[0].version != version:
+            return False
+        tag = "cp" + plan.python.replace(".", "")
+        if torch and f"-{tag}-" not in torch[0].file_name:
+            return False
+        return bool(torch) or not any(name == "torch" for name, _ in spec.pypi)
+    return False
