@@ -99,9 +99,8 @@ def python_of(env: LockedEnv) -> str | None:
     for record in env.conda:
         if record.name.normalized == "python":
             return ".".join(str(record.version).split(".")[:2])
-    tags = {m.group(1) for a in env.pypi for m in [re.search(r"-cp(\d)(\d+)-", a.file_name)] if m}
-    tags = {m for m in tags}
-    found = sorted({f"{t[0]}.{t[1:]}" for t in tags})
+    found = sorted({f"{m.group(1)}.{m.group(2)}" for a in env.pypi
+                    for m in [re.search(r"-cp(\d)(\d+)-", a.file_name)] if m})
     return found[0] if len(found) == 1 else None
 
 
