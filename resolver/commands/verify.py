@@ -1,15 +1,46 @@
-"""`python -m resolver verify`: not built yet."""
+"""`python -m resolver verify [--env NAME] [--model DIR] [--json]`: does the environment really work?
+
+Loads a Mamba checkpoint through the real library in the environment and through our pure-PyTorch
+reference (resolver/reference.py), compares logits and greedy generations, checks that the kernel
+extensions load and, on a GPU, that they were built for it. All torch work runs in ONE process
+inside the environment (resolver/inenv/verify.py); this process never imports torch.
+"""
 
 from __future__ import annotations
 
-from resolver.errors import ExitCode, ResolverError
-
-HELP = "verify (not built yet)"
+HELP = "load a Mamba model through the environment's libraries and our reference; compare logits and generations"
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--env", metavar="NAME", help="the environment to check (default: the only one installed)")
+    parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (config.json + "
+                        "*.safetensors); default: a tiny deterministic checkpoint the tool writes itself")
+    parser.add_argument("--dtypes", metavar="LIST", default="",
+                        help="comma list of float32,bfloat16,float16 (default: float32 on CPU; float32,bfloat16 on GPU)")
+    parser.add_argument("--cpu", action="store_true", help="stay on the CPU even when a GPU is visible")
+    parser.add_argument("--prompt-len", type=int, default=16, help="prompt length in tokens (default 16)")
+    parser.add_argument("--new-tokens", type=int, default=8, help="greedy tokens to generate (default 8)")
 
 
 def run(args, out) -> int:
-    raise ResolverError("the 'verify' stage is not built yet", code=ExitCode.INTERNAL)
+    from resolver.environment import Environment
+    from resolver.errors import BadInput
+    from resolver.paths import ProjectPaths
+    from resolver.verify import report as rep
+    from resolver.verify.runner import resolve_model, run_in_env
+
+    if args.prompt_len < 1 or args.new_tokens < 1:
+        raise BadInput("--prompt-len and --new-tokens must be at least 1", fix="pass positive numbers")
+    project = ProjectPaths.discover()
+    env = Environment.find(project, args.env)
+    model = resolve_model(project, args.model)
+    out.info(f"verifying environment '{env.name}' with {model} (one process inside the environment) ...")
+    extra = ["--prompt-len", str(args.prompt_len), "--new-tokens", str(args.new_tokens)]
+    if args.dtypes:
+        extra += ["--dtypes", args.dtypes]
+    if args.cpu:
+        extra.append("--cpu")
+    result = run_in_env(env, model, extra)
+    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
+    out.result(doc, rep.human(doc))
+    return rep.exit_code(result.report)

@@ -1,0 +1,354 @@
+"""``verify`` and ``bench`` inside the target environment: one process, one JSON document on stdout.
+
+Run as ``python -m resolver.inenv.verify --model DIR [--mode verify|bench] ...`` by the resolver
+(see :mod:`resolver.verify.runner`). It imports torch once, checks the kernel extensions, loads the
+checkpoint through the real library present (``mamba_ssm``'s ``MambaLMHeadModel`` when its kernels
+load and a GPU is there; transformers' ``MambaForCausalLM`` otherwise) and through
+:mod:`resolver.reference`, and compares logits and greedy generations. Everything a person needs
+to read is in the JSON; chatter from libraries goes to stderr.
+
+The last line on stdout is ``RESOLVER-JSON <document>`` so that stray prints cannot corrupt it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+MARKER = "RESOLVER-JSON "
+# Relative tolerance on logits (max |lib - ref| / max |ref|), per dtype. float32 kernels and the
+# reference differ only in summation order; half precisions round every intermediate.
+TOLERANCE = {"float32": 1e-3, "bfloat16": 4e-2, "float16": 1e-2}
+_KERNEL_PACKAGES = ("mamba_ssm", "causal_conv1d", "selective_scan_cuda", "causal_conv1d_cuda")
+
+
+def prompt_ids(batch: int, length: int, vocab: int, seed: int) -> list[list[int]]:
+    """The same prompt in every environment (Python's own RNG, not torch's)."""
+    rng = random.Random(seed)
+    return [[rng.randrange(1, vocab) for _ in range(length)] for _ in range(batch)]
+
+
+def _check(name: str, status: str, detail: str, **numbers) -> dict:
+    return {"name": name, "status": status, "detail": detail, **numbers}
+
+
+def _sync(torch, device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _hide_kernel_packages() -> None:
+    """Make the kernel packages unimportable for the rest of this process: transformers 5.x calls
+    them whenever they import, and their CUDA code cannot run on CPU."""
+    for name in list(sys.modules):
+        if name.split(".")[0] in _KERNEL_PACKAGES:
+            del sys.modules[name]
+    for name in _KERNEL_PACKAGES:
+        sys.modules[name] = None  # type: ignore[assignment]
+
+
+def compare_logits(torch, ref, lib, dtype_name: str) -> dict:
+    ref32, lib32 = ref.float(), lib.float()
+    if ref32.shape != lib32.shape:
+        return {"ok": False, "why": f"shapes differ: reference {tuple(ref32.shape)}, library {tuple(lib32.shape)}"}
+    finite = bool(torch.isfinite(lib32).all())
+    max_abs = float((ref32 - lib32).abs().max()) if ref32.numel() else 0.0
+    scale = float(ref32.abs().max()) or 1.0
+    rel = max_abs / scale
+    tol = TOLERANCE[dtype_name]
+    return {"ok": finite and rel <= tol, "max_abs_err": max_abs, "rel_err": rel, "tolerance": tol, "finite": finite,
+            "logit_scale": scale}
+
+
+def compare_tokens(torch, ref_tokens, lib_tokens, ref_steps, tol: float) -> dict:
+    """Greedy generations agree, or first differ where the reference's top two logits are a near-tie."""
+    a, b = ref_tokens.tolist(), lib_tokens.tolist()
+    if a == b:
+        return {"ok": True, "tokens_equal": True}
+    for row, (ra, rb) in enumerate(zip(a, b)):
+        for step, (x, y) in enumerate(zip(ra, rb)):
+            if x != y:
+                top2 = torch.topk(ref_steps[step, row].float(), 2).values
+                margin = float(top2[0] - top2[1])
+                scale = float(ref_steps[step, row].float().abs().max()) or 1.0
+                near_tie = margin <= 2 * tol * scale
+                return {"ok": near_tie, "tokens_equal": False, "first_difference": {"row": row, "step": step,
+                        "reference": x, "library": y, "reference_margin": margin, "near_tie": near_tie}}
+    return {"ok": False, "tokens_equal": False, "why": "generations have different lengths"}
+
+
+class Library:
+    """The real library the checkpoint is loaded through."""
+
+    def __init__(self, name: str, model, device, uses_kernels: bool) -> None:
+        self.name, self.model, self.device, self.uses_kernels = name, model, device, uses_kernels
+
+    def forward(self, torch, ids):
+        with torch.no_grad():
+            return self.model(ids).logits
+
+    def generate(self, torch, ids, new_tokens: int):
+        with torch.no_grad():
+            if self.name.startswith("mamba_ssm"):
+                out = self.model.generate(ids, max_length=ids.shape[1] + new_tokens, top_k=1,
+                                          output_scores=True, return_dict_in_generate=True)
+                return out.sequences[:, ids.shape[1]:], torch.stack(list(out.scores))
+            out = self.model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
+                                      output_logits=True, return_dict_in_generate=True, pad_token_id=0)
+            return out.sequences[:, ids.shape[1]:], torch.stack(list(out.logits))
+
+
+def load_mamba_ssm(torch, model_dir: Path, spec, state, dtype, device) -> Library:
+    from mamba_ssm.models.config_mamba import MambaConfig
+    from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
+
+    from resolver.reference import canonical_weights
+
+    config = MambaConfig(d_model=spec.d_model, n_layer=spec.n_layer, vocab_size=spec.vocab_size,
+                         ssm_cfg={"d_state": spec.d_state, "d_conv": spec.d_conv, "expand": spec.expand,
+                                  "dt_rank": spec.dt_rank, "conv_bias": spec.conv_bias, "bias": spec.bias},
+                         rms_norm=spec.rms_norm, residual_in_fp32=spec.residual_in_fp32, fused_add_norm=True,
+                         pad_vocab_size_multiple=1, tie_embeddings=spec.tie_embeddings)
+    model = MambaLMHeadModel(config, device=device, dtype=dtype)
+    weights = {k.replace("backbone.embeddings.weight", "backbone.embedding.weight"): v
+               for k, v in canonical_weights(state, spec).items()}
+    model.load_state_dict(weights, strict=True)
+    model.eval()
+    return Library("mamba_ssm.MambaLMHeadModel", model, device, uses_kernels=True)
+
+
+def load_transformers(torch, model_dir: Path, dtype, device, uses_kernels: bool) -> Library:
+    from transformers import MambaForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    model = MambaForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device).eval()
+    return Library("transformers.MambaForCausalLM", model, device, uses_kernels=uses_kernels)
+
+
+def _timed(torch, device, fn, repeat: int):
+    times, result = [], None
+    for _ in range(repeat):
+        _sync(torch, device)
+        start = time.perf_counter()
+        result = fn()
+        _sync(torch, device)
+        times.append(time.perf_counter() - start)
+    return result, times
+
+
+def run(args) -> dict:
+    t0 = time.perf_counter()
+    report: dict = {"schema": 1, "mode": args.mode, "checks": [], "errors": [], "timings": {}}
+    checks = report["checks"]
+    import torch
+
+    from resolver.inenv import facts as facts_mod
+
+    report["timings"]["import_torch_s"] = round(time.perf_counter() - t0, 3)
+    facts = facts_mod.collect(torch)
+    report["facts"] = facts
+    device_kind = facts["device"]["kind"]
+    gpu = device_kind in ("cuda", "rocm") and not args.cpu
+    device = torch.device("cuda:0" if gpu else "cpu")
+    report["device"] = {"used": str(device), **facts["device"]}
+
+    # 1. kernel extensions
+    exts = facts["extensions"]
+    installed = {n: e for n, e in exts.items() if e["installed"]}
+    if not installed:
+        checks.append(_check("kernel_extensions", "skip", "the kernel packages (causal-conv1d, mamba-ssm) are not "
+                             "installed in this environment"))
+    for name, ext in installed.items():
+        if ext["loaded"]:
+            checks.append(_check(f"load:{name}", "pass", f"{name} loads ({ext['file']})"))
+        else:
+            detail = ext.get("error", "")
+            if ext.get("abi"):
+                expected = ext.get("built_for_torch")
+                detail = (f"ABI mismatch: {name} needs {ext['abi'].get('demangled') or ext['abi']['undefined_symbol']}, "
+                          f"which torch {facts['torch']['version']} does not export; it was built for "
+                          f"{'torch ' + expected if expected else 'another torch'}")
+            checks.append(_check(f"load:{name}", "fail", detail, **{k: ext.get(k) for k in ("abi", "built_for_torch")}))
+    kernels_loaded = bool(installed) and all(e["loaded"] for e in installed.values())
+    report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded,
+                         "can_run_here": gpu and kernels_loaded}
+
+    # 2. the GPU and the architectures
+    if not gpu:
+        checks.append(_check("gpu", "skip", "no GPU is visible here: the CUDA/HIP kernels cannot run on this machine; "
+                             "checking the pure-PyTorch reference path and that the extensions load"))
+    else:
+        for dev in facts["device"]["devices"][:1]:
+            arch = dev.get("arch")
+            torch_ok = facts_mod.arch_supported(arch, facts["torch"]["arch_list"])
+            checks.append(_check("arch:torch", "pass" if torch_ok else "fail",
+                                 f"{dev['name']} is {arch}; torch was built for {' '.join(facts['torch']['arch_list'])}",
+                                 arch=arch))
+            for name, ext in installed.items():
+                built = ext.get("built_for_archs") or []
+                ok = facts_mod.arch_supported(arch, built)
+                status = "skip" if ok is None else ("pass" if ok else "fail")
+                detail = (f"{name} was built for {' '.join(built)}" if built else
+                          f"the architectures {name} was built for are not recorded (the kernel run below decides)")
+                checks.append(_check(f"arch:{name}", status, f"{detail}; the device is {arch}", built_for=built))
+
+    # 3. the model through the reference and through a real library
+    from safetensors.torch import load_file
+
+    from resolver.reference import MambaSpec, ReferenceMambaLM
+
+    model_dir = Path(args.model)
+    cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    spec = MambaSpec.from_config(cfg)
+    weight_files = sorted(model_dir.glob("*.safetensors"))
+    state: dict = {}
+    for f in weight_files:
+        state.update(load_file(str(f)))
+    report["model"] = {"path": str(model_dir), "files": [f.name for f in weight_files],
+                       "parameters": int(sum(v.numel() for v in state.values())),
+                       "spec": {k: getattr(spec, k) for k in spec.__dataclass_fields__}}
+
+    use_mamba_ssm = gpu and kernels_loaded and facts["packages"].get("mamba-ssm") and not args.library == "transformers"
+    if not use_mamba_ssm:
+        if not (gpu and kernels_loaded):
+            _hide_kernel_packages()
+    dtypes = [d for d in args.dtypes.split(",") if d] if args.dtypes else (["float32", "bfloat16"] if gpu else ["float32"])
+    ids = torch.tensor(prompt_ids(args.batch, args.prompt_len, spec.vocab_size, args.seed), device=device)
+    report["inputs"] = {"batch": args.batch, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
+                        "seed": args.seed, "dtypes": dtypes}
+    results = report.setdefault("results", {})
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        entry = results.setdefault(dtype_name, {})
+        t = time.perf_counter()
+        ref = ReferenceMambaLM(spec, state, dtype=dtype, device=device)
+        ref_logits, ref_times = _timed(torch, device, lambda: ref.forward(ids), 1)
+        (ref_tokens, ref_steps), ref_gen_times = _timed(torch, device, lambda: ref.generate(ids, args.new_tokens), 1)
+        entry["reference"] = {"forward_s": ref_times[0], "generate_s": ref_gen_times[0],
+                              "tokens": ref_tokens.tolist()}
+        report["timings"][f"reference_{dtype_name}_s"] = round(time.perf_counter() - t, 3)
+        if args.mode == "verify" and device.type == "cpu" and ref_logits.isfinite().all():
+            checks.append(_check(f"reference:{dtype_name}", "pass",
+                                 f"the reference path runs ({args.batch}x{args.prompt_len} tokens, {args.new_tokens} generated)"))
+        t = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                if use_mamba_ssm:
+                    lib = load_mamba_ssm(torch, model_dir, spec, state, dtype, device)
+                else:
+                    lib = load_transformers(torch, model_dir, dtype, device, uses_kernels=gpu and kernels_loaded)
+                report["timings"]["library_load_s"] = round(time.perf_counter() - t, 3)
+                lib_logits, lib_times = _timed(torch, device, lambda: lib.forward(torch, ids), 1)
+                (lib_tokens, lib_steps), lib_gen_times = _timed(
+                    torch, device, lambda: lib.generate(torch, ids, args.new_tokens), 1)
+        except Exception as exc:  # noqa: BLE001 - a library failure is a finding, not a crash
+            msg = f"{type(exc).__name__}: {exc}"
+            report["errors"].append({"where": f"library:{dtype_name}", "error": msg[:2000],
+                                     "traceback": traceback.format_exc()[-4000:]})
+            checks.append(_check(f"library:{dtype_name}", "fail", f"loading/running the checkpoint failed: {msg[:300]}"))
+            continue
+        report["library"] = {"name": lib.name, "uses_kernels": lib.uses_kernels, "device": str(device)}
+        entry["library"] = {"name": lib.name, "forward_s": lib_times[0], "generate_s": lib_gen_times[0],
+                            "tokens": lib_tokens.tolist()}
+        cmp_logits = compare_logits(torch, ref_logits, lib_logits, dtype_name)
+        cmp_tokens = compare_tokens(torch, ref_tokens, lib_tokens.to(ref_tokens.device), ref_steps, TOLERANCE[dtype_name])
+        entry["logits"], entry["generation"] = cmp_logits, cmp_tokens
+        what = "kernel path" if lib.uses_kernels else "torch path"
+        checks.append(_check(f"logits:{dtype_name}", "pass" if cmp_logits["ok"] else "fail",
+                             f"{lib.name} ({what}, {device}) vs reference: max abs err "
+                             f"{cmp_logits.get('max_abs_err', float('nan')):.3g}, rel {cmp_logits.get('rel_err', float('nan')):.3g} "
+                             f"(tolerance {cmp_logits.get('tolerance')})" if "rel_err" in cmp_logits else cmp_logits["why"],
+                             **{k: cmp_logits.get(k) for k in ("max_abs_err", "rel_err", "tolerance")}))
+        gen_detail = ("greedy generations are identical" if cmp_tokens.get("tokens_equal") else
+                      f"greedy generations differ: {cmp_tokens.get('first_difference') or cmp_tokens.get('why')}")
+        checks.append(_check(f"generate:{dtype_name}", "pass" if cmp_tokens["ok"] else "fail", gen_detail))
+        if args.dump_logits and dtype_name == dtypes[0]:
+            _dump(Path(args.dump_logits), lib_logits, lib_tokens)
+        if args.mode == "bench":
+            entry["bench"] = bench(torch, device, lib, ref, ids, args)
+        elif gpu and lib.uses_kernels:
+            entry["speedup_forward"] = ref_times[0] / lib_times[0] if lib_times[0] else None
+    report["timings"]["total_in_env_s"] = round(time.perf_counter() - t0, 3)
+    report["ok"] = all(c["status"] != "fail" for c in checks)
+    return report
+
+
+def _dump(path: Path, logits, tokens) -> None:
+    """Raw little-endian float32 logits + a JSON sidecar: readable by the resolver without numpy."""
+    import array
+
+    flat = logits.detach().float().cpu().contiguous().view(-1).tolist()
+    data = array.array("f", flat)
+    if sys.byteorder != "little":
+        data.byteswap()
+    path.write_bytes(data.tobytes())
+    path.with_suffix(".json").write_text(json.dumps({"shape": list(logits.shape), "tokens": tokens.tolist()}))
+
+
+def bench(torch, device, lib: Library, ref, ids, args) -> dict:
+    """Prompt processing (tokens/s of one forward over the prompt) and decoding (tokens/s of greedy steps)."""
+    batch, plen, new = ids.shape[0], ids.shape[1], args.new_tokens
+    out: dict = {}
+    for label, forward, generate in (("library", lambda: lib.forward(torch, ids), lambda: lib.generate(torch, ids, new)),
+                                     ("reference", lambda: ref.forward(ids), lambda: ref.generate(ids, new))):
+        if label == "reference" and args.skip_reference_bench:
+            continue
+        forward()  # warm-up (Triton autotuning, caches)
+        _, f_times = _timed(torch, device, forward, args.repeat)
+        generate()
+        _, g_times = _timed(torch, device, generate, max(1, args.repeat // 2))
+        prefill = statistics.median(f_times)
+        gen = statistics.median(g_times)
+        decode = max(gen - prefill, 1e-9)
+        out[label] = {"prefill_latency_ms": prefill * 1e3, "prefill_tokens_per_s": batch * plen / prefill,
+                      "generate_latency_ms": gen * 1e3, "decode_tokens_per_s": batch * new / decode,
+                      "per_token_latency_ms": decode / new * 1e3, "repeat": args.repeat,
+                      "prefill_all_ms": [round(x * 1e3, 3) for x in f_times]}
+    if "reference" in out:
+        out["speedup_prefill"] = out["reference"]["prefill_latency_ms"] / out["library"]["prefill_latency_ms"]
+        out["speedup_decode"] = out["library"]["decode_tokens_per_s"] / out["reference"]["decode_tokens_per_s"]
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m resolver.inenv.verify")
+    p.add_argument("--model", required=True)
+    p.add_argument("--mode", choices=("verify", "bench"), default="verify")
+    p.add_argument("--dtypes", default="", help="comma list: float32,bfloat16,float16 (default: float32 on CPU, +bfloat16 on GPU)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prompt-len", type=int, default=16)
+    p.add_argument("--new-tokens", type=int, default=8)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--cpu", action="store_true", help="stay on the CPU even when a GPU is visible")
+    p.add_argument("--library", choices=("auto", "transformers"), default="auto")
+    p.add_argument("--dump-logits", default="", help="write the library's logits (float32) to this file")
+    p.add_argument("--skip-reference-bench", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    try:
+        report = run(args)
+    except Exception as exc:  # noqa: BLE001 - always hand back a document
+        report = {"schema": 1, "ok": False, "fatal": f"{type(exc).__name__}: {exc}"[:2000],
+                  "traceback": traceback.format_exc()[-6000:], "checks": [], "errors": []}
+    sys.stdout.flush()
+    print(MARKER + json.dumps(report, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

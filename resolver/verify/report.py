@@ -1,0 +1,84 @@
+"""Turn the in-environment report into the command's JSON document, its human text and exit code.
+
+Exit 0 only when every check that could run here passed; a skipped check (no GPU, no kernels
+installed) is reported, never counted as a pass or a failure.
+
+>>> exit_code({"ok": True, "checks": [{"name": "x", "status": "pass"}]})
+0
+>>> exit_code({"ok": False, "checks": [{"name": "x", "status": "fail"}]})
+1
+"""
+
+from __future__ import annotations
+
+from resolver.errors import ExitCode
+
+
+def host_driver() -> dict:
+    """The GPU driver as the probe reads it (nvidia-smi/NVML, ROCm); {} when the probe is unavailable."""
+    try:
+        from resolver.probe import probe_machine
+
+        profile = probe_machine()
+    except Exception:  # noqa: BLE001 - the probe is optional here; verify must not fail because of it
+        return {}
+    out: dict = {}
+    if profile.nvidia:
+        out["nvidia_driver"] = str(profile.nvidia.driver_version) if profile.nvidia.driver_version else None
+        out["cuda_driver_api"] = str(profile.nvidia.cuda_driver_version) if profile.nvidia.cuda_driver_version else None
+    if profile.amd:
+        out["rocm"] = str(profile.amd.rocm_version) if profile.amd.rocm_version else None
+    return out
+
+
+def exit_code(report: dict) -> int:
+    if report.get("fatal"):
+        return int(ExitCode.CHECK_FAILED)
+    failed = [c for c in report.get("checks", ()) if c.get("status") == "fail"]
+    return int(ExitCode.CHECK_FAILED) if failed or not report.get("ok", False) else int(ExitCode.OK)
+
+
+def document(report: dict, *, env_name: str, wall_s: float, driver: dict) -> dict:
+    """The stable JSON shape of `verify --json` (keys documented in docs/verify-doctor.md)."""
+    facts = report.get("facts", {})
+    torch = facts.get("torch", {})
+    return {
+        "ok": exit_code(report) == 0,
+        "env": env_name,
+        "versions": {"python": facts.get("python"), "torch": torch.get("version"), "cuda": torch.get("cuda"),
+                     "hip": torch.get("hip"), "cxx11_abi": torch.get("cxx11_abi"), "driver": driver or None,
+                     "packages": facts.get("packages", {})},
+        "device": report.get("device"),
+        "kernels": {**report.get("kernels", {}), "extensions": facts.get("extensions", {})},
+        "library": report.get("library"),
+        "model": report.get("model"),
+        "inputs": report.get("inputs"),
+        "checks": report.get("checks", []),
+        "results": report.get("results", {}),
+        "errors": report.get("errors", []) + ([{"where": "in-env", "error": report["fatal"]}] if report.get("fatal") else []),
+        "timings": {**report.get("timings", {}), "wall_s": round(wall_s, 3)},
+    }
+
+
+_MARK = {"pass": "ok  ", "fail": "FAIL", "skip": "skip"}
+
+
+def human(doc: dict) -> str:
+    v = doc["versions"]
+    dev = doc.get("device") or {}
+    lines = [f"environment {doc['env']}: torch {v.get('torch')} (CUDA {v.get('cuda') or '-'}, HIP {v.get('hip') or '-'}), "
+             f"Python {v.get('python')}"]
+    if dev.get("kind") in ("cuda", "rocm"):
+        names = ", ".join(f"{d.get('name')} ({d.get('arch')})" for d in dev.get("devices", []))
+        lines.append(f"device: {names}")
+    else:
+        lines.append("device: CPU only - the CUDA/HIP kernels cannot run here; the reference path and the "
+                     "extensions' loading are checked")
+    if doc.get("library"):
+        lines.append(f"library: {doc['library']['name']} ({'kernels' if doc['library']['uses_kernels'] else 'torch path'})")
+    for check in doc["checks"]:
+        lines.append(f"  [{_MARK.get(check['status'], check['status'])}] {check['name']}: {check['detail']}")
+    for err in doc["errors"]:
+        lines.append(f"  error in {err.get('where')}: {str(err.get('error'))[:300]}")
+    lines.append(f"{'PASSED' if doc['ok'] else 'FAILED'} in {doc['timings']['wall_s']:.1f} s")
+    return "\n".join(lines)

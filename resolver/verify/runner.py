@@ -1,0 +1,78 @@
+"""Run the in-environment verifier and read its report (the resolver side: no torch here).
+
+>>> parse_output("noise\\nRESOLVER-JSON {\\"ok\\": true}\\n")
+{'ok': True}
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from resolver.environment import Environment
+from resolver.errors import EnvironmentProblem, ExitCode, ResolverError
+from resolver.paths import ProjectPaths
+
+MARKER = "RESOLVER-JSON "
+
+
+def parse_output(stdout: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                return json.loads(line[len(MARKER):])
+            except ValueError:
+                return None
+    return None
+
+
+@dataclass(frozen=True)
+class InEnvResult:
+    env: Environment
+    report: dict
+    wall_s: float
+    stderr_tail: str
+
+
+def resolve_model(project: ProjectPaths, model: str | None) -> Path:
+    """``--model DIR`` checked for config.json + *.safetensors, or the cached tiny checkpoint."""
+    from resolver.verify.checkpoint import default_checkpoint
+
+    if not model:
+        return default_checkpoint(project.cache)
+    folder = Path(model).expanduser().resolve()
+    if not folder.is_dir():
+        raise ResolverError(f"--model {model} is not a folder", fix="pass a folder holding config.json and model.safetensors",
+                            code=ExitCode.BAD_INPUT)
+    if not (folder / "config.json").is_file() or not list(folder.glob("*.safetensors")):
+        raise ResolverError(f"--model {model} has no config.json and *.safetensors",
+                            fix="save the model with `save_pretrained(..., safe_serialization=True)` or omit --model "
+                                "to use the built-in tiny checkpoint", code=ExitCode.BAD_INPUT)
+    try:
+        json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ResolverError(f"{folder / 'config.json'} is not valid JSON ({exc})",
+                            fix="restore the file from the model's source", code=ExitCode.BAD_INPUT) from exc
+    return folder
+
+
+def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: float = 1800) -> InEnvResult:
+    args = ["-m", "resolver.inenv.verify", "--model", str(model), *extra]
+    started = time.perf_counter()
+    try:
+        proc = env.run_python(args, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentProblem(f"the check in environment '{env.name}' did not finish within {timeout:.0f} s",
+                                 fix=f"run `python -m resolver doctor --env {env.name}` to find what hangs") from exc
+    wall = time.perf_counter() - started
+    report = parse_output(proc.stdout)
+    if report is None:
+        tail = (proc.stderr or "")[-2000:]
+        last = next((line for line in reversed(tail.splitlines()) if line.strip()), "no output")
+        raise EnvironmentProblem(f"the Python of environment '{env.name}' could not run the check ({last.strip()[:300]})",
+                                 fix=f"run `python -m resolver doctor --env {env.name}`; if torch is missing, "
+                                     f"`python -m resolver install --env {env.name}`")
+    return InEnvResult(env, report, wall, (proc.stderr or "")[-4000:])
