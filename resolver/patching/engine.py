@@ -199,6 +199,7 @@ class _Worker:
         source = self.rocm.path / spec.file
         if self.request.in_place and not self.request.check and not self.request.dry_run:
             remove_stale_temps(source)
+            remove_stale_temps(source.with_name(source.name + BACKUP_SUFFIX))
         try:
             data = source.read_bytes()
         except FileNotFoundError:

@@ -1,0 +1,106 @@
+"""Real compiles with g++ on the synthetic ROCm tree: the defect links wrong, the overlay shadows the
+header (angle-bracket include from hip/hip_bf16.h) and links right, and the overlay's sibling links
+are what make the fixed header's quoted includes resolve."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patch_helpers import FIXTURES, HEADER, SIX, make_rocm, run_patch
+
+GXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
+
+UNIT_A = """#include <hip/hip_bf16.h>
+float lane_low(float x, float y) { return __low2float(__float22bfloat162_rn(float2{x, y})); }
+"""
+UNIT_B = """#include <hip/hip_bf16.h>
+float lane_low(float x, float y);
+int main() {
+  __hip_bfloat162 pair = __float22bfloat162_rn(float2{1.5f, 2.0f});
+  float2 back = __bfloat1622float2(pair);
+  bool ok = lane_low(1.5f, 2.0f) == 1.5f && __high2float(pair) == 2.0f && back.y == 2.0f
+            && __double2bfloat16(2.0).data == __float2bfloat16(2.0f).data;
+  return ok ? 0 : 1;
+}
+"""
+
+
+def _sources(folder: Path) -> list[str]:
+    (folder / "a.cpp").write_text(UNIT_A)
+    (folder / "b.cpp").write_text(UNIT_B)
+    return [str(folder / "a.cpp"), str(folder / "b.cpp")]
+
+
+def _gxx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([GXX, "-std=c++17", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+@pytest.fixture
+def patched(tmp_path):
+    root = make_rocm(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    code, data, err = run_patch(project, "--rocm-root", str(root))
+    assert code == 0, err
+    return root, Path(data["include_dir"]), tmp_path
+
+
+def test_original_header_fails_to_link_with_the_six_duplicates_and_overlay_links(patched):
+    root, include, folder = patched
+    sources = _sources(folder)
+    plain = _gxx(f"-I{root / 'include'}", *sources, "-o", "plain", cwd=folder)
+    assert plain.returncode != 0
+    duplicated = {name for name in SIX if f"multiple definition of `{name}" in plain.stderr}
+    assert duplicated == set(SIX), plain.stderr[-2000:]
+    fixed = _gxx(f"-I{include}", f"-I{root / 'include'}", *sources, "-o", "fixed", cwd=folder)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    assert subprocess.run([str(folder / "fixed")], timeout=30).returncode == 0
+
+
+def test_overlay_header_is_the_one_the_preprocessor_reads(patched):
+    root, include, folder = patched
+    _sources(folder)
+    out = _gxx("-E", f"-I{include}", f"-I{root / 'include'}", "a.cpp", cwd=folder)
+    assert out.returncode == 0, out.stderr
+    opened = [line.split('"')[1] for line in out.stdout.splitlines() if line.startswith("# 1 \"")]
+    bf16 = [p for p in opened if p.endswith("amd_hip_bf16.h")]
+    assert bf16 == [str(include / "hip" / "amd_detail" / "amd_hip_bf16.h")]
+    assert str(root / "include" / "hip" / "hip_bf16.h") in opened  # the includer stays ROCm's own
+    assert "static inline __hip_bfloat16 __float2bfloat16" in out.stdout
+
+
+def test_quoted_sibling_includes_need_the_overlay_links(patched):
+    root, include, folder = patched
+    sources = _sources(folder)
+    siblings = [p for p in (include / "hip" / "amd_detail").iterdir() if p.is_symlink()]
+    assert {p.name for p in siblings} == {"amd_hip_vector_types.h", "device_library_decls.h", "math_fwd.h",
+                                         "host_defines.h"}
+    for link in siblings:
+        link.unlink()
+    broken = _gxx("-fsyntax-only", f"-I{include}", f"-I{root / 'include'}", sources[0], cwd=folder)
+    assert broken.returncode != 0 and "amd_hip_vector_types.h" in broken.stderr
+
+
+def test_pragma_once_header_reached_by_both_paths_is_read_once(patched):
+    root, include, folder = patched
+    unit = folder / "c.cpp"
+    unit.write_text(f'#include <hip/hip_bf16.h>\n#include "{root / "include" / "hip" / "amd_detail" / "math_fwd.h"}"\n'
+                    "int main() { synthetic_native_vec2 v{}; return (int)v.lanes[0]; }\n")
+    out = _gxx("-fsyntax-only", f"-I{include}", f"-I{root / 'include'}", str(unit), cwd=folder)
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_6_0_text_fix_on_a_6_1_header_does_not_compile(tmp_path):
+    """Why the fix is chosen by version and checksum: doubling `static inline` is a compile error."""
+    root = make_rocm(tmp_path, version="6.1.2", header=FIXTURES / "amd_hip_bf16-6.1.h")
+    header = root / HEADER
+    header.write_text(header.read_text().replace("__HOST_DEVICE__ float __low2float",
+                                                 "__HOST_DEVICE__ static inline float __low2float"))
+    (tmp_path / "a.cpp").write_text(UNIT_A)
+    out = _gxx("-fsyntax-only", f"-I{root / 'include'}", "a.cpp", cwd=tmp_path)
+    assert out.returncode != 0 and "duplicate" in out.stderr
