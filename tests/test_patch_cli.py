@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patch_helpers import FIXTURES, HEADER, SIX, make_rocm, run_patch, sha, tree_state
+from test_patch_support import FIXTURES, HEADER, SIX, make_rocm, run_patch, sha, tree_state
 from resolver.errors import EnvironmentProblem
 from resolver.paths import ProjectPaths
 from resolver.patching import PatchRequest, load_registry, overlay_include_dir, run_patches
@@ -19,7 +19,7 @@ ORIGINAL_61 = sha(FIXTURES / "amd_hip_bf16-6.1.h")
 
 
 def _fixed_sha() -> str:
-    from patch_helpers import TABLE
+    from test_patch_support import TABLE
     return load_registry(extra_tables=[TABLE]).get("rocm6.0-bf16-inline").classify(ORIGINAL_60).fixed_sha256
 
 
@@ -307,7 +307,7 @@ def test_overlay_run_killed_mid_way_never_leaves_a_torn_overlay(tmp_path, projec
 
 
 def test_overlay_include_dir_for_the_build(tmp_path, project, monkeypatch):
-    from patch_helpers import TABLE
+    from test_patch_support import TABLE
     registry = load_registry(extra_tables=[TABLE])
     paths = ProjectPaths(project)
     root = make_rocm(tmp_path)
@@ -322,7 +322,7 @@ def test_overlay_include_dir_for_the_build(tmp_path, project, monkeypatch):
 
 
 def test_ensure_overlay_for_setup(tmp_path, project):
-    from patch_helpers import TABLE
+    from test_patch_support import TABLE
     from resolver.errors import Refusal
     from resolver.patching import ensure_overlay
     registry = load_registry(extra_tables=[TABLE])

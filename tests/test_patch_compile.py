@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patch_helpers import FIXTURES, HEADER, SIX, make_rocm, run_patch
+from test_patch_support import FIXTURES, HEADER, SIX, make_rocm, run_patch
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")

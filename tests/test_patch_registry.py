@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from patch_helpers import FIXTURES, HEADER, TABLE, sha
+from test_patch_support import FIXTURES, HEADER, TABLE, sha
 from resolver.errors import BadInput
 from resolver.patching.registry import default_patches_dir, load_registry
 from resolver.patching.transform import add_static_inline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from patch_helpers import FIXTURES, HEADER, SIX
+from test_patch_support import FIXTURES, HEADER, SIX
 from resolver.patching.transform import add_static_inline
 
 SOURCE_60 = (FIXTURES / "root-6.0" / HEADER).read_text(encoding="latin-1")

@@ -1,4 +1,4 @@
-"""Shared pieces of the patch tests: a synthetic ROCm root in a temporary folder, and a CLI runner
+"""Shared pieces of the patch tests (no tests here): a synthetic ROCm root in a temporary folder, and a CLI runner
 that adds the synthetic checksum table through RESOLVER_PATCH_TABLES (the same path as the real one)."""
 
 from __future__ import annotations
