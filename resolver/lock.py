@@ -298,7 +298,7 @@ def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
         if torch and torch[0].version != version:
             return False
         tag = "cp" + plan.python.replace(".", "")
-        if torch and f"-{tag}-" not in torch[0].file_name:
+        if torch and "-cp" in torch[0].file_name and f"-{tag}-" not in torch[0].file_name:
             return False
         return bool(torch) or not any(name == "torch" for name, _ in spec.pypi)
     return False
