@@ -333,3 +333,22 @@ def test_ensure_overlay_for_setup(tmp_path, project):
         handle.write("//\n")
     with pytest.raises(Refusal):
         ensure_overlay(ProjectPaths(project), None, rocm_root=root, registry=registry)
+
+
+def test_patch_id_selection(tmp_path, project):
+    root = make_rocm(tmp_path)
+    code, data, _ = run_patch(project, "--rocm-root", str(root), "--id", "rocm6.0-bf16-inline", "--check")
+    assert code == 1 and [p["id"] for p in data["patches"]] == ["rocm6.0-bf16-inline"]
+    code, data, err = run_patch(project, "--rocm-root", str(root), "--id", "rocm9-nothing")
+    assert code == 3 and "rocm6.0-bf16-inline" in data["fix"]
+
+
+def test_corrupt_overlay_record_is_rebuilt_not_trusted(tmp_path, project):
+    root = make_rocm(tmp_path)
+    run_patch(project, "--rocm-root", str(root))
+    record = project / ".resolver" / "overlay" / "rocm-6.0.2" / "resolver-overlay.json"
+    for garbage in ("{not json", '{"rocm_root": "%s", "patches": {"rocm6.0-bf16-inline": "x"}}' % root, "[]"):
+        record.write_text(garbage)
+        code, data, err = run_patch(project, "--rocm-root", str(root))
+        assert code == 0 and data["status"] == "applied", err
+        assert sha(_overlay_header(project)) == FIXED_60

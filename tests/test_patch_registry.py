@@ -118,3 +118,19 @@ def test_every_patch_id_the_knowledge_base_names_exists():
                 named.setdefault(patch_id, path.name)
     missing = {pid: where for pid, where in named.items() if pid not in known}
     assert not missing, f"patch ids named in resolver/data but absent from patches/: {missing}"
+
+
+def test_missing_registry_is_an_error_not_an_empty_list(tmp_path, monkeypatch):
+    from resolver.errors import EnvironmentProblem
+    with pytest.raises(EnvironmentProblem, match="registry"):
+        load_registry(tmp_path / "nowhere", extra_tables=[])
+    monkeypatch.setenv("RESOLVER_PATCHES_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(EnvironmentProblem, match="RESOLVER_PATCHES_DIR"):
+        load_registry(extra_tables=[])
+
+
+def test_fixes_a_rocm_release_needs():
+    registry = load_registry(extra_tables=[])
+    assert [s.id for s in registry.for_rocm("6.0.0")] == [PATCH_ID]
+    assert [s.id for s in registry.for_rocm(DottedVersion.parse("6.0.2"))] == [PATCH_ID]
+    assert registry.for_rocm("6.1.0") == () and registry.for_rocm("5.7.1") == () and registry.for_rocm("7.0") == ()

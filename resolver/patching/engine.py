@@ -297,7 +297,7 @@ class _Worker:
                                 f"already applied: the overlay {self.overlay} holds {spec.id} for this header",
                                 target=self.overlay / spec.file, sha256_after=entry.get("sha256"),
                                 header_state=entry.get("header_state"),
-                                changes=tuple(Change(**c) for c in entry.get("changes", [])), **base)
+                                changes=_changes_from(entry.get("changes")), **base)
         return None
 
     # -- overlay -------------------------------------------------------------------------------------
@@ -308,8 +308,11 @@ class _Worker:
         record = self._overlay_record()
         if record.get("rocm_root") != str(self.rocm.path):
             return None
-        entry = record.get("patches", {}).get(spec.id)
-        return entry if isinstance(entry, dict) else None
+        patches = record.get("patches")
+        entry = patches.get(spec.id) if isinstance(patches, dict) else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("siblings", []), list):
+            return None
+        return entry
 
     def _overlay_valid(self, spec: PatchSpec, entry: dict[str, Any]) -> bool:
         if sha256_file(self.overlay / spec.file) != entry.get("sha256"):
@@ -461,6 +464,13 @@ class _Worker:
                                      fix=f"run as the owner of {self.rocm.path}") from None
         return PatchOutcome(spec.id, "reverted", f"restored the original {source} byte for byte",
                             target=source, sha256_after=expected_original, written=(source,), **base)
+
+
+def _changes_from(rows: object) -> tuple[Change, ...]:
+    try:
+        return tuple(Change(**row) for row in rows)  # type: ignore[union-attr]
+    except TypeError:  # a hand-edited record: the changes are informative only
+        return ()
 
 
 def _tags(known: KnownHeader) -> str:

@@ -20,6 +20,8 @@ use it for their synthetic headers, a distribution could use it for a header it 
 ('include/hip/amd_detail/amd_hip_bf16.h', True, False)
 >>> spec.classify("e78b3b28d4437cf2ced8dc7ec00463994e909b10740e65ffe68c2bf7dc1f7a3a").state
 'original'
+>>> [s.id for s in registry.for_rocm("6.0.2")], registry.for_rocm("6.1.0")
+(['rocm6.0-bf16-inline'], ())
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from resolver.errors import BadInput
+from resolver.errors import BadInput, EnvironmentProblem
 from resolver.versions import DottedVersion
 
 if sys.version_info >= (3, 11):
@@ -130,6 +132,11 @@ class Registry:
     def ids(self) -> tuple[str, ...]:
         return tuple(s.id for s in self.patches)
 
+    def for_rocm(self, version: DottedVersion | str) -> tuple[PatchSpec, ...]:
+        """The fixes a ROCm release needs (what ``plan`` lists), e.g. 6.0.2 → (rocm6.0-bf16-inline,), 6.1 → ()."""
+        parsed = version if isinstance(version, DottedVersion) else DottedVersion.parse(version)
+        return tuple(s for s in self.patches if s.applies_to(parsed))
+
 
 def default_patches_dir() -> Path:
     """``patches/`` beside the ``resolver`` package (the repository root), unless ``RESOLVER_PATCHES_DIR``."""
@@ -146,12 +153,15 @@ def load_registry(patches_dir: Path | None = None, extra_tables: Sequence[Path] 
     if extra_tables is None:
         extra_tables = [Path(p) for p in os.environ.get(TABLES_ENV, "").split(os.pathsep) if p.strip()]
     specs: dict[str, PatchSpec] = {}
-    if folder.is_dir():
-        for meta in sorted(folder.glob("*/patch.toml")):
-            spec = _parse_spec(meta)
-            if spec.id in specs:
-                raise BadInput(f"two patches share the id {spec.id!r} ({meta})", fix="give each folder its own id")
-            specs[spec.id] = spec
+    if not folder.is_dir():
+        # Never "no patches, so nothing needed": a missing registry would wave a ROCm 6.0 build through.
+        raise EnvironmentProblem(f"the patch registry {folder} is missing",
+                                 fix=f"run from a checkout of mamba-resolver (pip install -e .) or set {PATCHES_ENV}")
+    for meta in sorted(folder.glob("*/patch.toml")):
+        spec = _parse_spec(meta)
+        if spec.id in specs:
+            raise BadInput(f"two patches share the id {spec.id!r} ({meta})", fix="give each folder its own id")
+        specs[spec.id] = spec
     for table in extra_tables:
         for patch_id, headers in _parse_extra(table).items():
             if patch_id not in specs:
