@@ -89,24 +89,29 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
 
     started = time.monotonic()
     env = Environment.find(project, options.env_name)
-    facts = probe_environment(env)
-    if not facts.torch:
-        raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
-                                 fix=f"install torch into it first (`python -m resolver install --env {env.name}`)")
-    if facts.backend == "cpu":
-        raise EnvironmentProblem(f"environment '{env.name}' has a CPU-only torch ({facts.torch}); the kernels need CUDA or ROCm",
-                                 fix="install a CUDA or ROCm build of torch, or skip the kernels (the reference path runs without them)")
-    toolkit = find_toolkit(facts.backend)
-    _check_toolkit_matches_torch(facts, toolkit.major_minor)
-    archs = _requested_archs(project, options, facts.backend, toolkit.major_minor)
     packages = ([KernelPackage.load(d) for d in options.recipe_dirs] if options.recipe_dirs
                 else [KernelPackage.named(n) for n in options.packages])
-    overlay = _overlay(project, env, options, facts, toolkit.major_minor)
+    facts = probe_environment(env)
+    needs_torch = any(p.needs_torch for p in packages)
+    if needs_torch and not facts.torch:
+        raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
+                                 fix=f"install torch into it first (`python -m resolver install --env {env.name}`)")
+    if needs_torch and facts.backend == "cpu":
+        raise EnvironmentProblem(f"environment '{env.name}' has a CPU-only torch ({facts.torch}); the kernels need CUDA or ROCm",
+                                 fix="install a CUDA or ROCm build of torch, or skip the kernels (the reference path runs without them)")
+    backend = facts.backend if facts.torch else _toolkit_backend()
+    toolkit = find_toolkit(backend) if backend != "cpu" else None
+    tk_mm = toolkit.major_minor if toolkit else ""
+    if facts.torch:
+        _check_toolkit_matches_torch(facts, tk_mm)
+    archs = _requested_archs(project, options, backend, tk_mm) if backend != "cpu" else ()
+    overlay = _overlay(project, env, options, facts, tk_mm)
     cores, free = machine_resources()
-    summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json(), archs, None, str(project.channel))
+    summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json() if toolkit else None, archs, None,
+                           str(project.channel))
     for package in packages:
-        summary.packages.append(_one(project, env, facts, toolkit, archs, package, overlay, options, cores, free, out,
-                                     summary))
+        summary.packages.append(_one(project, env, facts, backend, toolkit, archs, package, overlay, options, cores,
+                                     free, out, summary))
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -118,25 +123,27 @@ def build_for_plan(project: ProjectPaths, plan, env) -> dict[str, Any]:
     return build(project, options).to_json()
 
 
-def _one(project, env, facts: EnvFacts, toolkit, archs, package: KernelPackage, overlay: Path | None,
+def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: KernelPackage, overlay: Path | None,
          options: BuildOptions, cores: int, free: int, out, summary: BuildSummary) -> PackageOutcome:
-    kept, dropped = apply_rules(archs, package.never_archs, toolkit.major_minor if facts.backend == "cuda" else None)
-    if not kept:
+    kept, dropped = apply_rules(archs, package.never_archs, toolkit.major_minor if backend == "cuda" else None)
+    if archs and not kept:
         raise BadInput(f"no architecture is left to build {package.name} for ({'; '.join(dropped)})",
                        fix="choose other architectures with --arch")
     cxx_std = ""
-    if package.cxx_std and package.cxx_std_torch_min and (
+    if package.cxx_std and package.cxx_std_torch_min and facts.torch and (
             DottedVersion.parse(_torch_base(facts.torch)) >= DottedVersion.parse(package.cxx_std_torch_min)):
         cxx_std = package.cxx_std
     sdist_path, sdist_sha = _source(project, package)
-    wheel = _prebuilt_wheel(project, package, facts, toolkit, options, out)
-    key = BuildKey(package=package.name, version=package.version, sdist_sha256=sdist_sha, backend=facts.backend,
-                   toolkit=toolkit.version, torch=facts.torch, cxx11_abi=bool(facts.cxx11_abi), python=facts.python,
+    wheel = _prebuilt_wheel(project, package, facts, toolkit, options, out) if toolkit else None
+    toolkit_version = toolkit.version if toolkit else ""
+    abi = bool(facts.cxx11_abi) if facts.cxx11_abi is not None else True  # no torch: g++'s default ABI
+    key = BuildKey(package=package.name, version=package.version, sdist_sha256=sdist_sha, backend=backend,
+                   toolkit=toolkit_version, torch=facts.torch or "", cxx11_abi=abi, python=facts.python,
                    archs=kept, cxx_std=cxx_std, fixes=package.fixes_hash(), overlay=_tree_hash(overlay) if overlay else "",
                    prebuilt_wheel=_file_hash(wheel) if wheel else "")
     digest = key.digest()
-    bstring = build_string(backend=facts.backend, toolkit=toolkit.version, torch=facts.torch,
-                           cxx11_abi=bool(facts.cxx11_abi), python=facts.python, archs=kept, key_digest=digest)
+    bstring = build_string(backend=backend, toolkit=toolkit_version, torch=facts.torch or "",
+                           cxx11_abi=abi, python=facts.python, archs=kept, key_digest=digest)
     file_name = f"{package.name}-{package.version}-{bstring}.conda"
     in_channel = project.channel / SUBDIR / file_name
     outcome = PackageOutcome(package.name, package.version, "cached", bstring, str(in_channel), digest[:16], kept,
@@ -147,9 +154,11 @@ def _one(project, env, facts: EnvFacts, toolkit, archs, package: KernelPackage, 
                                    max_jobs=options.jobs or _env_int("MAX_JOBS"))
         summary.parallelism = parallel
         _say(out, f"{package.name} {package.version}: {'unpacking the upstream wheel' if wheel else 'compiling'} for "
-                  f"{', '.join(kept)} ({bstring}); {parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): "
+                  f"{', '.join(kept) or 'the host only (no GPU toolkit)'} ({bstring}); {parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): "
                   f"{parallel.reason}" + (f"; skipping {'; '.join(dropped)}" if dropped else ""))
         fix_args = [f"--jobs {parallel.jobs}", f"--nvcc-threads {parallel.nvcc_threads}"]
+        if toolkit:
+            fix_args.append(f"--toolkit-home {toolkit.home}")
         if cxx_std:
             fix_args.append(f"--cxx-std {cxx_std}")
         if overlay:
@@ -160,8 +169,9 @@ def _one(project, env, facts: EnvFacts, toolkit, archs, package: KernelPackage, 
             fix_args.append(f"--factory {package.factory}")
         run = RecipeRun(
             recipe=package.recipe,
-            variant={"backend": facts.backend, "toolkit": toolkit.major_minor, "torch": _torch_mm(facts.torch),
-                     "cxx11_abi": "1" if facts.cxx11_abi else "0", "python_version": facts.python,
+            variant={"backend": backend, "toolkit": toolkit.major_minor if toolkit else "none",
+                     "torch": _torch_mm(facts.torch) if facts.torch else "none",
+                     "cxx11_abi": "1" if abi else "0", "python_version": facts.python,
                      "archs": ",".join(kept)},
             context={"resolver_source": sdist_path.as_uri() if package.sdist else str(sdist_path),
                      "resolver_build_string": bstring, "resolver_python": facts.executable,
@@ -305,6 +315,17 @@ def _source(project: ProjectPaths, package: KernelPackage) -> tuple[Path, str]:
         return path, package.sdist.sha256
     assert package.source_dir is not None
     return package.source_dir, _tree_hash(package.source_dir)
+
+
+def _toolkit_backend() -> str:
+    """For torch-free packages: CUDA when nvcc is there, else a host-only build."""
+    from resolver.build.toolkit import find_toolkit
+
+    try:
+        find_toolkit("cuda")
+        return "cuda"
+    except EnvironmentProblem:
+        return "cpu"
 
 
 def _check_toolkit_matches_torch(facts: EnvFacts, toolkit: str) -> None:

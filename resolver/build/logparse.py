@@ -23,8 +23,8 @@ _HINTS: tuple[tuple[re.Pattern[str], str, str], ...] = (
                 r"-std=c\+\+2a|'concept' does not name a type|'requires' was not declared"),
      "cxx-standard", "torch >= 2.13 needs C++20: the recipe's cxx_std fix must apply (is recipes/<pkg>/resolver.toml intact?)"),
     (re.compile(r"CUDA_HOME environment variable is not set|nvcc: (?:command )?not found|No such file or directory: '[^']*nvcc'|"
-                r"CUDA_HOME.*None"),
-     "cuda-home", "nvcc was not found by the build: set CUDA_HOME to the CUDA toolkit (the folder with bin/nvcc)"),
+                r"CUDA_HOME.*None|fatal error: (?:cuda_runtime(?:_api)?|cuda|cuda_fp16|cuda_bf16)\.h: No such file"),
+     "cuda-home", "the build did not find the CUDA toolkit (nvcc or its headers): set CUDA_HOME to the toolkit root (the folder with bin/nvcc and include/cuda_runtime.h)"),
     (re.compile(r"hipcc: (?:command )?not found|ROCM_PATH|HIP_HOME is None"),
      "rocm-path", "hipcc was not found by the build: set ROCM_PATH to the ROCm root"),
     (re.compile(r"multiple definition of `__hip|redefinition of '__hip_|amd_hip_bf16\.h"),

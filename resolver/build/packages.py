@@ -49,6 +49,7 @@ class KernelPackage:
     never_archs: tuple[ArchRule, ...]
     wheel_name: str | None
     wheel_url: str | None
+    needs_torch: bool = True  # False: a plain CUDA extension (the pipeline test's tiny-ext)
 
     @property
     def recipe(self) -> Path:
@@ -56,16 +57,15 @@ class KernelPackage:
 
     @classmethod
     def load(cls, recipe_dir: Path) -> "KernelPackage":
-        import yaml
+        from rattler_build import Stage0Recipe
 
         recipe_dir = Path(recipe_dir)
         try:
-            recipe = yaml.safe_load((recipe_dir / "recipe.yaml").read_text(encoding="utf-8"))
+            context = dict(Stage0Recipe.from_file(str(recipe_dir / "recipe.yaml")).context or {})
             meta = tomllib.loads((recipe_dir / "resolver.toml").read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
-            raise BadInput(f"recipe folder {recipe_dir} is unreadable ({exc})",
+        except Exception as exc:  # noqa: BLE001 - OSError, TOML errors, rattler-build's RecipeParseError
+            raise BadInput(f"recipe folder {recipe_dir} is unreadable ({str(exc).strip()[:200]})",
                            fix="restore it from git (`git checkout -- recipes/`)") from None
-        context = recipe.get("context", {})
         sdist = None
         source_dir = None
         if "sdist" in context:
@@ -80,7 +80,8 @@ class KernelPackage:
                    imports=tuple(meta.get("imports", ())), translation_units=int(meta.get("translation_units", 1)),
                    factory=meta.get("factory", "torch.utils.cpp_extension:CUDAExtension"),
                    cxx_std=cxx.get("std"), cxx_std_torch_min=cxx.get("torch_min"), never_archs=rules,
-                   wheel_name=meta.get("wheel_name"), wheel_url=meta.get("wheel_url"))
+                   wheel_name=meta.get("wheel_name"), wheel_url=meta.get("wheel_url"),
+                   needs_torch=bool(meta.get("needs_torch", True)))
 
     @classmethod
     def named(cls, name: str) -> "KernelPackage":

@@ -60,7 +60,6 @@ class _Callback:
 def run_recipe(run: RecipeRun, *, package_label: str,
                on_progress: Callable[[int, int], None] | None = None) -> tuple[Path, float, list[str]]:
     """Build; return (the .conda in the scratch output, seconds, log lines). BuildFailed on failure."""
-    import yaml
     from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe, ToolConfiguration, VariantConfig
 
     out_dir = run.work_dir / "out"
@@ -74,7 +73,7 @@ def run_recipe(run: RecipeRun, *, package_label: str,
         callback = _Callback(log, on_progress)
         try:
             recipe = Stage0Recipe.from_file(str(run.recipe))
-            variants = VariantConfig.from_yaml(yaml.safe_dump({k: [v] for k, v in run.variant.items()}))
+            variants = VariantConfig({k: [v] for k, v in run.variant.items()})
             results = recipe.run_build(
                 variant_config=variants, output_dir=str(out_dir), channels=[], no_build_id=True,
                 tool_config=ToolConfiguration(test_strategy="skip"), progress_callback=callback,

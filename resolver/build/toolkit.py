@@ -69,4 +69,27 @@ def find_toolkit(backend: str, environ: dict[str, str] | None = None) -> Toolkit
     version = parse(text)
     if not version:
         raise EnvironmentProblem(f"could not read the version from `{compiler} {flag}`", fix=fix)
-    return Toolkit(backend, compiler, version, compiler.parent.parent)
+    return Toolkit(backend, compiler, version, _home_of(compiler, backend))
+
+
+def _home_of(compiler: Path, backend: str) -> Path:
+    """The toolkit root. ``/usr/local/bin/nvcc`` may be a wrapper script around the real one, so when
+    the folder above has no CUDA headers, nvcc's own ``--dryrun`` output names its root (``TOP=``)."""
+    home = compiler.resolve().parent.parent
+    if backend != "cuda" or _has_cuda_headers(home):
+        return home
+    try:
+        text = subprocess.run([str(compiler), "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
+                              capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return home
+    match = re.search(r"^#\$ TOP=(.+)$", text, re.MULTILINE)
+    if match:
+        top = Path(match.group(1).strip()).resolve()
+        if _has_cuda_headers(top):
+            return top
+    return home
+
+
+def _has_cuda_headers(home: Path) -> bool:
+    return (home / "include" / "cuda_runtime_api.h").is_file() or any(home.glob("targets/*/include/cuda_runtime_api.h"))

@@ -17,9 +17,13 @@ def add_arguments(parser) -> None:
                         help="at most this many compilers at once (default: fitted to cores and free memory)")
     parser.add_argument("--no-prebuilt", action="store_true", help="always compile, even when an upstream wheel fits")
     parser.add_argument("--no-install", action="store_true", help="only build into the channel")
+    parser.add_argument("--recipe", action="append", default=[], metavar="DIR",
+                        help="build this recipe folder (recipe.yaml + resolver.toml) instead of --package; repeatable")
 
 
 def run(args, out) -> int:
+    from pathlib import Path
+
     from resolver.build.driver import BuildOptions, build
     from resolver.build.packages import KNOWN
     from resolver.paths import ProjectPaths
@@ -30,7 +34,8 @@ def run(args, out) -> int:
         raise BadInput(f"--jobs {args.jobs} is not a positive number", fix="use --jobs 1 or more, or leave it out")
     packages = KNOWN if args.package == "all" else (args.package,)
     options = BuildOptions(packages=packages, arch=args.arch, env_name=args.env, jobs=args.jobs,
-                           prebuilt="never" if args.no_prebuilt else "auto", install=not args.no_install)
+                           prebuilt="never" if args.no_prebuilt else "auto", install=not args.no_install,
+                           recipe_dirs=tuple(Path(d).resolve() for d in args.recipe))
     summary = build(ProjectPaths.discover(), options, out)
     data = summary.to_json()
     lines = [f"{p.name} {p.version} [{p.build_string}]: {p.status} ({p.seconds:.1f}s)"

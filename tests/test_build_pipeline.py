@@ -1,0 +1,140 @@
+"""The build pipeline end to end on a tiny CUDA extension of our own (tests/fixtures/tiny-ext):
+recipe → py-rattler-build → local channel (indexed) → install into an environment → import.
+
+It goes through exactly the machinery the Mamba kernels use (driver, runner, recipes/common/build_ext.py
+with its flag fixes, install, import check); the extension is torch-free so CI needs no torch, and
+it compiles with nvcc when there is one, else as host C++. A few seconds per build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from resolver.build.driver import BuildOptions, build
+from resolver.errors import BuildFailed
+from resolver.paths import ProjectPaths
+
+TINY = Path(__file__).parent / "fixtures" / "tiny-ext"
+HAS_NVCC = shutil.which("nvcc") is not None or bool(os.environ.get("CUDA_HOME"))
+
+
+def _make_venv(path: Path) -> None:
+    """A virtual environment of this interpreter's Python with setuptools (the fixture's setup.py needs it)."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(path)], check=True)
+    probe = subprocess.run([str(path / "bin" / "python"), "-c", "import setuptools"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("the base Python has no setuptools to build the fixture with")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> ProjectPaths:
+    root = tmp_path_factory.mktemp("project")
+    (root / "pixi.toml").write_text("[workspace]\nname = 'pipeline-test'\n")
+    paths = ProjectPaths(root)
+    _make_venv(paths.env("ci"))
+    return paths
+
+
+def _options(**kw) -> BuildOptions:
+    return BuildOptions(recipe_dirs=(TINY / "recipe",), env_name="ci", **kw)
+
+
+def _run_in_env(project: ProjectPaths, code: str) -> str:
+    done = subprocess.run([str(project.env("ci") / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_recipe_to_channel_to_install_to_import(project):
+    started = time.monotonic()
+    summary = build(project, _options(arch="7.5"))
+    package = summary.packages[0]
+    assert package.status == "built"
+    conda = Path(package.file)
+    assert conda.is_file() and conda.parent == project.channel / "linux-64"
+    repodata = json.loads((project.channel / "linux-64" / "repodata.json").read_text())
+    assert conda.name in repodata["packages.conda"]
+    assert (project.channel / "noarch" / "repodata.json").is_file()
+    # the build string names the variant
+    assert f"py{sys.version_info[0]}{sys.version_info[1]}" in package.build_string
+    assert ("sm75" in package.build_string) == HAS_NVCC
+    # installed: conda metadata in the env, the module imports and works
+    assert list((project.env("ci") / "conda-meta").glob("tiny-ext-0.1.0-*.json"))
+    assert package.imports_ok == ("tiny_ext_cuda", "tiny_ext")
+    assert _run_in_env(project, "import tiny_ext; print(tiny_ext.add(2, 3))") == "5"
+    compiled_with = _run_in_env(project, "import tiny_ext_cuda; print(tiny_ext_cuda.compiled_with())")
+    assert compiled_with == ("nvcc" if HAS_NVCC else "host")
+    # progress came from ninja-style lines: 2 sources + 1 link
+    assert package.units == (3, 3)
+    log = Path(package.log).read_text()
+    if HAS_NVCC:  # our fixes reached the compiler: one gencode for the requested arch, C++ std untouched (no torch)
+        assert "arch=compute_75,code=sm_75" in log and "compute_80" not in log
+        assert "--threads 1" in log or "--threads 2" in log
+    assert time.monotonic() - started < 60
+
+
+def test_identical_request_compiles_nothing(project):
+    logs_before = set(project.logs.glob("build-*.log"))
+    started = time.monotonic()
+    summary = build(project, _options(arch="7.5"))
+    assert [p.status for p in summary.packages] == ["cached"]
+    assert summary.to_json()["compiled"] == 0
+    assert set(project.logs.glob("build-*.log")) == logs_before
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="architectures only matter with nvcc")
+def test_another_arch_is_another_variant_side_by_side(project):
+    first = build(project, _options(arch="7.5")).packages[0]
+    second = build(project, _options(arch="8.0,7.5")).packages[0]
+    assert second.status == "built" and second.build_string != first.build_string
+    assert "sm75sm80" in second.build_string
+    assert Path(first.file).is_file() and Path(second.file).is_file()
+    # only the newest build of a name stays installed
+    assert len(list((project.env("ci") / "conda-meta").glob("tiny-ext-*.json"))) == 1
+
+
+def test_compiler_error_is_one_sentence_with_the_first_error_and_the_log(project, tmp_path):
+    recipe = tmp_path / "recipe"
+    shutil.copytree(TINY / "recipe", recipe)
+    shutil.copytree(TINY / "src", tmp_path / "src")
+    broken = tmp_path / "src" / "csrc" / "tiny_host.cpp"
+    broken.write_text(broken.read_text() + "\nint broken() { return undefined_in_tiny; }\n")
+    with pytest.raises(BuildFailed) as info:
+        build(project, BuildOptions(recipe_dirs=(recipe,), env_name="ci", arch="7.5"))
+    message = str(info.value)
+    assert "undefined_in_tiny" in message and "tiny_host.cpp" in message
+    assert "full log:" in message
+    log = Path(message.rsplit("full log: ", 1)[1].rstrip("."))
+    assert log.is_file() and "undefined_in_tiny" in log.read_text()
+
+
+def test_cli_json(project):
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
+                           "--env", "ci", "--arch", "7.5", "--json"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["compiled"] == 0 and data["packages"][0]["status"] == "cached"
+    assert {"environment", "env", "toolkit", "archs", "parallelism", "channel", "packages", "seconds"} <= set(data)
+
+
+def test_cli_errors_are_one_line(project):
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
+                           "--env", "nope", "--arch", "7.5"], capture_output=True, text=True, env=env)
+    assert done.returncode == 7
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    bad_arch = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
+                               "--env", "ci", "--arch", "hopper"], capture_output=True, text=True, env=env)
+    if HAS_NVCC:
+        assert bad_arch.returncode == 3 and "--arch" in bad_arch.stderr
