@@ -203,11 +203,18 @@ class Manifest:
         if "pypi-dependencies" not in feature:
             feature["pypi-dependencies"] = tomlkit.table()
         deps = feature["pypi-dependencies"]
-        pin = tomlkit.inline_table()
-        pin["version"] = "==" + plan.torch.requirement.split("==", 1)[1]
-        if index:
-            pin["index"] = index
-        deps["torch"] = pin
+        version = "==" + plan.torch.requirement.split("==", 1)[1]
+        current = deps.get("torch")
+        if isinstance(current, dict):  # update in place: keeps the user's formatting and other keys
+            current["version"] = version
+            if index:
+                current["index"] = index
+        else:
+            pin = tomlkit.inline_table()
+            pin["version"] = version
+            if index:
+                pin["index"] = index
+            deps["torch"] = pin
         if created:
             for dep in DEFAULT_PYPI:
                 deps[dep] = "*"

@@ -105,7 +105,7 @@ class Sources:
     def channels_for(self, manifest_channels: list[str]) -> list[str]:
         """The conda channel URLs to solve against, mirrors applied."""
         chosen = list(self.conda_channels) if self.conda_channels is not None else list(manifest_channels)
-        return [self.mirror(channel_url(c)) for c in chosen]
+        return [channel_url(self.mirror(channel_url(c).rstrip("/"))) for c in chosen]
 
     def torch_index_for(self, default_url: str | None, variant: str) -> str | None:
         """The index torch comes from: the override template, else ``default_url``; mirrors applied."""

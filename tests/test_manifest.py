@@ -1,0 +1,121 @@
+"""pixi.toml: the shipped one and every one `lock` writes validate against pixi's schema; edits keep comments."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from resolver.errors import BadInput
+from resolver.manifest import DEFAULT_PYPI, Manifest
+from resolver.plan import KernelChoice, Plan, TorchChoice, TorchSource
+from resolver.sources import Sources, channel_url
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = REPO.parent / "shared" / "schemas" / "pixi-manifest.schema.json"
+
+
+def validate(text: str) -> list[str]:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(tomllib.loads(text))]
+
+
+def plan(backend: str, version: str | None, variant: str, torch: str = "2.13.0", platform: str = "linux-64") -> Plan:
+    return Plan(backend=backend, backend_version=version, python="3.11", platform=platform, target=f"{backend}{version or ''}",
+                torch=TorchChoice(torch, variant, TorchSource("pypi-index", f"https://download.pytorch.org/whl/{variant}"),
+                                  local_version=variant),
+                kernels=KernelChoice("none"), glibc="2.35", cuda_driver="12.8" if backend == "cuda" else None)
+
+
+def test_shipped_manifest_validates_and_has_every_backend_family():
+    text = (REPO / "pixi.toml").read_text()
+    assert validate(text) == []
+    manifest = Manifest.parse(text)
+    assert manifest.environment_names() == ["cpu", "cuda12", "cuda13", "rocm6"]
+    for name in manifest.environment_names():
+        spec = manifest.environment(name)
+        names = [n for n, _ in spec.pypi]
+        assert set(DEFAULT_PYPI) | {"torch"} <= set(names), name
+        torch = dict(spec.pypi)["torch"]
+        assert torch["version"].startswith("==") and torch["index"].startswith("https://download.pytorch.org/whl/")
+    assert manifest.environment("cpu").platforms == ("linux-64", "osx-arm64")
+    assert manifest.environment("rocm6").index_url.startswith("https://download.pytorch.org/whl/rocm6")
+    data = tomllib.loads(text)
+    tasks = data["tasks"]
+    for task in ("setup", "plan", "lock", "install", "verify", "doctor", "build-kernels", "patch", "bench", "test"):
+        assert task in tasks, task
+    assert all("python -m " in (t if isinstance(t, str) else t["cmd"]) for t in tasks.values())
+
+
+@pytest.mark.parametrize("the_plan", [plan("cpu", None, "cpu"), plan("cuda", "12.6", "cu126"),
+                                      plan("cuda", "13.0", "cu130"), plan("rocm", "6.4", "rocm6.4", "2.9.1"),
+                                      plan("cpu", None, "cpu", platform="osx-arm64")],
+                         ids=["cpu", "cuda12", "cuda13", "rocm6", "cpu-osx"])
+def test_ensure_environment_on_a_new_manifest_validates(the_plan):
+    manifest = Manifest.new("demo")
+    name = manifest.ensure_environment(the_plan)
+    assert name == the_plan.env_name
+    text = manifest.dumps()
+    assert validate(text) == []
+    spec = Manifest.parse(text).environment(name)
+    assert f"torch=={the_plan.torch.requirement.split('==')[1]}" in spec.pypi_requirements()
+    assert the_plan.platform in spec.platforms
+    if the_plan.backend == "rocm":
+        assert spec.index_url == "https://download.pytorch.org/whl/rocm6.4"
+    if the_plan.backend == "cuda":
+        assert tomllib.loads(text)["feature"][name]["system-requirements"]["cuda"] == the_plan.backend_version.split(".")[0]
+
+
+def test_updating_the_shipped_manifest_keeps_comments_and_only_changes_the_pin():
+    text = (REPO / "pixi.toml").read_text()
+    manifest = Manifest.parse(text)
+    manifest.ensure_environment(plan("cuda", "12.9", "cu129", torch="2.9.1"))
+    new = manifest.dumps()
+    assert validate(new) == []
+    old_lines, new_lines = text.splitlines(), new.splitlines()
+    changed = [(a, b) for a, b in zip(old_lines, new_lines) if a != b]
+    assert len(old_lines) == len(new_lines) and len(changed) == 1
+    assert changed[0][1] == 'torch = { version = "==2.9.1+cu129", index = "https://download.pytorch.org/whl/cu129" }'
+    assert [line for line in new_lines if line.startswith("#")] == [line for line in old_lines if line.startswith("#")]
+
+
+def test_unknown_environment_and_bad_toml_are_one_sentence(tmp_path):
+    with pytest.raises(BadInput, match="no environment 'gpu'"):
+        Manifest.parse((REPO / "pixi.toml").read_text()).environment("gpu")
+    bad = tmp_path / "pixi.toml"
+    bad.write_text("[workspace\nname = 1\n")
+    with pytest.raises(BadInput, match="cannot parse"):
+        Manifest.load(bad)
+
+
+def test_sources_layers_flags_over_env_over_pixi_over_pyproject(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.resolver]\nfind-links = ["./py-wheels"]\ntorch-index = "https://a/{variant}"\n')
+    (tmp_path / "pixi.toml").write_text('[tool.resolver]\ntorch-index = "https://b/{variant}"\n'
+                                        '[tool.resolver.mirrors]\n"https://conda.anaconda.org/conda-forge" = "./mirror/cf"\n')
+    s = Sources.load(tmp_path, environ={})
+    assert s.torch_index_for(None, "cu126") == "https://b/cu126"
+    assert s.find_links == (str(tmp_path / "py-wheels"),)
+    assert s.channels_for(["conda-forge"]) == [(tmp_path / "mirror" / "cf").as_uri() + "/"]
+    s = Sources.load(tmp_path, environ={"RESOLVER_TORCH_INDEX": "https://c/{variant}",
+                                        "RESOLVER_CONDA_CHANNELS": "/srv/a, /srv/b"})
+    assert s.torch_index_for("https://default", "cpu") == "https://c/cpu"
+    assert s.channels_for(["conda-forge"]) == ["file:///srv/a/", "file:///srv/b/"]
+    s = Sources.load(tmp_path, environ={"RESOLVER_TORCH_INDEX": "https://c/{variant}"},
+                     flags={"torch-index": "https://d/{variant}"})
+    assert s.torch_index_for(None, "rocm6.4") == "https://d/rocm6.4" and dict(s.origins)["torch-index"] == "command line"
+    assert channel_url("conda-forge") == "https://conda.anaconda.org/conda-forge/"
+
+
+def test_unknown_tool_resolver_key_is_refused(tmp_path):
+    (tmp_path / "pixi.toml").write_text('[tool.resolver]\nchanels = ["x"]\n')
+    with pytest.raises(BadInput, match="chanels"):
+        Sources.load(tmp_path, environ={})
