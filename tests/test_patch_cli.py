@@ -352,3 +352,39 @@ def test_corrupt_overlay_record_is_rebuilt_not_trusted(tmp_path, project):
         code, data, err = run_patch(project, "--rocm-root", str(root))
         assert code == 0 and data["status"] == "applied", err
         assert sha(_overlay_header(project)) == FIXED_60
+
+
+def test_header_already_fixed_by_the_seeds_sudo_patch_is_recognised(tmp_path, project):
+    """Someone ran `sudo patch` earlier: the header has the fixed checksum, there is no backup or record."""
+    from resolver.patching.transform import add_static_inline
+    root = make_rocm(tmp_path)
+    header = root / HEADER
+    header.write_bytes(add_static_inline(header.read_bytes().decode("latin-1"), SIX).text.encode("latin-1"))
+    assert sha(header) == FIXED_60
+    code, data, _ = run_patch(project, "--rocm-root", str(root))
+    assert code == 0 and data["status"] == "already-applied" and data["include_dir"] is None
+    assert data["patches"][0]["header_state"] == "fixed"
+    assert not (project / ".resolver" / "overlay").exists()
+    code, data, err = run_patch(project, "--rocm-root", str(root), "--in-place", "--revert")
+    assert code == 2 and "backup" in data["error"] and sha(header) == FIXED_60, err
+
+
+def test_in_place_revert_from_another_project_uses_the_backup_beside_the_header(tmp_path, project):
+    root = make_rocm(tmp_path)
+    original = (root / HEADER).read_bytes()
+    assert run_patch(project, "--rocm-root", str(root), "--in-place")[0] == 0
+    other = tmp_path / "other-project"
+    other.mkdir()
+    code, data, err = run_patch(other, "--rocm-root", str(root), "--in-place", "--revert")
+    assert code == 0 and data["status"] == "reverted", err
+    assert (root / HEADER).read_bytes() == original
+
+
+def test_in_place_revert_refuses_when_the_header_changed_after_the_fix(tmp_path, project):
+    root = make_rocm(tmp_path)
+    run_patch(project, "--rocm-root", str(root), "--in-place")
+    with open(root / HEADER, "a") as handle:
+        handle.write("// edited after the fix\n")
+    edited = sha(root / HEADER)
+    code, data, _ = run_patch(project, "--rocm-root", str(root), "--in-place", "--revert")
+    assert code == 2 and data["status"] == "refused" and sha(root / HEADER) == edited
