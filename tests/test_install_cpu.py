@@ -1,0 +1,54 @@
+"""The real CPU path on this machine: lock --target cpu, install --env cpu, torch imports inside."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from resolver import install, lock
+from resolver.envs.lockfile import read_lock
+from resolver.envs.pypi import sha256_of, local_path
+from resolver.paths import ProjectPaths
+
+
+def test_cpu_environment_imports_torch(cpu_project):
+    env = cpu_project / ".resolver" / "envs" / "cpu"
+    marker = json.loads((env / "resolver-ready.json").read_text())
+    assert marker["kind"] == "venv" and "torch==2.13.0+cpu" in marker["pypi"]
+    done = subprocess.run([str(env / "bin" / "python"), "-c",
+                           "import sys, torch, transformers, safetensors, einops, packaging, ninja, numpy; "
+                           "print(torch.__version__, sys.prefix, float(torch.ones(3).sum()))"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    version, prefix, total = done.stdout.split()
+    assert version == "2.13.0+cpu" and prefix == str(env) and float(total) == 3.0
+
+
+def test_cpu_lock_records_every_wheel_with_its_hash(cpu_project):
+    project = ProjectPaths(cpu_project)
+    (cpu,) = read_lock(project.lockfile, project.root)["cpu"]
+    names = {a.name for a in cpu.pypi}
+    assert {"torch", "numpy", "transformers", "safetensors", "einops", "packaging", "ninja"} <= names
+    torch = next(a for a in cpu.pypi if a.name == "torch")
+    assert torch.version == "2.13.0+cpu"
+    path = local_path(torch.location)
+    if path is not None:  # from a local wheelhouse (pip's configuration here): the hash is the file's
+        assert sha256_of(path) == torch.sha256
+    assert all(len(a.sha256) == 64 for a in cpu.pypi)
+    assert cpu.conda == ()
+
+
+def test_cpu_reinstall_from_warm_cache_is_a_no_op(cpu_project):
+    project = ProjectPaths(cpu_project)
+    summary = install.install_environment(project, "cpu")
+    assert summary.status == "up-to-date" and summary.seconds < 5
+    assert install.locked_environment_digest(project, "cpu") == summary.digest
+
+
+def test_install_without_lock_is_one_sentence(tmp_path):
+    env = dict(os.environ, RESOLVER_PROJECT=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "resolver", "install", "--env", "cpu"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 3 and done.stderr.count("\n") == 1 and "pixi.lock" in done.stderr
