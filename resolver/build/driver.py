@@ -105,7 +105,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     if facts.torch:
         _check_toolkit_matches_torch(facts, tk_mm)
     archs = _requested_archs(project, options, backend, tk_mm) if backend != "cpu" else ()
-    overlay = _overlay(project, env, options, facts, tk_mm)
+    overlay = _overlay(project, env, options, facts, toolkit)
     cores, free = machine_resources()
     summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json() if toolkit else None, archs, None,
                            str(project.channel))
@@ -235,54 +235,50 @@ def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str,
 
 
 def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
-    """The plan's arch list (resolver.decide.plan_for), else the GPUs the probe sees; () when none."""
+    """The plan's arch list (``resolver.decide.plan_for``), else the GPUs the probe sees; () when none."""
     try:
         from resolver.decide import plan_for  # type: ignore[attr-defined]
-
-        plan = plan_for(project)
-        plan = getattr(plan, "plan", plan)
-        if plan is not None and plan.kernels.arch_list:
-            return tuple(plan.kernels.arch_list)
-    except (ImportError, AttributeError, TypeError):
-        pass
-    except Exception:  # noqa: BLE001 - a plan that cannot be made leaves the probe to answer
-        pass
+    except ImportError:
+        plan_for = None
+    if plan_for is not None:
+        try:
+            plan = plan_for(project)
+            plan = getattr(plan, "plan", plan)
+            if plan is not None and plan.kernels.arch_list:
+                return tuple(plan.kernels.arch_list)
+        except Exception:  # noqa: BLE001 - a plan that cannot be made here leaves the probe to answer
+            pass
     try:
-        from resolver import probe as probe_module
+        from resolver.probe import probe_machine
 
-        function = next((getattr(probe_module, n) for n in ("probe", "probe_hardware", "run_probe", "detect")
-                         if callable(getattr(probe_module, n, None))), None)
-        if function is None:
-            return ()
-        profile = function()
+        profile = probe_machine()
     except Exception:  # noqa: BLE001 - no probe, no default: the caller asks for --arch
         return ()
     archs: list[str] = []
-    if getattr(profile, "nvidia", None):
+    if profile.nvidia:
         archs += [str(g.compute_capability) for g in profile.nvidia.gpus]
-    if getattr(profile, "amd", None):
+    if profile.amd:
         archs += [str(g.gfx_arch) for g in profile.amd.gpus]
     return tuple(archs)
 
 
-def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit: str) -> Path | None:
-    """The ROCm 6.0 include overlay (resolver.patching), first on the include path; None elsewhere."""
+def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit) -> Path | None:
+    """The ROCm header overlay's include folder (resolver.patching), first on the include path.
+
+    None on CUDA, and on ROCm versions whose headers need no fix (the patching stage decides, by
+    version and checksum). A needed but missing overlay is created once, as ``setup`` would.
+    """
     if options.rocm_overlay:
         return Path(options.rocm_overlay)
-    if facts.backend != "rocm" or DottedVersion.parse(toolkit).truncate(2) != DottedVersion.parse("6.0"):
+    if facts.backend != "rocm" or toolkit is None:
         return None
+    from resolver import patching
+
     try:
-        from resolver import patching
-    except ImportError:
-        raise EnvironmentProblem("ROCm 6.0 needs the header overlay, but resolver.patching is not available",
-                                 fix="update the resolver; then run `python -m resolver patch`") from None
-    report = patching.ensure_overlay(project, env)
-    for key in ("include", "include_dir", "overlay_include", "overlay"):
-        value = report.get(key) if isinstance(report, dict) else getattr(report, key, None)
-        if value:
-            folder = Path(value)
-            return folder if folder.name == "include" or not (folder / "include").is_dir() else folder / "include"
-    raise EnvironmentProblem("the ROCm 6.0 overlay was not created", fix="run `python -m resolver patch` and read its message")
+        return patching.overlay_include_dir(project, toolkit.home)
+    except EnvironmentProblem:
+        patching.ensure_overlay(project, env, rocm_root=toolkit.home)
+        return patching.overlay_include_dir(project, toolkit.home)
 
 
 def _prebuilt_wheel(project, package: KernelPackage, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:
