@@ -122,7 +122,7 @@ def test_unknown_header_is_refused_with_one_sentence(tmp_path, project):
     root = make_rocm(tmp_path)
     with open(root / HEADER, "a") as handle:
         handle.write("// a local edit\n")
-    code, data, err = run_patch(project, "--rocm-root", str(root))
+    code, data, err = run_patch(project, "--rocm-root", str(root), in_process=False)
     assert code == 2
     assert data["status"] == "refused" and "--force" in data["fix"]
     errors = [line for line in err.splitlines() if line.startswith("error:")]
@@ -196,7 +196,7 @@ def test_rocm_root_without_the_header_is_not_needed(tmp_path, project):
 
 
 def test_explicit_missing_rocm_root_is_an_error(tmp_path, project):
-    code, data, err = run_patch(project, "--rocm-root", str(tmp_path / "typo"))
+    code, data, err = run_patch(project, "--rocm-root", str(tmp_path / "typo"), in_process=False)
     assert code == 3 and "does not exist" in data["error"]
     assert len([l for l in err.splitlines() if l.startswith("error:")]) == 1
 

@@ -3,7 +3,9 @@ that adds the synthetic checksum table through RESOLVER_PATCH_TABLES (the same p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -42,15 +44,39 @@ def tree_state(root: Path) -> dict[str, tuple[str, int]]:
 
 
 def run_patch(project: Path, *args: str, env: dict[str, str] | None = None, json_out: bool = True,
-              command_prefix: list[str] | None = None) -> tuple[int, dict | None, str]:
+              command_prefix: list[str] | None = None, in_process: bool | None = None) -> tuple[int, dict | None, str]:
+    """Run ``resolver patch``: in this process through ``resolver.cli.main`` (fast), or as a real
+    subprocess when a prefix (unshare), a crash point or ``in_process=False`` asks for one."""
     environ = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_PATCH_TABLES=str(TABLE))
     for name in ("ROCM_PATH", "ROCM_HOME", "RESOLVER_CRASH_AT"):
         environ.pop(name, None)
     environ.update(env or {})
-    argv = [sys.executable, "-m", "resolver", "patch", *args] + (["--json"] if json_out else [])
-    result = subprocess.run((command_prefix or []) + argv, capture_output=True, text=True, env=environ,
-                            cwd=project, timeout=60)
-    data = None
-    if json_out and result.stdout.strip():
-        data = json.loads(result.stdout)
-    return result.returncode, data, result.stderr
+    argv = ["patch", *args] + (["--json"] if json_out else [])
+    if in_process is None:
+        in_process = command_prefix is None and "RESOLVER_CRASH_AT" not in environ
+    if in_process:
+        code, stdout, stderr = _in_process(argv, environ, project)
+    else:
+        result = subprocess.run((command_prefix or []) + [sys.executable, "-m", "resolver", *argv], capture_output=True,
+                                text=True, env=environ, cwd=project, timeout=60)
+        code, stdout, stderr = result.returncode, result.stdout, result.stderr
+    data = json.loads(stdout) if json_out and stdout.strip() else None
+    return code, data, stderr if json_out else stdout + stderr
+
+
+def _in_process(argv: list[str], environ: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    from resolver.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return code, out.getvalue(), err.getvalue()
