@@ -388,3 +388,29 @@ def test_in_place_revert_refuses_when_the_header_changed_after_the_fix(tmp_path,
     edited = sha(root / HEADER)
     code, data, _ = run_patch(project, "--rocm-root", str(root), "--in-place", "--revert")
     assert code == 2 and data["status"] == "refused" and sha(root / HEADER) == edited
+
+
+def test_checksum_decides_before_the_version(tmp_path, project):
+    root = make_rocm(tmp_path, version="6.1.0")  # a 6.0 original under a 6.1 label is still the broken header
+    code, data, _ = run_patch(project, "--rocm-root", str(root), "--check")
+    assert code == 1 and data["status"] == "needed" and data["patches"][0]["header_state"] == "original"
+
+
+def test_unknown_version_falls_back_to_the_checksum(tmp_path, project):
+    root = make_rocm(tmp_path / "a", version=None)
+    (root / "include" / "hip" / "hip_version.h").unlink()
+    code, data, _ = run_patch(project, "--rocm-root", str(root))
+    assert code == 0 and data["status"] == "applied" and data["rocm_version"] is None
+    assert data["overlay"].endswith("rocm-unknown")
+    with open(root / HEADER, "a") as handle:
+        handle.write("//\n")
+    code, data, _ = run_patch(project, "--rocm-root", str(root))
+    assert code == 2 and data["status"] == "refused"
+
+
+def test_help_lists_every_flag():
+    import subprocess, sys
+    out = subprocess.run([sys.executable, "-m", "resolver", "patch", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    for flag in ("--rocm-root", "--overlay", "--in-place", "--check", "--revert", "--dry-run", "--force", "--json"):
+        assert flag in out.stdout
