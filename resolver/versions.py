@@ -15,7 +15,7 @@ DottedVersion(parts=(12, 6))
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import total_ordering
 
 _DOTTED = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
@@ -26,17 +26,20 @@ _DOTTED = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
 class DottedVersion:
     """A purely numeric dotted version ("550.54.15", "12.6", "6.0.2"); compares numerically.
 
-    Missing trailing parts compare as zero, so "12" == "12.0".
+    Missing trailing parts compare as zero, so "12" == "12.0". ``str()`` keeps the spelling it was
+    parsed from, so NVIDIA's zero-padded driver versions survive: ``str(parse("575.51.03"))`` is
+    ``"575.51.03"``, not ``"575.51.3"``.
     """
 
     parts: tuple[int, ...]
+    text: str | None = field(default=None, compare=False, hash=False, repr=False)
 
     @classmethod
     def parse(cls, text: str | int | float) -> "DottedVersion":
         match = _DOTTED.match(str(text))
         if not match:
             raise ValueError(f"not a version: {text!r}")
-        return cls(tuple(int(p) for p in match.group(1).split(".")))
+        return cls(tuple(int(p) for p in match.group(1).split(".")), match.group(1))
 
     def _key(self) -> tuple[int, ...]:
         parts = list(self.parts)
@@ -71,7 +74,7 @@ class DottedVersion:
         return DottedVersion((self.parts + (0,) * n)[:n])
 
     def __str__(self) -> str:
-        return ".".join(str(p) for p in self.parts)
+        return self.text or ".".join(str(p) for p in self.parts)
 
 
 _CC = re.compile(r"^\s*(?:sm_|compute_)?(\d+)(?:\.(\d+))?([af])?\s*$")
