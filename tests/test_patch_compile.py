@@ -13,7 +13,12 @@ import pytest
 from test_patch_support import FIXTURES, HEADER, SIX, make_rocm, run_patch
 
 GXX = shutil.which("g++")
+CLANG = next((found for found in map(shutil.which, ("clang++", "clang++-19", "clang++-18", "clang++-17", "clang++-16",
+                                                    "clang++-15", "clang++-14")) if found), None)
 pytestmark = pytest.mark.skipif(GXX is None, reason="needs g++")
+COMPILERS = [pytest.param("g++", id="g++"),
+             pytest.param("clang++", id="clang++",
+                          marks=pytest.mark.skipif(CLANG is None, reason="no clang++ here (hipcc is clang)"))]
 
 UNIT_A = """#include <hip/hip_bf16.h>
 float lane_low(float x, float y) { return __low2float(__float22bfloat162_rn(float2{x, y})); }
@@ -36,8 +41,9 @@ def _sources(folder: Path) -> list[str]:
     return [str(folder / "a.cpp"), str(folder / "b.cpp")]
 
 
-def _gxx(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([GXX, "-std=c++17", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+def _gxx(*args: str, cwd: Path, compiler: str = "g++") -> subprocess.CompletedProcess:
+    program = GXX if compiler == "g++" else CLANG
+    return subprocess.run([program, "-std=c++17", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
 
 
 @pytest.fixture
@@ -50,14 +56,15 @@ def patched(tmp_path):
     return root, Path(data["include_dir"]), tmp_path
 
 
-def test_original_header_fails_to_link_with_the_six_duplicates_and_overlay_links(patched):
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_original_header_fails_to_link_with_the_six_duplicates_and_overlay_links(patched, compiler):
     root, include, folder = patched
     sources = _sources(folder)
-    plain = _gxx(f"-I{root / 'include'}", *sources, "-o", "plain", cwd=folder)
+    plain = _gxx(f"-I{root / 'include'}", *sources, "-o", "plain", cwd=folder, compiler=compiler)
     assert plain.returncode != 0
     duplicated = {name for name in SIX if f"multiple definition of `{name}" in plain.stderr}
     assert duplicated == set(SIX), plain.stderr[-2000:]
-    fixed = _gxx(f"-I{include}", f"-I{root / 'include'}", *sources, "-o", "fixed", cwd=folder)
+    fixed = _gxx(f"-I{include}", f"-I{root / 'include'}", *sources, "-o", "fixed", cwd=folder, compiler=compiler)
     assert fixed.returncode == 0, fixed.stderr[-2000:]
     assert subprocess.run([str(folder / "fixed")], timeout=30).returncode == 0
 
@@ -86,13 +93,34 @@ def test_quoted_sibling_includes_need_the_overlay_links(patched):
     assert broken.returncode != 0 and "amd_hip_vector_types.h" in broken.stderr
 
 
-def test_pragma_once_header_reached_by_both_paths_is_read_once(patched):
-    root, include, folder = patched
+def _both_paths_unit(root: Path, folder: Path) -> Path:
+    """math_fwd.h reached through the overlay (from the fixed header) and by its real path, as the
+    real ROCm headers do (amd_device_functions.h includes "math_fwd.h" beside itself)."""
     unit = folder / "c.cpp"
     unit.write_text(f'#include <hip/hip_bf16.h>\n#include "{root / "include" / "hip" / "amd_detail" / "math_fwd.h"}"\n'
                     "int main() { synthetic_native_vec2 v{}; return (int)v.lanes[0]; }\n")
-    out = _gxx("-fsyntax-only", f"-I{include}", f"-I{root / 'include'}", str(unit), cwd=folder)
+    return unit
+
+
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_pragma_once_header_reached_by_both_paths_is_read_once(patched, compiler):
+    root, include, folder = patched
+    unit = _both_paths_unit(root, folder)
+    out = _gxx("-fsyntax-only", f"-I{include}", f"-I{root / 'include'}", str(unit), cwd=folder, compiler=compiler)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.skipif(CLANG is None, reason="no clang++ here (hipcc is clang)")
+def test_a_copied_sibling_would_be_read_twice_by_clang(patched):
+    """Why the overlay links siblings: clang tells files apart by identity, so even a copy with the
+    same bytes and mtime is a second file and a #pragma once header is read twice."""
+    root, include, folder = patched
+    sibling = include / "hip" / "amd_detail" / "math_fwd.h"
+    sibling.unlink()
+    shutil.copy2(root / "include" / "hip" / "amd_detail" / "math_fwd.h", sibling)
+    out = _gxx("-fsyntax-only", f"-I{include}", f"-I{root / 'include'}", str(_both_paths_unit(root, folder)),
+               cwd=folder, compiler="clang++")
+    assert out.returncode != 0 and "redefinition" in out.stderr
 
 
 def test_a_6_0_text_fix_on_a_6_1_header_does_not_compile(tmp_path):
