@@ -153,24 +153,32 @@ def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
         partial.sources.append(PROC_GPUS)
 
 
-def _name_table_cc(name: str) -> tuple[str | None, str | None]:
-    """The compute capability for a GPU name from the knowledge base's table, when it has one.
+class _NameTable:
+    """The knowledge base's GPU name table (resolver/data/gpus.toml), loaded only when a GPU needs it.
 
-    The table is the knowledge base's (resolver/data/gpus.toml); the probe only reads it, and only
-    when no tool reported the capability (a container without nvidia-smi, a pre-510 driver).
+    The table is the knowledge base's; the probe only reads it, and only when no tool reported the
+    compute capability (a container without nvidia-smi, a pre-510 driver's nvidia-smi).
     """
-    try:
-        from resolver import knowledge
-    except ImportError:
-        return None, "the GPU name table (resolver.knowledge) is not available"
-    lookup = getattr(knowledge, "compute_capability_for_name", None)
-    if lookup is None:
-        return None, "resolver.knowledge has no compute_capability_for_name()"
-    try:
-        found = lookup(name)
-    except Exception as exc:  # noqa: BLE001 - a broken table must not break the probe
-        return None, f"the GPU name table failed ({exc})"
-    return (str(found), None) if found else (None, f"{name!r} is not in the GPU name table")
+
+    def __init__(self) -> None:
+        self._knowledge = None
+        self._error: str | None = None
+
+    def compute_capability(self, name: str) -> tuple[str | None, str]:
+        """``(capability or None, why not / where from)``."""
+        if self._knowledge is None and self._error is None:
+            try:
+                from resolver.knowledge import Knowledge
+
+                self._knowledge = Knowledge.load()
+            except Exception as exc:  # noqa: BLE001 - a broken table must not break the probe
+                self._error = f"the GPU name table could not be read ({exc})"
+        if self._knowledge is None:
+            return None, self._error or "the GPU name table is not available"
+        model = self._knowledge.nvidia_model(name)
+        if model is None:
+            return None, f"{name!r} is not in the GPU name table (resolver/data/gpus.toml)"
+        return str(model.compute_capability), "GPU name table (resolver/data/gpus.toml)"
 
 
 def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) -> NvidiaInfo | None:
@@ -191,14 +199,15 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
     if partial.cuda is None:
         findings.note("NVIDIA: the driver's CUDA version is unknown (it comes from nvidia-smi or NVML)")
     gpus = []
+    table = _NameTable()
     for gpu in partial.gpus:
         cc, source = gpu.compute_capability, None
         if cc is None:
-            cc, why = _name_table_cc(gpu.name)
+            cc, why = table.compute_capability(gpu.name)
             if cc is None:
                 findings.note(f"NVIDIA GPU {gpu.name!r} left out: no tool reported its compute capability and {why}")
                 continue
-            source = f"compute capability of {gpu.name!r}: GPU name table"
+            source = f"compute capability of {gpu.name!r}: {why}"
         try:
             capability = ComputeCapability.parse(cc)
         except ValueError:
