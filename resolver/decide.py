@@ -384,7 +384,19 @@ def _nvcc_failure(ctx: _Context, nvcc: DottedVersion, gpus: list[_Gpu]) -> _Fail
 
 def _cuda_candidates(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | None,
                      kernels: bool) -> tuple[_CudaPick | None, list[tuple[TorchRelease, TorchVariant | None, _Failure]]]:
-    """The first (newest torch, newest CUDA) candidate every rule accepts, and all that were rejected."""
+    """The first (newest torch, newest CUDA) candidate every rule accepts, and all that were rejected.
+    Unconfirmed rows count only for an explicit target that no confirmed row satisfies."""
+    pick, rejected = _cuda_search(ctx, gpus, wanted, kernels, allow_unconfirmed=False)
+    if pick is None and wanted is not None:
+        pick, _ = _cuda_search(ctx, gpus, wanted, kernels, allow_unconfirmed=True)
+        if pick is not None:
+            ctx.warn(f"torch {pick.release.name} {pick.variant.tag} rests on one unconfirmed source "
+                     f"({pick.variant.source.split(';')[0]}); chosen because --target asked for it")
+    return pick, rejected
+
+
+def _cuda_search(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | None, kernels: bool,
+                 allow_unconfirmed: bool):
     rejected: list[tuple[TorchRelease, TorchVariant | None, _Failure]] = []
     for release in ctx.k.releases_newest_first():
         variants = [v for v in release.variants_for(ctx.profile.platform, "cuda")
@@ -396,7 +408,7 @@ def _cuda_candidates(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | No
             rejected.append((release, None, failure))
             continue
         for variant in variants:
-            failure = _variant_failure(ctx, release, variant, gpus, explicit=wanted is not None, kernels=kernels)
+            failure = _variant_failure(ctx, release, variant, gpus, explicit=allow_unconfirmed, kernels=kernels)
             if failure is not None:
                 rejected.append((release, variant, failure))
                 continue
@@ -735,8 +747,30 @@ def _rocm_plan(ctx: _Context, gpus: list[_Gpu]) -> Plan:
                                         f">= {minimum}, the Mamba kernels' floor")
     if not here:
         ctx.step("target", f"rocm{rocm}", "no AMD GPU here: planning for another machine with this ROCm")
+    found = _rocm_search(ctx, gpus, rocm, wanted, allow_unconfirmed=False)
+    if found is None and wanted is not None:
+        found = _rocm_search(ctx, gpus, rocm, wanted, allow_unconfirmed=True)
+        if found is not None:
+            ctx.warn(f"torch {found[0].name} {found[1].tag} rests on one unconfirmed source; chosen because --target "
+                     "asked for it")
+    if found is not None:
+        for line in found[2]:
+            ctx.step("torch-release", "eliminated", line)
+        return _rocm_plan_from(ctx, found[0], found[1], gpus, rocm, here)
+    _rocm_refusal(ctx, gpus, rocm, wanted, minimum)
+
+
+def _rocm_search(ctx: _Context, gpus: list[_Gpu], rocm: DottedVersion, wanted: DottedVersion | None,
+                 allow_unconfirmed: bool) -> tuple[TorchRelease, TorchVariant, list[str]] | None:
+    for release, variant, rejected in _rocm_walk(ctx, gpus, rocm, allow_unconfirmed):
+        if variant is not None:
+            return release, variant, rejected
+    return None
+
+
+def _rocm_walk(ctx: _Context, gpus: list[_Gpu], rocm: DottedVersion, allow_unconfirmed: bool):
+    """Yield (release, variant, rejected-so-far) for the first fit, then (None, None, all rejections)."""
     rejected: list[str] = []
-    last_failure = None
     for release in ctx.k.releases_newest_first():
         variants = [v for v in release.variants_for(ctx.profile.platform, "rocm")
                     if v.version.truncate(2) == rocm.truncate(2)]
@@ -745,36 +779,40 @@ def _rocm_plan(ctx: _Context, gpus: list[_Gpu]) -> Plan:
         failure = _release_failure(ctx, release, kernels=True)
         if failure:
             rejected.append(f"torch {release.name}: {failure.message}")
-            last_failure = failure
             continue
         for variant in variants:
-            if not (variant.confirmed and release.confirmed) and wanted is None:
+            if not (variant.confirmed and release.confirmed) and not allow_unconfirmed:
                 rejected.append(f"torch {release.name} {variant.tag}: rests on one unconfirmed source")
                 continue
-            archs = variant.archs + (variant.unconfirmed_archs if wanted is not None else ())
+            archs = variant.archs + (variant.unconfirmed_archs if allow_unconfirmed else ())
             missing = [g for g in gpus if str(g.gfx) not in archs]
             if missing:
-                rejected.append(f"torch {release.name} {variant.tag}: no kernels for {missing[0].gfx} ({missing[0].short}); "
-                                f"it has {', '.join(variant.archs)}")
+                rejected.append(f"torch {release.name} {variant.tag}: no kernels for {missing[0].gfx} "
+                                f"({missing[0].short}); it has {', '.join(archs)}")
                 continue
-            for line in rejected:
-                ctx.step("torch-release", "eliminated", line)
-            return _rocm_plan_from(ctx, release, variant, gpus, rocm, here)
-    newest_with = sorted({v.version.truncate(2) for r in ctx.k.releases for v in r.variants if v.backend == "rocm"})
+            yield release, variant, rejected
+            return
+    yield None, None, rejected
+
+
+def _rocm_refusal(ctx: _Context, gpus: list[_Gpu], rocm: DottedVersion, wanted: DottedVersion | None,
+                  minimum: DottedVersion) -> None:
+    *_, (_, _, rejected) = _rocm_walk(ctx, gpus, rocm, allow_unconfirmed=wanted is not None)
     for line in rejected:
         ctx.step("torch-release", "eliminated", line)
     if not rejected:
-        supported = [v for v in newest_with if v >= minimum]
-        return_fix = f"install one of ROCm {', '.join(str(v) for v in supported)}"
-        raise Refusal(f"PyTorch publishes no wheels for ROCm {rocm.truncate(2)}", fix=return_fix)
-    if any("no kernels for" in line for line in rejected):
-        gpu_line = next(line for line in rejected if "no kernels for" in line)
-        raise Refusal(f"no PyTorch build for ROCm {rocm.truncate(2)} has kernels for these GPUs ({gpu_line.split(': ', 1)[1]})",
+        available = sorted({v.version.truncate(2) for r in ctx.k.releases for v in r.variants
+                            if v.backend == "rocm" and v.version >= minimum})
+        raise Refusal(f"PyTorch publishes no wheels for ROCm {rocm.truncate(2)}",
+                      fix=f"install one of ROCm {', '.join(str(v) for v in available)} (or use --target cpu)")
+    gpu_lines = [line for line in rejected if "no kernels for" in line]
+    if gpu_lines:
+        raise Refusal(f"no PyTorch build for ROCm {rocm.truncate(2)} has kernels for these GPUs "
+                      f"({gpu_lines[0].split(': ', 1)[1]})",
                       fix="use a newer ROCm that supports the GPU, or --target cpu")
-    if last_failure is not None:
-        raise Refusal(last_failure.message, fix=last_failure.fix)
-    raise Refusal(f"no confirmed PyTorch build for ROCm {rocm.truncate(2)} fits this machine ({rejected[0]})",
-                  fix=f"pass --target rocm{rocm.truncate(2)} to accept an unconfirmed build, or use --target cpu")
+    raise Refusal(f"no PyTorch build for ROCm {rocm.truncate(2)} fits this machine: {rejected[0]}",
+                  fix=f"pass --target rocm{rocm.truncate(2)} to accept an unconfirmed build, change --python, "
+                      "or use --target cpu")
 
 
 def _rocm_plan_from(ctx: _Context, release: TorchRelease, variant: TorchVariant, gpus: list[_Gpu],

@@ -162,6 +162,7 @@ class ArchSupport:
     last: DottedVersion | None
     confirmed: bool
     source: str
+    stand_in: bool = True  # may be built in place of a newer same-major GPU (False for Tegra targets)
 
     def buildable_by(self, nvcc: DottedVersion) -> bool:
         return self.first <= nvcc and (self.last is None or nvcc.truncate(2) <= self.last)
@@ -386,7 +387,7 @@ class Knowledge:
         highest same-major capability it knows below it (its cubin runs on ``cc``); None if none."""
         options = [a.compute_capability for a in self.archs
                    if a.compute_capability.major == cc.major and a.compute_capability.minor <= cc.minor
-                   and a.buildable_by(nvcc)]
+                   and a.buildable_by(nvcc) and (a.stand_in or a.compute_capability == cc)]
         return max(options) if options else None
 
     def arch_name(self, cc: ComputeCapability) -> str:
@@ -727,7 +728,8 @@ def _build(raw: dict[str, dict]) -> Knowledge:
     for i, data in enumerate(_rows(cuda, "arch", "cuda.toml")):
         row = _Row(data, f"cuda.toml [[arch]] #{i + 1} ({data.get('compute_capability', '?')})")
         archs.append(ArchSupport(row.cc("compute_capability"), row.str("name"), row.version("first"),
-                                 row.opt_version("last"), row.confirmed(), row.str("source")))
+                                 row.opt_version("last"), row.confirmed(), row.str("source"),
+                                 row.bool("stand_in", True)))
 
     nvidia = []
     for i, data in enumerate(_rows(gpus, "nvidia", "gpus.toml")):

@@ -1,0 +1,290 @@
+"""Table-driven tests of resolver.decide: one row per machine (a `probe --json` style profile dict),
+request and expected outcome. Every rule of the decision tree and every example of issue 2 has a row."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+import pytest
+
+from resolver.decide import decide
+from resolver.knowledge import Knowledge
+from resolver.plan import Plan, Request, Target
+from resolver.profile import HardwareProfile
+from resolver.versions import DottedVersion
+
+KNOWLEDGE = Knowledge.load()
+
+
+def nvidia(*gpus: tuple[str, str], driver: str | None = "580.82.07", cuda: str | None = None, python: str = "3.11.7",
+           glibc: str | None = "2.35", platform: str = "linux-64", **extra) -> dict:
+    return {"platform": platform, "glibc": glibc, "python": python, "amd": None, "cuda_toolkit": None,
+            "nvidia": {"driver_version": driver, "cuda_driver_version": cuda,
+                       "gpus": [{"name": n, "compute_capability": c} for n, c in gpus]}, **extra}
+
+
+def amd(*gpus: tuple[str, str], rocm: str | None, python: str = "3.11.7", glibc: str = "2.35") -> dict:
+    return {"platform": "linux-64", "glibc": glibc, "python": python, "nvidia": None, "cuda_toolkit": None,
+            "amd": {"rocm_version": rocm, "gpus": [{"name": n, "gfx_arch": g} for n, g in gpus]}}
+
+
+def cpu(python: str = "3.11.7", glibc: str | None = "2.36", platform: str = "linux-64") -> dict:
+    return {"platform": platform, "glibc": glibc, "python": python, "nvidia": None, "amd": None, "cuda_toolkit": None}
+
+
+V100 = ("Tesla V100-PCIE-16GB", "7.0")
+GTX1080TI = ("NVIDIA GeForce GTX 1080 Ti", "6.1")
+H100 = ("NVIDIA H100 80GB HBM3", "9.0")
+A100 = ("NVIDIA A100-SXM4-80GB", "8.0")
+T4 = ("Tesla T4", "7.5")
+RTX5090 = ("NVIDIA GeForce RTX 5090", "12.0")
+RTX4090 = ("NVIDIA GeForce RTX 4090", "8.9")
+B300 = ("NVIDIA B300", "10.3")
+MI250X = ("AMD Instinct MI250X", "gfx90a")
+MI300X = ("AMD Instinct MI300X", "gfx942")
+
+
+@dataclass
+class Case:
+    id: str
+    profile: dict
+    target: str = "auto"
+    python: str | None = None
+    # expectations (None = not checked)
+    backend: str | None = None
+    torch: str | None = None
+    variant: str | None = None
+    strategy: str | None = None
+    arch_list: tuple[str, ...] | None = None
+    packages: dict | None = None
+    patches: tuple[str, ...] | None = None
+    runnable_here: bool | None = None
+    toolkit: str | None = None
+    conda: str | None = "unchecked"
+    source_kind: str | None = None
+    refused: str | None = None  # substring of the refusal message
+    fix: str | None = None  # substring of the refusal's fix
+    warning: str | None = None  # substring of some warning
+    trace: tuple[str, ...] = field(default_factory=tuple)  # substrings that must appear in the trace text
+    prebuilt: tuple[str, ...] | None = None
+
+
+CASES = [
+    # --- driver floors (minor-version compatibility per CUDA major)
+    Case("h100-driver-550", nvidia(H100, driver="550.54.15"), backend="cuda", torch="2.13.0", variant="cu126",
+         arch_list=("9.0",), strategy="build", toolkit="nvcc 12.6", conda="pytorch 2.13.0 cuda129*",
+         trace=("580.65.06", "cu126, not cu130")),
+    Case("h100-driver-580", nvidia(H100), torch="2.14.1", variant="cu130", arch_list=("9.0",), toolkit="nvcc 13.0",
+         trace=("cu132: torch 2.14 cu132 rests on one unconfirmed source",)),
+    Case("t4-driver-440-refused", nvidia(T4, driver="440.33"), refused="older than 450.80.02",
+         fix="525.60.13"),
+    Case("a100-driver-470-cuda11", nvidia(A100, driver="470.82.01"), variant="cu118", torch="2.5.1",
+         arch_list=("8.0",), packages={"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.1"}, trace=("525.60.13",)),
+    Case("driver-reports-cuda-12.4-only", nvidia(A100, driver=None, cuda="12.4"), variant="cu126", torch="2.13.0"),
+    Case("driver-unknown-warns", nvidia(A100, driver=None, cuda=None), variant="cu130",
+         warning="driver version unknown"),
+    Case("cuda13-target-on-old-driver-refused", nvidia(H100, driver="550.54.15"), target="cuda13.0",
+         refused="needs NVIDIA driver >= 580.65.06", fix="cuda12.6"),
+    # --- compiled architectures of the wheel and of nvcc (issue 2 examples)
+    Case("v100-auto", nvidia(V100), variant="cu126", arch_list=("7.0",), warning="below the architectures upstream"),
+    Case("v100-cuda13-refused", nvidia(V100), target="cuda13.0",
+         refused="CUDA 13.0 cannot target compute capability 7.0 (Tesla V100-PCIE-16GB): CUDA 13 dropped sm_70",
+         fix="Use --target cuda12.6"),
+    Case("v100-cuda12.6-ok", nvidia(V100), target="cuda12.6", variant="cu126", torch="2.13.0"),
+    Case("v100-cuda12.8-prebuilt", nvidia(V100), target="cuda12.8", torch="2.10.0", variant="cu128",
+         strategy="prebuilt", arch_list=("7.0",),
+         prebuilt=("causal_conv1d-1.7.0+cu12torch2.10cxx11abiTRUE-cp311-cp311-linux_x86_64.whl",
+                   "mamba_ssm-2.3.2.post1+cu12torch2.10cxx11abiTRUE-cp311-cp311-linux_x86_64.whl")),
+    Case("gtx1080ti-cu126-not-cu130", nvidia(GTX1080TI), variant="cu126", torch="2.13.0", arch_list=("6.1",),
+         trace=("cu126, not cu130", "GTX 1080 Ti is sm_61 and cu130 wheels start at sm_75", "sm_60 cubin")),
+    Case("gtx1080ti-py39-cu126-not-cu128", nvidia(GTX1080TI, python="3.9.18"), variant="cu126", torch="2.8.0",
+         trace=("cu126, not cu128", "GeForce GTX 1080 Ti is sm_61 and cu128 wheels start at sm_70")),
+    Case("gtx1080ti-cuda12.8-refused", nvidia(GTX1080TI), target="cuda12.8",
+         refused="no kernels for compute capability 6.1", fix="Use --target cuda12.6"),
+    Case("gtx1080ti-cuda13-refused", nvidia(GTX1080TI), target="cuda13.0", refused="CUDA 13 dropped sm_61"),
+    Case("rtx5090-driver-570", nvidia(RTX5090, driver="570.133.07"), torch="2.10.0", variant="cu128",
+         arch_list=("12.0",), strategy="prebuilt"),
+    Case("rtx5090-cuda12.6-refused", nvidia(RTX5090), target="cuda12.6",
+         refused="sm_120 needs CUDA 12.8 or newer", fix="Use --target cuda13.0"),
+    Case("rtx5090-driver-580", nvidia(RTX5090), torch="2.14.1", variant="cu130", arch_list=("12.0",)),
+    Case("rtx4090", nvidia(RTX4090, driver="560.35.03"), variant="cu126", arch_list=("8.9",)),
+    Case("t4-driver-535", nvidia(T4, driver="535.183.01"), variant="cu126", torch="2.13.0", arch_list=("7.5",)),
+    Case("b300-nvcc13-uses-sm100", nvidia(B300), variant="cu130", arch_list=("10.0",),
+         trace=("10.0 instead of 10.3", "#105")),
+    Case("b300-cuda12-builds-sm100", nvidia(B300, driver="570.133.07"), variant="cu128", arch_list=("10.0",),
+         trace=("nvcc 12.8 has no sm_103",)),
+    Case("gb10-sm121", nvidia(("NVIDIA GB10", "12.1"), platform="linux-aarch64"), variant="cu130",
+         arch_list=("12.1",)),
+    Case("jetson-orin-aarch64", nvidia(("Orin (nvgpu)", "8.7"), platform="linux-aarch64"), variant="cu130",
+         arch_list=("8.7",), trace=("sm_80 cubin",)),
+    Case("k80-kepler", nvidia(("Tesla K80", "3.7"), driver="470.82.01"), variant="cu118", arch_list=("3.7",)),
+    # --- mixed GPUs: union of architectures, one variant covering all
+    Case("mixed-v100-a100-h100", nvidia(A100, V100, H100), variant="cu126", arch_list=("7.0", "8.0", "9.0")),
+    Case("mixed-t4-a100", nvidia(T4, A100, A100), variant="cu130", arch_list=("7.5", "8.0")),
+    Case("mixed-1080ti-rtx5090", nvidia(GTX1080TI, RTX5090), refused="compute capability"),
+    # --- ROCm
+    Case("mi250x-rocm6.0.2-patch", amd(MI250X, rocm="6.0.2", python="3.10.12"), backend="rocm", torch="2.4.1",
+         variant="rocm6.0", arch_list=("gfx90a",), patches=("rocm6.0-bf16-inline",), toolkit="hipcc 6.0", conda=None,
+         trace=("amd_hip_bf16.h",)),
+    Case("mi300x-rocm6.1-no-patch", amd(MI300X, rocm="6.1.3"), variant="rocm6.1", torch="2.6.0", patches=(),
+         arch_list=("gfx942",), toolkit="hipcc 6.1"),
+    Case("mi210-rocm5.7-refused", amd(("AMD Instinct MI210", "gfx90a"), rocm="5.7.1"), refused="older than 6.0"),
+    Case("rx7900xtx-rocm6.2.4", amd(("AMD Radeon RX 7900 XTX", "gfx1100"), rocm="6.2.4"), variant="rocm6.2.4",
+         torch="2.7.1", arch_list=("gfx1100",), patches=()),
+    Case("mi300x-rocm6.4", amd(MI300X, rocm="6.4.1"), variant="rocm6.4", torch="2.9.1"),
+    Case("mi355x-rocm7.2", amd(("AMD Instinct MI355X", "gfx950"), rocm="7.2.1"), variant="rocm7.2", torch="2.13.0"),
+    Case("rx9070-rocm6.0-refused", amd(("AMD Radeon RX 9070 XT", "gfx1201"), rocm="6.0.2"), refused="gfx1201"),
+    Case("rocm-target-mismatch-refused", amd(MI300X, rocm="6.1.3"), target="rocm6.0", fix="Use --target rocm6.1"),
+    Case("amd-without-rocm-cpu", amd(MI250X, rocm=None), backend="cpu", warning="ROCm is not installed"),
+    Case("rocm-target-on-laptop", cpu(), target="rocm6.0", backend="rocm", variant="rocm6.0", runnable_here=False,
+         patches=("rocm6.0-bf16-inline",), warning="another machine"),
+    # --- CPU, glibc, macOS, Windows
+    Case("cpu-linux", cpu(), backend="cpu", torch="2.13.0", variant="cpu", strategy="none", packages={},
+         conda="pytorch 2.13.0 cpu*"),
+    Case("centos7-glibc-2.17-cpu", cpu(glibc="2.17"), torch="2.5.1", variant="cpu", trace=("glibc >= 2.28",)),
+    Case("centos7-glibc-2.17-v100", nvidia(V100, glibc="2.17"), torch="2.5.1", variant="cu124", arch_list=("7.0",)),
+    Case("macos-arm64", cpu(platform="osx-arm64", glibc=None), backend="cpu", torch="2.13.0", strategy="none",
+         source_kind="pypi"),
+    Case("macos-x86-last-2.2", cpu(platform="osx-64", glibc=None), torch="2.2.2"),
+    Case("macos-cuda-target-refused", cpu(platform="osx-arm64", glibc=None), target="cuda12.6", refused="macOS"),
+    Case("windows-rtx3090-no-kernels", nvidia(("NVIDIA GeForce RTX 3090", "8.6"), driver="560.94", glibc=None,
+                                              platform="win-64"),
+         variant="cu126", strategy="none", warning="target Linux"),
+    Case("wsl-rtx4090", nvidia(RTX4090, driver="566.36", wsl=True), variant="cu126", arch_list=("8.9",)),
+    Case("cpu-target-on-h100", nvidia(H100), target="cpu", backend="cpu", strategy="none"),
+    # --- targets whose hardware is absent here: a plan for another machine
+    Case("cuda13-target-on-cpu-box", cpu(), target="cuda13.0", variant="cu130", torch="2.14.1", runnable_here=False,
+         arch_list=("7.5", "8.0", "8.6", "9.0", "10.0", "12.0"), warning="another machine"),
+    Case("cuda12.6-target-on-cpu-box", cpu(), target="cuda12.6", variant="cu126", torch="2.13.0",
+         runnable_here=False, arch_list=("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")),
+    # --- Python
+    Case("python38-refused", nvidia(V100), python="3.8", refused="torch 2.5 and newer dropped Python 3.8",
+         fix="--python 3.10"),
+    Case("python38-cpu-ok", cpu(), python="3.8", target="cpu", torch="2.4.1"),
+    Case("python315-refused", nvidia(H100), python="3.15", refused="no wheels for Python 3.15"),
+    Case("python-request-respected", nvidia(H100), python="3.12", torch="2.14.1", variant="cu130"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_decide(case: Case) -> None:
+    profile = HardwareProfile.from_json(case.profile)
+    request = Request(target=Target.parse(case.target),
+                      python=DottedVersion.parse(case.python) if case.python else None)
+    outcome = decide(profile, request, KNOWLEDGE)
+    trace_text = "\n".join(f"{t.rule} {t.result} {t.because}" for t in outcome.trace)
+    assert outcome.trace, "every outcome explains itself"
+    if case.refused is not None or (case.fix is not None and case.torch is None and case.variant is None):
+        assert outcome.plan is None, f"expected a refusal, got {outcome.plan and outcome.plan.summary}"
+        if case.refused:
+            assert case.refused in outcome.refusal.message
+        if case.fix:
+            assert case.fix in (outcome.refusal.fix or "")
+        assert outcome.refusal.code == 2
+        return
+    assert outcome.refusal is None, f"refused: {outcome.refusal}"
+    plan = outcome.plan
+    checks = {"backend": plan.backend, "torch": plan.torch.version, "variant": plan.torch.variant,
+              "strategy": plan.kernels.strategy, "arch_list": plan.kernels.arch_list,
+              "packages": dict(plan.kernels.packages), "patches": tuple(p.id for p in plan.patches),
+              "runnable_here": plan.runnable_here, "toolkit": plan.kernels.toolkit,
+              "source_kind": plan.torch.source.kind}
+    for key, actual in checks.items():
+        expected = getattr(case, key)
+        if expected is not None:
+            assert actual == expected, f"{key}: {actual!r} != {expected!r}"
+    if case.conda != "unchecked":
+        assert (plan.torch.conda.spec if plan.torch.conda else None) == case.conda
+    if case.warning:
+        assert any(case.warning in w for w in plan.warnings), plan.warnings
+    for fragment in case.trace:
+        assert fragment in trace_text, f"{fragment!r} not in trace:\n{trace_text}"
+    if case.prebuilt is not None:
+        assert tuple(w for _, w in plan.kernels.prebuilt_wheels) == case.prebuilt
+    # invariants of every plan
+    assert plan.summary and plan.python == (case.python or profile.python.__str__())[:len(plan.python)]
+    if plan.backend == "cpu":
+        assert plan.kernels.strategy == "none" and not plan.kernels.packages
+    else:
+        if plan.kernels.strategy != "none":
+            assert set(dict(plan.kernels.packages)) == {"causal-conv1d", "mamba-ssm"}
+            assert plan.kernels.arch_list
+    if plan.backend == "cuda" and plan.torch.source.kind == "pypi-index":
+        assert plan.torch.source.url == f"https://download.pytorch.org/whl/{plan.torch.variant}"
+        assert plan.torch.requirement == f"torch=={plan.torch.version}+{plan.torch.variant}"
+    if plan.backend == "rocm":
+        assert plan.torch.conda is None and plan.cuda_driver is None
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+
+
+def test_enough_cases() -> None:
+    assert len(CASES) >= 40
+
+
+def test_decide_is_pure() -> None:
+    profile = HardwareProfile.from_json(nvidia(GTX1080TI))
+    first = decide(profile, Request(), KNOWLEDGE)
+    second = decide(profile, Request(), KNOWLEDGE)
+    assert first == second
+
+
+def test_unconfirmed_rows_only_on_explicit_target() -> None:
+    """torch 2.14's cu126 row rests on the release-candidate matrix: auto skips it, a target may use it."""
+    assert not next(v for v in KNOWLEDGE.release("2.14").variants if v.tag == "cu126").confirmed
+    profile = HardwareProfile.from_json(nvidia(V100))
+    auto = decide(profile, Request(), KNOWLEDGE).plan
+    assert auto.torch.version == "2.13.0"
+    assert any("unconfirmed" in t.because for t in auto.trace)
+
+
+def test_every_rule_leaves_a_trace() -> None:
+    plan = decide(HardwareProfile.from_json(amd(MI250X, rocm="6.0.2")), Request(), KNOWLEDGE).plan
+    rules = {t.rule for t in plan.trace}
+    assert {"python", "platform", "backend", "rocm-version", "torch-release", "rocm-patch", "kernels", "conda"} <= rules
+    plan = decide(HardwareProfile.from_json(nvidia(GTX1080TI)), Request(), KNOWLEDGE).plan
+    assert {"driver", "arch-coverage", "variant", "kernels-arch", "kernels"} <= {t.rule for t in plan.trace}
+
+
+def test_plan_for_raises_the_refusal() -> None:
+    from resolver.decide import plan_for
+    from resolver.errors import Refusal
+
+    with pytest.raises(Refusal, match="CUDA 13 dropped sm_70"):
+        plan_for(Request(Target.parse("cuda13.0")), HardwareProfile.from_json(nvidia(V100)))
+    assert plan_for(Request(), HardwareProfile.from_json(cpu())).backend == "cpu"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, "-m", "resolver", "plan", *args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def test_cli_json_and_refusal(tmp_path) -> None:
+    path = tmp_path / "v100.json"
+    path.write_text(json.dumps(nvidia(V100)))
+    ok = _cli("--profile", str(path), "--json")
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    for key in ("backend", "backend_version", "python", "torch", "kernels", "patches", "warnings", "trace"):
+        assert key in data
+    assert data["torch"]["variant"] == "cu126" and data["kernels"]["arch_list"] == ["7.0"]
+    refused = _cli("--profile", str(path), "--target", "cuda13.0", "--json")
+    assert refused.returncode == 2
+    assert "Traceback" not in refused.stderr + refused.stdout
+    err = json.loads(refused.stdout)
+    assert "CUDA 13 dropped sm_70" in err["error"] and err["because"]
+    assert refused.stderr.strip().count("\n") == 0  # one line
+    human = _cli("--profile", str(path))
+    assert human.returncode == 0 and "trace:" in human.stdout and "cu126" in human.stdout
+
+
+def test_cli_bad_python(tmp_path) -> None:
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(cpu()))
+    bad = _cli("--profile", str(path), "--python", "three")
+    assert bad.returncode != 0 and "--python" in bad.stderr and "Traceback" not in bad.stderr
