@@ -123,12 +123,14 @@ def test_a_copied_sibling_would_be_read_twice_by_clang(patched):
     assert out.returncode != 0 and "redefinition" in out.stderr
 
 
-def test_a_6_0_text_fix_on_a_6_1_header_does_not_compile(tmp_path):
-    """Why the fix is chosen by version and checksum: doubling `static inline` is a compile error."""
+@pytest.mark.parametrize("compiler", COMPILERS)
+def test_a_6_0_text_fix_on_a_6_1_header_is_rejected(tmp_path, compiler):
+    """Why the fix is chosen by version and checksum: doubling `static inline` is an error for g++
+    and a -Wduplicate-decl-specifier warning for clang (an error under -Werror)."""
     root = make_rocm(tmp_path, version="6.1.2", header=FIXTURES / "amd_hip_bf16-6.1.h")
     header = root / HEADER
     header.write_text(header.read_text().replace("__HOST_DEVICE__ float __low2float",
                                                  "__HOST_DEVICE__ static inline float __low2float"))
     (tmp_path / "a.cpp").write_text(UNIT_A)
-    out = _gxx("-fsyntax-only", f"-I{root / 'include'}", "a.cpp", cwd=tmp_path)
+    out = _gxx("-fsyntax-only", "-Werror", f"-I{root / 'include'}", "a.cpp", cwd=tmp_path, compiler=compiler)
     assert out.returncode != 0 and "duplicate" in out.stderr
