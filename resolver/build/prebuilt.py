@@ -31,7 +31,8 @@ def reachable(url: str, *, timeout: float = 3.0) -> bool:
     request = urllib.request.Request(url, method="HEAD")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return 200 <= response.status < 400
+            status = getattr(response, "status", None) or 200  # file:// answers without a status
+            return 200 <= status < 400
     except (urllib.error.URLError, OSError, TimeoutError, ValueError):
         return False
 

