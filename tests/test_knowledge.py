@@ -1,0 +1,245 @@
+"""The knowledge tables: they load, every row is sourced, and they agree with each other.
+
+The consistency checks live in ``Knowledge.problems()``; the tests below also break copies of the
+real tables to prove each check can fail."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from resolver.decide import decide
+from resolver.knowledge import DATA_DIR, TABLE_FILES, Knowledge, KnowledgeError, driver_text
+from resolver.plan import Request
+from resolver.profile import HardwareProfile
+from resolver.versions import ComputeCapability, DottedVersion, GfxArch
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+K = Knowledge.load()
+
+
+def _rows(node, path=""):
+    """Every table inside an array of tables ([[...]]), recursively, with its path."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                for i, row in enumerate(value):
+                    yield f"{path}{key}[{i}]", row
+                    yield from _rows(row, f"{path}{key}[{i}].")
+            elif isinstance(value, dict):
+                yield f"{path}{key}", value
+                yield from _rows(value, f"{path}{key}.")
+
+
+def test_tables_are_consistent() -> None:
+    assert K.problems() == []
+
+
+@pytest.mark.parametrize("name", TABLE_FILES)
+def test_every_row_has_a_source(name: str) -> None:
+    data = tomllib.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+    rows = list(_rows(data))
+    assert rows
+    for where, row in rows:
+        assert isinstance(row.get("source"), str) and len(row["source"]) > 10, f"{name} {where} has no source"
+        assert isinstance(row.get("confirmed", True), bool)
+
+
+def test_torch_releases_2_0_to_2_14() -> None:
+    names = [r.name for r in K.releases]
+    assert names == [f"2.{i}" for i in range(0, 15)]
+    for release in K.releases:
+        gpu = [v for v in release.variants if v.backend != "cpu"]
+        assert gpu and all(v.archs for v in gpu), release.name
+        assert release.python and release.glibc_min and release.source
+    assert K.release("2.6").glibc_min == DottedVersion.parse("2.28")
+    assert K.release("2.5").glibc_min == DottedVersion.parse("2.17")
+    assert not K.release("2.5").supports_python(DottedVersion.parse("3.8"))
+    assert K.release("2.4").supports_python(DottedVersion.parse("3.8"))
+    assert K.release("2.13").cxx_standard == 20 and K.release("2.12").cxx_standard == 17
+    assert [r.cxx11_abi for r in K.releases if r.version >= DottedVersion.parse("2.7")] == [True] * 8
+
+
+def test_2_14_is_flagged_except_what_was_inspected() -> None:
+    release = K.release("2.14")
+    flags = {v.tag: v.confirmed for v in release.variants}
+    assert flags["cu130"] is True and "first-hand" in next(v for v in release.variants if v.tag == "cu130").source
+    assert flags["cu126"] is False and flags["cu132"] is False and flags["cpu"] is False
+
+
+def test_arch_lists() -> None:
+    cu126 = next(v for v in K.release("2.13").variants if v.tag == "cu126" and "linux-64" in v.platforms)
+    assert cu126.cubin_for(ComputeCapability.parse("6.1")) == ComputeCapability.parse("6.0")
+    cu130 = next(v for v in K.release("2.13").variants if v.tag == "cu130" and "linux-64" in v.platforms)
+    assert cu130.cubin_for(ComputeCapability.parse("7.0")) is None
+    assert cu130.ptx_for(ComputeCapability.parse("12.1")) == ComputeCapability.parse("12.0")
+    assert cu130.ptx_for(ComputeCapability.parse("11.0")) is None  # PTX never runs backwards
+    rocm60 = next(v for v in K.release("2.4").variants if v.tag == "rocm6.0")
+    assert "gfx90a" in rocm60.archs and "gfx942" in rocm60.archs
+
+
+def test_driver_floors() -> None:
+    assert [driver_text(K.mvc_floor(m)) for m in (11, 12, 13)] == ["450.80.02", "525.60.13", "580.65.06"]
+    assert driver_text(K.toolkit_floor(DottedVersion.parse("12.6"))) == "560.28.03"
+    assert K.newest_cuda_for_driver(DottedVersion.parse("550.54.15")) == DottedVersion.parse("12.4")
+    assert K.newest_cuda_for_driver(DottedVersion.parse("580.82.07")) == DottedVersion.parse("13.0")
+
+
+def test_nvcc_architectures() -> None:
+    cuda13, cuda128, cuda126 = (DottedVersion.parse(v) for v in ("13.0", "12.8", "12.6"))
+    for cc in ("5.0", "6.1", "7.0", "7.2"):
+        assert not K.nvcc_can_build(cuda13, ComputeCapability.parse(cc)), cc
+        assert K.nvcc_can_build(cuda126, ComputeCapability.parse(cc)), cc
+    for cc in ("10.0", "12.0"):
+        assert K.nvcc_can_build(cuda128, ComputeCapability.parse(cc))
+        assert not K.nvcc_can_build(cuda126, ComputeCapability.parse(cc))
+    # a GPU nvcc does not know is built as the highest same-major target it does know (not a Tegra one)
+    assert K.build_target(cuda128, ComputeCapability.parse("10.3")) == ComputeCapability.parse("10.0")
+    assert K.build_target(DottedVersion.parse("11.7"), ComputeCapability.parse("8.9")) == ComputeCapability.parse("8.6")
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("Tesla V100-PCIE-16GB", "7.0"), ("NVIDIA A100-SXM4-80GB", "8.0"), ("NVIDIA A10G", "8.6"), ("NVIDIA A10", "8.6"),
+    ("NVIDIA L4", "8.9"), ("NVIDIA L40S", "8.9"), ("NVIDIA GeForce GTX 1080 Ti", "6.1"), ("Tesla T4", "7.5"),
+    ("NVIDIA H100 80GB HBM3", "9.0"), ("NVIDIA H200", "9.0"), ("NVIDIA B200", "10.0"), ("NVIDIA GB200", "10.0"),
+    ("NVIDIA GeForce RTX 5090", "12.0"), ("NVIDIA GeForce RTX 3060 Laptop GPU", "8.6"), ("Orin (nvgpu)", "8.7"),
+    ("NVIDIA GeForce RTX 2080 Ti", "7.5"), ("NVIDIA GeForce RTX 4070 Ti SUPER", "8.9"),
+])
+def test_nvidia_names(name: str, expected: str) -> None:
+    assert K.nvidia_model(name).compute_capability == ComputeCapability.parse(expected)
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("AMD Instinct MI250X", "gfx90a"), ("AMD Instinct MI210", "gfx90a"), ("AMD Instinct MI300X", "gfx942"),
+    ("AMD Instinct MI325X", "gfx942"), ("AMD Instinct MI100", "gfx908"), ("AMD Radeon RX 7900 XTX", "gfx1100"),
+    ("AMD Radeon RX 7900 GRE", "gfx1100"), ("AMD Radeon PRO W7900", "gfx1100"), ("Radeon RX 7800 XT", "gfx1101"),
+])
+def test_amd_names(name: str, expected: str) -> None:
+    assert K.amd_model(name).gfx == GfxArch.parse(expected)
+
+
+def test_unknown_gpu_name() -> None:
+    assert K.nvidia_model("Some Future GPU 9000") is None
+
+
+def test_mamba_facts() -> None:
+    assert str(K.min_rocm()) == "6.0"
+    newest = K.kernel_release("mamba-ssm", DottedVersion.parse("2.13"), DottedVersion.parse("3.11"))
+    assert newest.version == "2.3.2.post1"
+    old = K.kernel_release("mamba-ssm", DottedVersion.parse("2.4"), DottedVersion.parse("3.10"))
+    assert old.version == "2.3.1"
+    assert K.kernel_release("mamba-ssm", DottedVersion.parse("2.4"), DottedVersion.parse("3.8")) is None
+    name, url = K.prebuilt_wheel("causal-conv1d", "1.7.0", "2.10", 13, True, "3.12", "x86_64")
+    assert name == "causal_conv1d-1.7.0+cu13torch2.10cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"
+    assert re.match(r"https://github.com/Dao-AILab/causal-conv1d/releases/download/v1\.7\.0/causal_conv1d-1\.7\.0%2B", url)
+    assert K.prebuilt_wheel("mamba-ssm", "2.3.2.post1", "2.13", 12, True, "3.11", "x86_64") is None
+    # the misfiled causal-conv1d 1.6.1 wheels live under the v1.6.2 tag
+    assert "/download/v1.6.2/" in K.prebuilt_wheel("causal-conv1d", "1.6.1", "2.8", 12, True, "3.11", "x86_64")[1]
+
+
+def test_rocm_header_fix() -> None:
+    assert [f.id for f in K.header_fixes_for(DottedVersion.parse("6.0.2"))] == ["rocm6.0-bf16-inline"]
+    assert K.header_fixes_for(DottedVersion.parse("6.1.0")) == ()
+    assert K.header_fixes_for(DottedVersion.parse("5.7.1")) == ()
+    assert K.header_fixes_for(DottedVersion.parse("6.0"))[0].file == "include/hip/amd_detail/amd_hip_bf16.h"
+
+
+def test_conda_forge() -> None:
+    assert K.conda_forge.rocm_builds is False
+    assert K.conda_forge.pytorch_channel_last == "2.5.1"
+    assert K.conda_forge.cuda_builds("2.13.0", "linux-64") == (DottedVersion.parse("12.9"), DottedVersion.parse("13.0"))
+
+
+# ---- the checks can fail: break copies of the real tables
+
+
+@pytest.fixture()
+def data_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name in TABLE_FILES:
+        shutil.copy(DATA_DIR / name, folder / name)
+    return folder
+
+
+def _edit(folder: Path, name: str, old: str, new: str, count: int = 1) -> None:
+    path = folder / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+def test_missing_source_is_refused(data_copy: Path) -> None:
+    _edit(data_copy, "gpus.toml", 'source = "ROCm/ROCm docs/reference/gpu-arch-specs.rst @e396b489"\n', "")
+    with pytest.raises(KnowledgeError, match="has no source"):
+        Knowledge.load(data_copy)
+
+
+def test_variant_without_arch_list_is_reported(data_copy: Path) -> None:
+    _edit(data_copy, "torch.toml", 'tag = "cu117"\nplatforms = ["linux-64", "win-64"]\narchs = '
+                                   '["3.7", "5.0", "6.0", "7.0", "7.5", "8.0", "8.6"]',
+          'tag = "cu117"\nplatforms = ["linux-64", "win-64"]\narchs = []')
+    assert any("cu117: no arch list" in p for p in Knowledge.load(data_copy).problems())
+
+
+def test_unknown_gpu_cc_is_reported(data_copy: Path) -> None:
+    _edit(data_copy, "gpus.toml", 'compute_capability = "12.1"', 'compute_capability = "12.7"')
+    assert any("12.7, unknown to cuda.toml" in p for p in Knowledge.load(data_copy).problems())
+
+
+def test_unordered_floors_are_reported(data_copy: Path) -> None:
+    _edit(data_copy, "cuda.toml", 'driver_linux = "525.60.13"', 'driver_linux = "440.00.00"')
+    assert any("minor-version floor of CUDA 12" in p for p in Knowledge.load(data_copy).problems())
+
+
+def test_kernel_row_naming_a_missing_torch_is_reported(data_copy: Path) -> None:
+    _edit(data_copy, "mamba.toml", 'torch = ["2.6"]', 'torch = ["2.99"]')
+    assert any("torch 2.99, not in torch.toml" in p for p in Knowledge.load(data_copy).problems())
+
+
+def test_malformed_version_is_refused(data_copy: Path) -> None:
+    _edit(data_copy, "torch.toml", 'glibc_min = "2.28"', 'glibc_min = "new"')
+    with pytest.raises(KnowledgeError, match="glibc_min"):
+        Knowledge.load(data_copy)
+
+
+def test_adding_a_release_is_a_data_edit(data_copy: Path) -> None:
+    """A new torch release appended to torch.toml is planned with, no code change."""
+    (data_copy / "torch.toml").write_text((data_copy / "torch.toml").read_text() + '''
+[[release]]
+version = "2.15"
+latest = "2.15.0"
+released = "2027-01"
+python = ["3.10", "3.11", "3.12", "3.13", "3.14"]
+glibc_min = "2.28"
+cxx11_abi = true
+cxx_standard = 20
+pypi_default = "cu130"
+source = "test fixture"
+
+[[release.variant]]
+tag = "cpu"
+platforms = ["linux-64"]
+source = "test fixture"
+
+[[release.variant]]
+tag = "cu130"
+platforms = ["linux-64"]
+archs = ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]
+source = "test fixture"
+''')
+    knowledge = Knowledge.load(data_copy)
+    assert knowledge.problems() == []
+    profile = HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "amd": None,
+                                         "cuda_toolkit": None, "nvidia": {"driver_version": "580.82.07", "gpus": [
+                                             {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]}})
+    plan = decide(profile, Request(), knowledge).plan
+    assert (plan.torch.version, plan.torch.variant) == ("2.15.0", "cu130")
+    assert decide(profile, Request(), K).plan.torch.version != "2.15.0"
