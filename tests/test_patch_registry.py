@@ -134,3 +134,25 @@ def test_fixes_a_rocm_release_needs():
     assert [s.id for s in registry.for_rocm("6.0.0")] == [PATCH_ID]
     assert [s.id for s in registry.for_rocm(DottedVersion.parse("6.0.2"))] == [PATCH_ID]
     assert registry.for_rocm("6.1.0") == () and registry.for_rocm("5.7.1") == () and registry.for_rocm("7.0") == ()
+
+
+def test_knowledge_base_header_fixes_agree_with_the_registry():
+    """The plan lists fixes from resolver/data (rows [[header_fix]]); patch applies them from patches/.
+    Same id, same file, same ROCm range."""
+    rows = []
+    for path in sorted((REPO / "resolver" / "data").glob("*.toml")):
+        with open(path, "rb") as handle:
+            rows += [(path.name, row) for row in tomllib.load(handle).get("header_fix", [])]
+    if not rows:
+        pytest.skip("the knowledge base lists no [[header_fix]] rows")
+    assert PATCH_ID in {row["id"] for _, row in rows}
+    registry = load_registry(extra_tables=[])
+    for where, row in rows:
+        spec = registry.get(row["id"])
+        assert row["file"] == spec.file, where
+        low, below = DottedVersion.parse(row["rocm_min"]), DottedVersion.parse(row["rocm_below"])
+        for series in spec.rocm_versions:
+            assert low <= series < below, (where, str(series))
+        for probe in ("5.7.1", "6.0.0", "6.0.2", "6.1.0", "6.2.4", "7.0.0"):
+            version = DottedVersion.parse(probe)
+            assert spec.applies_to(version) == (low <= version < below), (where, probe)
