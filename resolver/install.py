@@ -48,12 +48,13 @@ class InstallSummary:
     status: str  # "installed" | "up-to-date"
     seconds: float
     digest: str
+    built_from: str = "lock"  # "lock" (venv + conda link + pip) | "cache" (hard links of an earlier build)
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "path": str(self.path), "kind": self.kind, "python": self.python,
                 "platform": self.platform, "conda_packages": self.conda_packages,
                 "pypi_packages": self.pypi_packages, "status": self.status, "seconds": round(self.seconds, 3),
-                "lock_digest": self.digest}
+                "lock_digest": self.digest, "built_from": self.built_from}
 
 
 def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
@@ -105,8 +106,12 @@ def python_of(env: LockedEnv) -> str | None:
 
 
 def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
-                        info: Info = lambda text: None) -> InstallSummary:
-    """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``."""
+                        use_cache: bool = True, info: Info = lambda text: None) -> InstallSummary:
+    """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``.
+
+    ``force`` rebuilds even when the installed environment matches the lock; ``use_cache=False``
+    also ignores the cached build of the same lock content (runs pip again).
+    """
     started = time.monotonic()
     env = locked_environment(project, name)
     digest = environment_digest(env)
@@ -137,21 +142,19 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     for stale in project.envs.glob(f".{env.name}.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
+    template = project.cache / "envs" / f"{env.name}-{digest[:20]}"
+    from_cache = use_cache and _template_ready(template)
     try:
-        if kind == "venv":
-            info(f"creating a virtual environment of Python {python}")
-            _run([interpreter, "-m", "venv", str(tmp)], "creating the virtual environment")
+        if from_cache:
+            info(f"linking the environment from the cache ({template})")
+            _link_tree(template, tmp)
+            built_for = json.loads((template / TEMPLATE_MARKER).read_text(encoding="utf-8"))["final"]
+            (tmp / TEMPLATE_MARKER).unlink()
+            _retarget(tmp, final, old=Path(built_for))
         else:
-            tmp.mkdir(parents=True)
-        if env.conda:
-            info(f"linking {len(env.conda)} conda packages")
-            _link_conda(project, env, conda_files, tmp, final)
-        if wheels:
-            info(f"installing {len(wheels)} wheels with pip --no-deps")
-            _run([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile",
-                  "--disable-pip-version-check", "--no-warn-script-location", "--quiet",
-                  *[str(w) for w in wheels]], "installing the locked wheels")
-        _retarget(tmp, final)
+            _build(env, kind, python, interpreter, conda_files, wheels, tmp, final, project, info)
+            if use_cache:
+                _save_template(tmp, template, final)
         (tmp / READY_MARKER).write_text(json.dumps({
             "environment": env.name, "kind": kind, "python": python, "platform": env.platform.subdir,
             "lock_digest": digest, "conda": [f"{r.name.normalized}-{r.version}-{r.build}" for r in env.conda],
@@ -167,7 +170,65 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
         raise BuildFailed(f"the environment at {final} does not run after the move ({check.stderr.strip()[:200]})",
                           fix=f"run `python -m resolver install --env {env.name} --force`")
     return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda), len(env.pypi),
-                          "installed", time.monotonic() - started, digest)
+                          "installed", time.monotonic() - started, digest, "cache" if from_cache else "lock")
+
+
+TEMPLATE_MARKER = ".resolver-template.json"
+
+
+def _build(env: LockedEnv, kind: str, python: str, interpreter: str | None, conda_files: list[Path],
+           wheels: list[Path], tmp: Path, final: Path, project: ProjectPaths, info: Info) -> None:
+    if kind == "venv":
+        info(f"creating a virtual environment of Python {python}")
+        _run([interpreter, "-m", "venv", str(tmp)], "creating the virtual environment")
+    else:
+        tmp.mkdir(parents=True)
+    if env.conda:
+        info(f"linking {len(env.conda)} conda packages")
+        _link_conda(project, env, conda_files, tmp, final)
+    if wheels:
+        info(f"installing {len(wheels)} wheels with pip --no-deps")
+        _run([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile",
+              "--disable-pip-version-check", "--no-warn-script-location", "--quiet",
+              *[str(w) for w in wheels]], "installing the locked wheels")
+    _retarget(tmp, final)
+
+
+def _template_ready(template: Path) -> bool:
+    return (template / TEMPLATE_MARKER).is_file()
+
+
+def _save_template(tmp: Path, template: Path, final: Path) -> None:
+    """Keep a hard-linked copy of a freshly built environment: the next install of the same lock
+    content links it instead of running pip again (files are shared like conda's package cache;
+    every write we make replaces a file rather than editing it in place)."""
+    part = template.with_name(f".{template.name}.part-{os.getpid()}")
+    shutil.rmtree(part, ignore_errors=True)
+    try:
+        _link_tree(tmp, part)
+        (part / TEMPLATE_MARKER).write_text(json.dumps({"final": str(final)}) + "\n", encoding="utf-8")
+        shutil.rmtree(template, ignore_errors=True)
+        part.rename(template)
+    except OSError:  # a cache is an optimisation: never fail the install for it
+        shutil.rmtree(part, ignore_errors=True)
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """Recreate ``source`` at ``target`` with hard links (symlinks copied as symlinks)."""
+    for folder, dirs, files in os.walk(source):
+        rel = Path(folder).relative_to(source)
+        (target / rel).mkdir(parents=True, exist_ok=True)
+        for name in dirs + files:
+            src = Path(folder) / name
+            if src.is_symlink():
+                os.symlink(os.readlink(src), target / rel / name)
+        for name in files:
+            src = Path(folder) / name
+            if not src.is_symlink():
+                try:
+                    os.link(src, target / rel / name)
+                except OSError:
+                    shutil.copy2(src, target / rel / name)
 
 
 def _verify(path: Path, expected: str, what: str) -> None:
@@ -224,9 +285,12 @@ def _run(cmd: list[str], what: str) -> None:
         raise BuildFailed(f"{what} failed ({tail})", fix="read the message above; run install again to retry")
 
 
-def _retarget(tmp: Path, final: Path) -> None:
-    """Write the final path wherever the temporary one was baked in (scripts, activate, pyvenv.cfg)."""
-    old, new = str(tmp).encode(), str(final).encode()
+def _retarget(tmp: Path, final: Path, *, old: Path | None = None) -> None:
+    """Write the final path wherever the build path (``old``, default ``tmp``) was baked in
+    (scripts, activate, pyvenv.cfg). Files are replaced, never edited in place (they may be hard links)."""
+    old_bytes, new = str(old or tmp).encode(), str(final).encode()
+    if old_bytes == new:
+        return
     candidates = [tmp / "pyvenv.cfg"]
     bin_dir = tmp / "bin"
     if bin_dir.is_dir():
@@ -235,11 +299,13 @@ def _retarget(tmp: Path, final: Path) -> None:
         if not path.is_file():
             continue
         data = path.read_bytes()
-        if old not in data or b"\0" in data[:4096]:
+        if old_bytes not in data or b"\0" in data[:4096]:
             continue
         mode = path.stat().st_mode
-        path.write_bytes(data.replace(old, new))
-        os.chmod(path, mode)
+        fresh = path.with_name(f".{path.name}.retarget")
+        fresh.write_bytes(data.replace(old_bytes, new))
+        os.chmod(fresh, mode)
+        fresh.replace(path)
 
 
 def _swap_into_place(tmp: Path, final: Path) -> None:

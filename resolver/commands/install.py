@@ -8,6 +8,8 @@ HELP = "install an environment from pixi.lock only (sha256-verified; conda prefi
 def add_arguments(parser) -> None:
     parser.add_argument("--env", "-e", metavar="NAME", help="environment to install (default: the only one locked)")
     parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not reuse the cached build of the same lock content (run pip again)")
 
 
 def run(args, out) -> int:
@@ -15,8 +17,10 @@ def run(args, out) -> int:
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
-    summary = install.install_environment(project, args.env, force=args.force, info=out.info)
-    verb = "already matches pixi.lock" if summary.status == "up-to-date" else f"installed in {summary.seconds:.1f}s"
+    summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
+                                           info=out.info)
+    verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
+        f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"
     out.result(summary.to_json(),
                f"{summary.environment}: {kind} at {summary.path}, {verb} "
