@@ -1,0 +1,296 @@
+"""Environment checks: each one compares two facts and, when they disagree, names the fix.
+
+The facts come from the environment's own Python (``python -m resolver.inenv.facts``: torch, its
+CUDA/HIP, arch list, the GPUs it sees, the kernel extensions loading), from the probe (the driver,
+the GPUs, ROCm) and from the project (pixi.lock, the ready marker install wrote). Nothing here
+imports torch.
+
+>>> cuda_vs_driver("13.0", "12.8").status
+'fail'
+>>> cuda_vs_driver("12.8", "12.2").status
+'warn'
+>>> cuda_vs_driver("12.6", "13.0").status
+'ok'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from resolver.doctor.context import FixContext
+from resolver.environment import READY_MARKER, Environment
+from resolver.paths import ProjectPaths
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    status: str  # ok | warn | fail | skip
+    detail: str
+    fix: str | None = None
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+def _mm(version: str | None) -> tuple[int, int] | None:
+    m = re.match(r"(\d+)\.(\d+)", str(version or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def cuda_vs_driver(torch_cuda: str | None, driver_cuda: str | None, ctx: FixContext | None = None) -> Finding:
+    """torch's CUDA runtime against the newest CUDA the driver supports (nvidia-smi's "CUDA Version")."""
+    ctx = ctx or FixContext()
+    t, d = _mm(torch_cuda), _mm(driver_cuda)
+    if t is None:
+        return Finding("cuda-vs-driver", "skip", "torch is not a CUDA build")
+    if d is None:
+        return Finding("cuda-vs-driver", "skip", f"torch uses CUDA {torch_cuda}; no NVIDIA driver was found, so it runs on CPU only")
+    if t[0] > d[0]:
+        return Finding("cuda-vs-driver", "fail", f"torch uses CUDA {torch_cuda} but the driver supports CUDA {driver_cuda} at most: "
+                       "CUDA will not initialise", fix=f"python -m resolver lock --target auto && python -m resolver install --env {ctx.env}")
+    if t > d:
+        return Finding("cuda-vs-driver", "warn", f"torch uses CUDA {torch_cuda}, the driver supports {driver_cuda}: runs through CUDA "
+                       "minor-version compatibility, but kernels built with a newer nvcc may need a newer driver (PTX JIT)",
+                       fix="upgrade the NVIDIA driver, or `python -m resolver lock --target auto`")
+    return Finding("cuda-vs-driver", "ok", f"torch's CUDA {torch_cuda} <= the driver's CUDA {driver_cuda}")
+
+
+def hip_vs_rocm(torch_hip: str | None, rocm: str | None) -> Finding:
+    t, r = _mm(torch_hip), _mm(rocm)
+    if t is None:
+        return Finding("hip-vs-rocm", "skip", "torch is not a ROCm build")
+    if r is None:
+        return Finding("hip-vs-rocm", "warn", f"torch uses HIP {torch_hip} but no ROCm installation was found")
+    if t != r:
+        return Finding("hip-vs-rocm", "warn", f"torch was built for ROCm {t[0]}.{t[1]}, the machine has ROCm {rocm}; "
+                       "kernels must be compiled with the ROCm torch was built for",
+                       fix=f"python -m resolver lock --target rocm{r[0]}.{r[1]}")
+    return Finding("hip-vs-rocm", "ok", f"torch's HIP {torch_hip} matches ROCm {rocm}")
+
+
+def _arch_name(arch: str) -> str:
+    return arch if arch.startswith(("sm_", "gfx")) else "sm_" + arch.replace(".", "")
+
+
+def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
+    """Each GPU against torch's compiled architectures and the kernels' ones."""
+    from resolver.inenv.facts import arch_supported  # plain functions; no torch import
+
+    devices = [(d.get("name"), d.get("arch")) for d in (facts.get("device") or {}).get("devices", [])]
+    if not devices and profile is not None:
+        if profile.nvidia:
+            devices = [(g.name, _arch_name(str(g.compute_capability))) for g in profile.nvidia.gpus]
+        if profile.amd:
+            devices += [(g.name, str(g.gfx_arch)) for g in profile.amd.gpus]
+    if not devices:
+        return [Finding("gpu-arch", "skip", "no GPU here: nothing to compare architectures against")]
+    out = []
+    arch_list = (facts.get("torch") or {}).get("arch_list") or []
+    for name, arch in devices:
+        ok = arch_supported(arch, arch_list)
+        if ok is None:
+            out.append(Finding(f"gpu-arch:torch:{arch}", "warn", f"{name} ({arch}): torch reports no architecture list"))
+        else:
+            out.append(Finding(f"gpu-arch:torch:{arch}", "ok" if ok else "fail",
+                               f"{name} is {arch}; torch {ctx.torch} was compiled for {' '.join(arch_list)}",
+                               None if ok else f"python -m resolver plan && python -m resolver lock --target {ctx.target}"))
+        for ext_name, ext in (facts.get("extensions") or {}).items():
+            built = ext.get("built_for_archs") or []
+            if not ext.get("installed") or not built:
+                continue
+            ok = arch_supported(arch, built)
+            out.append(Finding(f"gpu-arch:{ext_name}:{arch}", "ok" if ok else "fail",
+                               f"{ext_name} was built for {' '.join(built)}; {name} is {arch}",
+                               None if ok else f"python -m resolver build --env {ctx.env} --arch {ctx.arch}"))
+    return out
+
+
+def extension_findings(facts: dict, ctx: FixContext) -> list[Finding]:
+    from resolver.doctor.signatures import load_signatures, match_log
+
+    out = []
+    torch_version = (facts.get("torch") or {}).get("version")
+    for name, ext in (facts.get("extensions") or {}).items():
+        if not ext.get("installed"):
+            out.append(Finding(f"extension:{name}", "skip", f"{name} is not installed"))
+            continue
+        if ext.get("loaded"):
+            out.append(Finding(f"extension:{name}", "ok", f"{name} loads with torch {torch_version}"))
+            continue
+        if ext.get("abi"):
+            abi = ext["abi"]
+            expected = ext.get("built_for_torch")
+            symbol = abi.get("demangled") or abi.get("undefined_symbol")
+            detail = (f"ABI mismatch: {name} ({ext.get('file')}) needs `{symbol}`, which torch {torch_version} does not "
+                      f"export; it was built for {'torch ' + expected if expected else 'another torch'}")
+            out.append(Finding(f"extension:{name}", "fail", detail, f"python -m resolver build --env {ctx.env} --no-prebuilt"))
+            continue
+        matches = match_log(ext.get("error", ""), load_signatures())
+        fix = ctx.render(matches[0].signature.fix, matches[0].groups) if matches else f"python -m resolver build --env {ctx.env}"
+        out.append(Finding(f"extension:{name}", "fail", f"{name} does not load: {ext.get('error')}", fix))
+    return out
+
+
+def tool_findings(env: Environment, facts: dict) -> list[Finding]:
+    """Build tools: only needed to compile kernels, so a missing one is a warning."""
+    torch_facts = facts.get("torch") or {}
+    wanted = ["ninja"] + (["nvcc"] if torch_facts.get("cuda") else []) + (["hipcc"] if torch_facts.get("hip") else [])
+    out = []
+    for tool in wanted:
+        found = (env.bin_dir / tool) if (env.bin_dir / tool).exists() else shutil.which(tool)
+        if found:
+            out.append(Finding(f"tool:{tool}", "ok", f"{tool}: {found}"))
+            continue
+        fix = {"ninja": f"{env.python} -m pip install ninja (without it torch builds extensions one file at a time)",
+               "nvcc": f"install the CUDA toolkit {torch_facts.get('cuda')} and export CUDA_HOME (needed only to build kernels)",
+               "hipcc": "install the ROCm HIP SDK and export ROCM_PATH (needed only to build kernels)"}[tool]
+        out.append(Finding(f"tool:{tool}", "warn", f"{tool} is not on PATH or in the environment", fix))
+    return out
+
+
+def rocm_header_finding(project: ProjectPaths, profile) -> Finding:
+    """ROCm 6.0's amd_hip_bf16.h needs the fix before kernels can link; asks the patch stage (lazily)."""
+    rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None
+    if not rocm:
+        return Finding("rocm-header", "skip", "no ROCm installation")
+    if not rocm.startswith("6.0"):
+        return Finding("rocm-header", "ok", f"ROCm {rocm} does not need the 6.0 bf16 header fix")
+    try:
+        from resolver.patching.engine import PatchRequest, run_patches
+
+        report = run_patches(project, PatchRequest(check=True))
+    except Exception as exc:  # noqa: BLE001 - the patch stage may be absent or fail; say so, do not crash
+        return Finding("rocm-header", "warn", f"ROCm {rocm} needs the bf16 header fix; the patch check could not run ({exc})",
+                       "python -m resolver patch --check")
+    status = report.status
+    if status in ("applied", "already-applied", "not-needed"):
+        return Finding("rocm-header", "ok", f"ROCm {rocm}: amd_hip_bf16.h fix is in place ({status})")
+    return Finding("rocm-header", "fail", f"ROCm {rocm}: amd_hip_bf16.h lacks the fix ({status}); kernel builds fail to link "
+                   "with 'multiple definition of __float22bfloat162_rn'", "python -m resolver patch")
+
+
+def _torch_in_marker(marker: dict) -> str | None:
+    for item in marker.get("pypi", []):
+        if item.lower().startswith("torch=="):
+            return item.split("==", 1)[1]
+    for item in marker.get("conda", []):
+        m = re.match(r"pytorch-(\d[^-]*)-", item)
+        if m:
+            return m.group(1)
+    return None
+
+
+def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[Finding]:
+    """pixi.lock, the ready marker and the torch actually importable must tell the same story."""
+    marker_path = env.path / READY_MARKER
+    if not marker_path.is_file():
+        return [Finding("ready-marker", "warn", f"{marker_path} is missing: this environment was not made by "
+                        "`resolver install` or its install did not finish", f"python -m resolver install --env {env.name}")]
+    try:
+        marker = json.loads(marker_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return [Finding("ready-marker", "fail", f"{marker_path} is unreadable ({exc})", f"python -m resolver install --env {env.name} --force")]
+    out = []
+    installed = (facts.get("torch") or {}).get("version")
+    recorded = _torch_in_marker(marker)
+    if recorded and installed and recorded != installed:
+        out.append(Finding("torch-vs-install", "fail", f"install put torch {recorded} here but torch {installed} is importable: "
+                           "something installed another torch on top (pip install, a build with isolation off?)",
+                           f"python -m resolver install --env {env.name} --force"))
+    elif recorded:
+        out.append(Finding("torch-vs-install", "ok", f"torch {installed} is the one install put here"))
+    if not project.lockfile.is_file():
+        out.append(Finding("lock", "skip", f"no {project.lockfile.name} in {project.root}"))
+        return out
+    try:
+        from resolver.install import locked_environment_digest
+
+        locked = locked_environment_digest(project, env.name)
+    except Exception as exc:  # noqa: BLE001 - the lock reader may be unavailable; degrade
+        out.append(Finding("lock", "warn", f"could not read {project.lockfile.name} ({exc})"))
+        return out
+    if not locked:
+        out.append(Finding("lock", "warn", f"environment '{env.name}' is not in {project.lockfile.name} for this platform",
+                           f"python -m resolver lock"))
+    elif locked != marker.get("lock_digest"):
+        out.append(Finding("lock", "fail", f"{project.lockfile.name} changed since '{env.name}' was installed: the environment "
+                           "does not match the lock", f"python -m resolver install --env {env.name}"))
+    else:
+        out.append(Finding("lock", "ok", f"'{env.name}' matches {project.lockfile.name}"))
+    return out
+
+
+def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> dict:
+    """Run ``resolver.inenv.facts`` in the environment; a failure to start is itself a fact."""
+    args = ["-m", "resolver.inenv.facts", *[a for name in extra_extensions for a in ("--extension", name)]]
+    try:
+        proc = env.run_python(args, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"run_error": f"{type(exc).__name__}: {exc}"}
+    line = next((l for l in reversed(proc.stdout.splitlines()) if l.startswith("{")), None)
+    if proc.returncode != 0 or line is None:
+        return {"run_error": (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1][:500] if (proc.stderr or proc.stdout) else "no output"}
+    try:
+        return json.loads(line)
+    except ValueError:
+        return {"run_error": "unreadable output from the environment"}
+
+
+def environment_findings(project: ProjectPaths, env: Environment, facts: dict, profile, ctx: FixContext) -> list[Finding]:
+    if facts.get("run_error"):
+        return [Finding("python", "fail", f"the environment's Python does not run: {facts['run_error']}",
+                        f"python -m resolver install --env {env.name} --force")]
+    if facts.get("torch_import_error"):
+        return [Finding("torch", "fail", f"torch does not import: {facts['torch_import_error']}",
+                        f"python -m resolver install --env {env.name} --force")] + lock_findings(project, env, facts)
+    t = facts.get("torch") or {}
+    out = [Finding("torch", "ok", f"torch {t.get('version')} (CUDA {t.get('cuda') or '-'}, HIP {t.get('hip') or '-'}, "
+                   f"CXX11 ABI {t.get('cxx11_abi')}) imports")]
+    if profile is not None and profile.has_gpu and not (t.get("cuda") or t.get("hip")):
+        out.append(Finding("torch-backend", "warn", "torch is a CPU build but this machine has a GPU: nothing will run on it",
+                           "python -m resolver lock --target auto && python -m resolver install"))
+    driver_cuda = str(profile.nvidia.cuda_driver_version) if profile is not None and profile.nvidia and profile.nvidia.cuda_driver_version else None
+    out.append(cuda_vs_driver(t.get("cuda"), driver_cuda, ctx))
+    if t.get("hip"):
+        rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None
+        out.append(hip_vs_rocm(t.get("hip"), rocm))
+    out += arch_findings(facts, profile, ctx)
+    out += extension_findings(facts, ctx)
+    out.append(rocm_header_finding(project, profile))
+    out += tool_findings(env, facts)
+    out += lock_findings(project, env, facts)
+    return out
+
+
+def probe_profile():
+    """The probe's HardwareProfile, or None when the probe stage is unavailable."""
+    try:
+        from resolver.probe import probe_machine
+
+        return probe_machine()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def read_log(source: str) -> tuple[str, str]:
+    """(name, text) of --log FILE or '-' (stdin), decoded without ever failing on bad bytes."""
+    import sys
+
+    from resolver.doctor.signatures import decode_log
+    from resolver.errors import BadInput
+
+    if source == "-":
+        return "<stdin>", decode_log(sys.stdin.buffer.read())
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise BadInput(f"--log {source}: no such file", fix="pass the path of a saved log, or - to read stdin")
+    try:
+        return str(path), decode_log(path.read_bytes())
+    except OSError as exc:
+        raise BadInput(f"--log {source} cannot be read ({exc.strerror})", fix="check the file's permissions") from exc

@@ -1,0 +1,63 @@
+"""What doctor knows about THIS environment, used to fill the fix commands of the signatures.
+
+>>> ctx = FixContext(env="cuda13", arch="9.0", torch="2.14.1+cu130", cuda="13.0", target="cuda13.0")
+>>> ctx.render("python -m resolver build --env {env} --arch {arch} # {unknown}")
+'python -m resolver build --env cuda13 --arch 9.0 # {unknown}'
+>>> target_of({"cuda": "12.8", "hip": None})
+'cuda12.8'
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+class _Keep(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+@dataclass(frozen=True)
+class FixContext:
+    env: str = "NAME"
+    arch: str = "ARCH"  # compute capability "9.0" or gfx target "gfx90a"
+    torch: str = "the installed torch"
+    cuda: str = "X.Y"
+    target: str = "auto"
+
+    def render(self, template: str, groups: dict | None = None) -> str:
+        values = _Keep(asdict(self))
+        values.update(groups or {})
+        return template.format_map(values)
+
+
+def target_of(torch_facts: dict) -> str:
+    """The `lock --target` naming this torch's backend: cpu, cudaX.Y or rocmX.Y."""
+    if torch_facts.get("hip"):
+        return "rocm" + ".".join(str(torch_facts["hip"]).split(".")[:2])
+    if torch_facts.get("cuda"):
+        return "cuda" + ".".join(str(torch_facts["cuda"]).split(".")[:2])
+    return "cpu" if torch_facts.get("version") else "auto"
+
+
+def arch_of(facts: dict | None, profile) -> str | None:
+    """The first GPU's architecture as `build --arch` takes it: from the environment's torch, else the probe."""
+    for dev in ((facts or {}).get("device") or {}).get("devices", []):
+        if dev.get("capability"):
+            return dev["capability"]
+        if dev.get("arch"):
+            return dev["arch"]
+    if profile is not None:
+        if profile.nvidia and profile.nvidia.gpus:
+            return str(profile.nvidia.gpus[0].compute_capability)
+        if profile.amd and profile.amd.gpus:
+            return str(profile.amd.gpus[0].gfx_arch)
+    return None
+
+
+def build_context(env_name: str | None, facts: dict | None, profile) -> FixContext:
+    torch_facts = (facts or {}).get("torch") or {}
+    return FixContext(env=env_name or "NAME", arch=arch_of(facts, profile) or "ARCH",
+                      torch=torch_facts.get("version") or "the installed torch",
+                      cuda=".".join(str(torch_facts.get("cuda")).split(".")[:2]) if torch_facts.get("cuda") else "X.Y",
+                      target=target_of(torch_facts) if torch_facts else "auto")

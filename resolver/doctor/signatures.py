@@ -1,0 +1,121 @@
+"""Known error signatures (resolver/data/error_signatures.toml) and matching them against a log.
+
+>>> sigs = load_signatures()
+>>> [m.signature.id for m in match_log("ImportError: x.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", sigs)]
+['undefined-c10-symbol']
+>>> decode_log(b"caf\\xe9 no kernel image is available for execution on the device")[:4]
+'caf\\ufffd'
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "error_signatures.toml"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    title: str
+    patterns: tuple[re.Pattern, ...]
+    cause: str
+    fix: str
+    sources: tuple[str, ...]
+    logs: tuple[str, ...] = ()
+    requires: tuple[re.Pattern, ...] = ()
+    at_end: bool = False
+    fix_detail: str = ""
+    category: str = ""
+    specificity: int = 50
+
+
+@dataclass(frozen=True)
+class Match:
+    signature: Signature
+    line: int  # 1-based line of the first matching pattern
+    excerpt: str  # that line, trimmed
+    groups: dict = field(default_factory=dict)
+
+
+def _compile(items, where: str) -> tuple[re.Pattern, ...]:
+    try:
+        return tuple(re.compile(p, re.MULTILINE) for p in items)
+    except re.error as exc:
+        raise ValueError(f"{where}: bad regular expression ({exc})") from exc
+
+
+def load_signatures(path: Path | None = None) -> tuple[Signature, ...]:
+    path = path or DATA_FILE
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for row in data.get("signature", []):
+        where = f"{path.name}: {row.get('id', '?')}"
+        for key in ("id", "title", "patterns", "cause", "fix", "sources"):
+            if not row.get(key):
+                raise ValueError(f"{where}: missing '{key}'")
+        out.append(Signature(id=row["id"], title=row["title"], patterns=_compile(row["patterns"], where),
+                             requires=_compile(row.get("requires", ()), where), cause=row["cause"], fix=row["fix"],
+                             fix_detail=row.get("fix_detail", ""), sources=tuple(row["sources"]),
+                             logs=tuple(row.get("logs", ())), at_end=bool(row.get("at_end", False)),
+                             category=row.get("category", ""), specificity=int(row.get("specificity", 50))))
+    ids = [s.id for s in out]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"{path.name}: duplicate signature ids")
+    return tuple(out)
+
+
+def decode_log(data: bytes) -> str:
+    """Logs come in any encoding (a cp936 console, a truncated UTF-8 sequence): never fail on them."""
+    text = data.decode("utf-8", errors="replace")
+    return _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _tail_start(text: str) -> int:
+    """Offset where the last few non-empty lines begin."""
+    lines = text.splitlines(keepends=True)
+    seen, offset = 0, len(text)
+    for line in reversed(lines):
+        offset -= len(line)
+        if line.strip():
+            seen += 1
+            if seen == _TAIL_LINES:
+                break
+    return max(offset, 0)
+
+
+def match_log(text: str, signatures: tuple[Signature, ...]) -> list[Match]:
+    """Every signature that matches ``text``, most specific first, then by position in the log."""
+    found: list[Match] = []
+    tail = _tail_start(text)
+    for sig in signatures:
+        hit = None
+        for pattern in sig.patterns:
+            for m in pattern.finditer(text):
+                if sig.at_end and m.start() < tail:
+                    continue
+                hit = m
+                break
+            if hit:
+                break
+        if hit is None or not all(r.search(text) for r in sig.requires):
+            continue
+        groups = {k: v for k, v in hit.groupdict().items() if v}
+        for r in sig.requires:
+            m = r.search(text)
+            groups.update({k: v for k, v in m.groupdict().items() if v})
+        line_no = text.count("\n", 0, hit.start()) + 1
+        line = text.splitlines()[line_no - 1] if text else ""
+        found.append(Match(sig, line_no, line.strip()[:400], groups))
+    found.sort(key=lambda m: (-m.signature.specificity, m.line))
+    return found

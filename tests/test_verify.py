@@ -1,0 +1,114 @@
+"""verify and bench: the tiny checkpoint (pure Python), and real runs in real torch environments."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from resolver.verify.checkpoint import TinySpec, default_checkpoint, tensor_shapes, write_tiny_checkpoint
+from resolver.verify.runner import parse_output
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cli(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, RESOLVER_PROJECT=str(project)), cwd=project)
+
+
+def _project_with(tmp_path: Path, envs: dict[str, Path]) -> Path:
+    """A project whose .resolver/envs/<name> point at existing environments (symlinks, nothing copied)."""
+    (tmp_path / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
+    (tmp_path / ".resolver" / "envs").mkdir(parents=True)
+    for name, path in envs.items():
+        (tmp_path / ".resolver" / "envs" / name).symlink_to(path, target_is_directory=True)
+    return tmp_path
+
+
+def _safetensors_header(path: Path) -> dict:
+    data = path.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + size])
+
+
+def test_tiny_checkpoint_is_deterministic_and_complete(tmp_path):
+    a, b = write_tiny_checkpoint(tmp_path / "a"), write_tiny_checkpoint(tmp_path / "b")
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    header = _safetensors_header(a / "model.safetensors")
+    shapes = tensor_shapes(TinySpec())
+    assert {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"} == shapes
+    end = max(v["data_offsets"][1] for k, v in header.items() if k != "__metadata__")
+    assert end == sum(4 * max(1, __import__("math").prod(s)) for s in shapes.values())
+    config = json.loads((a / "config.json").read_text())
+    assert (config["model_type"], config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]) == ("mamba", 64, 2, 256)
+
+
+def test_default_checkpoint_is_cached_by_content(tmp_path):
+    first = default_checkpoint(tmp_path)
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    assert default_checkpoint(tmp_path) == first and (first / "model.safetensors").stat().st_mtime_ns == stamp
+    assert default_checkpoint(tmp_path, TinySpec(seed=7)) != first
+
+
+def test_parse_output_takes_the_last_marker_line():
+    assert parse_output("x\nRESOLVER-JSON {\"a\": 1}\nnoise\nRESOLVER-JSON {\"a\": 2}\n") == {"a": 2}
+    assert parse_output("no marker") is None
+
+
+def test_verify_refuses_a_folder_without_a_checkpoint(tmp_path, cpu_project):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _cli(cpu_project, "verify", "--model", str(empty))
+    assert done.returncode == 3
+    assert "config.json" in done.stderr and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_verify_passes_in_the_cpu_environment(cpu_project):
+    done = _cli(cpu_project, "verify", "--json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    assert doc["ok"] and doc["versions"]["torch"].startswith("2.13.0")
+    assert doc["library"]["name"] == "transformers.MambaForCausalLM" and not doc["library"]["uses_kernels"]
+    status = {c["name"]: c["status"] for c in doc["checks"]}
+    assert status["gpu"] == "skip" and status["logits:float32"] == "pass" and status["generate:float32"] == "pass"
+    logits = doc["results"]["float32"]["logits"]
+    assert logits["rel_err"] <= logits["tolerance"] == 1e-3
+    assert doc["results"]["float32"]["reference"]["tokens"] == doc["results"]["float32"]["library"]["tokens"]
+    assert doc["timings"]["wall_s"] < 120
+
+
+def test_verify_fails_when_the_checkpoint_does_not_fit_its_config(tmp_path, cpu_project):
+    model = write_tiny_checkpoint(tmp_path / "m")
+    config = json.loads((model / "config.json").read_text())
+    config["num_hidden_layers"] = 3  # the weights hold 2 layers
+    (model / "config.json").write_text(json.dumps(config))
+    done = _cli(cpu_project, "verify", "--model", str(model), "--json")
+    assert done.returncode == 1, done.stdout[-2000:]
+    doc = json.loads(done.stdout)
+    assert not doc["ok"]
+    assert any(c["status"] == "fail" for c in doc["checks"]) or doc["errors"]
+
+
+@pytest.mark.slow
+def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
+    project = _project_with(tmp_path, {"cpu": cpu_project / ".resolver" / "envs" / "cpu", "other": other_torch_env})
+    done = _cli(project, "bench", "--env", "cpu", "--compare", "other", "--prompt-len", "16", "--new-tokens", "4",
+                "--repeat", "2", "--json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    torches = [r["torch"] for r in doc["runs"]]
+    assert torches[0].startswith("2.13.0") and torches[1].startswith("2.14.1")
+    numerics = doc["compare"]["numerics"]
+    assert numerics["ok"] and numerics["tokens_equal"] and numerics["rel_err"] <= numerics["tolerance"]
+    for run in doc["runs"]:
+        lib = run["bench"]["library"]
+        assert lib["prefill_tokens_per_s"] > 0 and lib["decode_tokens_per_s"] > 0
+    ratio = doc["compare"]["speed_ratio_other_over_env"]
+    assert ratio["prefill"] > 0 and ratio["decode"] > 0
