@@ -178,3 +178,29 @@ def test_offline_reachability_check_never_hangs():
     answer = reachable("https://github.com/state-spaces/mamba/releases/download/v2.3.2.post1/none.whl", timeout=2.0)
     assert answer in (True, False) and time.monotonic() - started < 10
     assert reachable("file:///nonexistent/wheel.whl") is False
+
+
+def test_overlay_include_folder_comes_first(project, tmp_path):
+    overlay = tmp_path / "overlay" / "include"
+    overlay.mkdir(parents=True)
+    (overlay / "tiny_marker.h").write_text("#define TINY_MARKER 2\n")
+    plain = build(project, _options(arch="7.5")).packages[0]
+    fixed = build(project, _options(arch="7.5", rocm_overlay=overlay)).packages[0]
+    assert fixed.build_string != plain.build_string  # the overlay's content is part of the key
+    assert _run_in_env(project, "import tiny_ext_cuda; print(tiny_ext_cuda.marker())") == "2"
+    build(project, _options(arch="7.5"))  # back to the plain variant: cached, reinstalled
+    assert _run_in_env(project, "import tiny_ext_cuda; print(tiny_ext_cuda.marker())") == "1"
+
+
+def test_no_gpu_and_no_arch_asks_for_arch(project):
+    from resolver.probe import probe_machine
+
+    if probe_machine().has_gpu:
+        pytest.skip("this machine has a GPU: the default comes from it")
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"), "--env", "ci"],
+                          capture_output=True, text=True, env=env)
+    if not HAS_NVCC:
+        assert done.returncode == 0  # host-only build: no architectures to choose
+        return
+    assert done.returncode == 3 and "--arch" in done.stderr and "Traceback" not in done.stderr
