@@ -34,9 +34,7 @@ CUDA 13.0 cannot target compute capability 7.0 (Tesla V100-PCIE-16GB): CUDA 13 d
 
 from __future__ import annotations
 
-import platform as _platform
-import sys
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from resolver.errors import Refusal
 from resolver.knowledge import Knowledge, TorchRelease, TorchVariant, driver_text
@@ -51,8 +49,7 @@ _MACHINES = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": 
 _STAGES = ("python", "glibc", "kernels", "confirmed", "toolkit", "driver", "nvcc-arch", "wheel-arch", "rocm")
 
 
-@dataclass(frozen=True)
-class _Gpu:
+class _Gpu(NamedTuple):
     name: str
     cc: ComputeCapability | None = None
     gfx: GfxArch | None = None
@@ -66,21 +63,19 @@ class _Gpu:
         return self.name.replace("NVIDIA ", "").replace("AMD ", "").strip() or self.name
 
 
-@dataclass(frozen=True)
-class _Failure:
+class _Failure(NamedTuple):
     stage: str
     message: str  # the blocking fact, one sentence without the fix
     fix: str
 
 
-@dataclass
 class _Context:
-    profile: HardwareProfile
-    request: Request
-    k: Knowledge
-    python: DottedVersion
-    trace: list[TraceStep] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    """The inputs of one decision and the trace and warnings it collects."""
+
+    def __init__(self, profile: HardwareProfile, request: Request, k: Knowledge, python: DottedVersion) -> None:
+        self.profile, self.request, self.k, self.python = profile, request, k, python
+        self.trace: list[TraceStep] = []
+        self.warnings: list[str] = []
 
     def step(self, rule: str, result: str, because: str) -> None:
         self.trace.append(TraceStep(rule, result, because))
@@ -125,6 +120,9 @@ def _probe_here() -> HardwareProfile:
     try:
         from resolver.probe import probe_machine
     except ImportError:  # the probe stage not installed: the minimum this interpreter knows
+        import platform as _platform
+        import sys
+
         machine = _platform.machine().lower()
         system = sys.platform
         subdir = {("linux", "x86_64"): "linux-64", ("linux", "aarch64"): "linux-aarch64",
@@ -309,8 +307,7 @@ def _cpu_plan(ctx: _Context, why: str) -> Plan:
 # ------------------------------------------------------------------------------------------- CUDA
 
 
-@dataclass(frozen=True)
-class _CudaPick:
+class _CudaPick(NamedTuple):
     release: TorchRelease
     variant: TorchVariant
     coverage: tuple[str, ...]  # how each GPU runs the wheel, for the trace

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from resolver.errors import ExitCode, ResolverError
 from resolver.versions import ComputeCapability, CudaVariant, DottedVersion, GfxArch
@@ -42,8 +42,7 @@ class KnowledgeError(ResolverError):
 # --------------------------------------------------------------------------------------------- torch
 
 
-@dataclass(frozen=True)
-class TorchVariant:
+class TorchVariant(NamedTuple):
     """One wheel index of one torch release: ``cpu``, ``cu126``, ``rocm6.2.4`` on some platforms.
 
     ``archs`` are cubin compute capabilities (CUDA) or gfx targets (ROCm); ``ptx`` the compute
@@ -97,8 +96,7 @@ class TorchVariant:
         return self.archs[0] if self.archs else "none"
 
 
-@dataclass(frozen=True)
-class TorchRelease:
+class TorchRelease(NamedTuple):
     """One PyTorch major.minor line and its wheel variants."""
 
     version: DottedVersion  # major.minor
@@ -130,8 +128,7 @@ class TorchRelease:
 # ---------------------------------------------------------------------------------------------- cuda
 
 
-@dataclass(frozen=True)
-class DriverFloor:
+class DriverFloor(NamedTuple):
     """The oldest driver that runs any toolkit of one CUDA major (minor-version compatibility)."""
 
     cuda_major: int
@@ -141,8 +138,7 @@ class DriverFloor:
     applies_from: DottedVersion | None = None  # first toolkit it covers (11.0 predates the scheme)
 
 
-@dataclass(frozen=True)
-class ToolkitFloor:
+class ToolkitFloor(NamedTuple):
     """The full driver floor of one CUDA toolkit release."""
 
     version: DottedVersion
@@ -152,8 +148,7 @@ class ToolkitFloor:
     source: str
 
 
-@dataclass(frozen=True)
-class ArchSupport:
+class ArchSupport(NamedTuple):
     """Which toolkits' nvcc can build native code for one compute capability."""
 
     compute_capability: ComputeCapability
@@ -171,8 +166,7 @@ class ArchSupport:
 # ---------------------------------------------------------------------------------------------- gpus
 
 
-@dataclass(frozen=True)
-class NvidiaModel:
+class NvidiaModel(NamedTuple):
     names: tuple[str, ...]
     compute_capability: ComputeCapability
     architecture: str
@@ -180,8 +174,7 @@ class NvidiaModel:
     source: str
 
 
-@dataclass(frozen=True)
-class AmdModel:
+class AmdModel(NamedTuple):
     names: tuple[str, ...]
     gfx: GfxArch
     architecture: str
@@ -192,8 +185,7 @@ class AmdModel:
 # --------------------------------------------------------------------------------------------- mamba
 
 
-@dataclass(frozen=True)
-class KernelPackage:
+class KernelPackage(NamedTuple):
     name: str  # "mamba-ssm"
     dist: str  # "mamba_ssm"
     repository: str
@@ -205,8 +197,7 @@ class KernelPackage:
     source: str
 
 
-@dataclass(frozen=True)
-class KernelRelease:
+class KernelRelease(NamedTuple):
     package: str
     version: str
     python_min: DottedVersion
@@ -220,8 +211,7 @@ class KernelRelease:
         return self.torch_min <= mm and (self.torch_max is None or mm <= self.torch_max)
 
 
-@dataclass(frozen=True)
-class WheelSet:
+class WheelSet(NamedTuple):
     """Prebuilt wheels one release shipped: every combination of the lists."""
 
     package: str
@@ -240,8 +230,7 @@ class WheelSet:
                 and python_mm in self.python and machine in self.machine)
 
 
-@dataclass(frozen=True)
-class BuildFix:
+class BuildFix(NamedTuple):
     id: str
     package: str | None
     applies: str
@@ -254,8 +243,7 @@ class BuildFix:
 # ---------------------------------------------------------------------------------------------- rocm
 
 
-@dataclass(frozen=True)
-class HeaderFix:
+class HeaderFix(NamedTuple):
     """A ROCm header the kernels cannot build against until it is fixed (see ``patches/``)."""
 
     id: str
@@ -269,8 +257,7 @@ class HeaderFix:
         return self.rocm_min <= rocm < self.rocm_below
 
 
-@dataclass(frozen=True)
-class OfficialGfx:
+class OfficialGfx(NamedTuple):
     rocm: DottedVersion
     until: DottedVersion | None
     gfx: tuple[str, ...]
@@ -280,16 +267,14 @@ class OfficialGfx:
 # --------------------------------------------------------------------------------------- conda-forge
 
 
-@dataclass(frozen=True)
-class CondaForgeBuild:
+class CondaForgeBuild(NamedTuple):
     version: str
     platform: str
     cuda: tuple[DottedVersion, ...]
     source: str
 
 
-@dataclass(frozen=True)
-class CondaForge:
+class CondaForge(NamedTuple):
     rocm_builds: bool
     pytorch_channel_last: str
     builds: tuple[CondaForgeBuild, ...]
