@@ -317,3 +317,30 @@ def test_wheel_unpacks_into_the_interpreters_site_packages(build_ext, tmp_path):
     assert (site / "demo" / "__init__.py").read_text() == "VALUE = 1\n"
     assert (site / "demo-1.0.dist-info" / "INSTALLER").read_text().strip() == "mamba-resolver"
     assert any(p.endswith("demo-tool") for p in written)
+
+
+# --- environment facts vs toolkit -----------------------------------------------------------------
+
+def _facts(**kw):
+    from resolver.build.envprobe import EnvFacts
+
+    base = dict(python="3.11", executable="/e/bin/python", platlib="lib/python3.11/site-packages",
+                torch="2.14.1+cu130", torch_cuda="13.0", torch_hip=None, cxx11_abi=True)
+    base.update(kw)
+    return EnvFacts(**base)
+
+
+def test_backend_follows_the_torch_build():
+    assert _facts().backend == "cuda"
+    assert _facts(torch_cuda=None, torch_hip="6.0.32830-d62f6a171").backend == "rocm"
+    assert _facts(torch="2.14.1+cpu", torch_cuda=None).backend == "cpu"
+
+
+def test_a_toolkit_of_another_major_than_torch_is_refused_before_compiling():
+    from resolver.build.driver import _check_toolkit_matches_torch
+
+    _check_toolkit_matches_torch(_facts(), "13.0")  # same major: fine
+    _check_toolkit_matches_torch(_facts(torch_cuda="12.6"), "12.9")
+    with pytest.raises(EnvironmentProblem) as info:
+        _check_toolkit_matches_torch(_facts(torch_cuda="12.6"), "13.0")
+    assert "CUDA_HOME" in info.value.fix

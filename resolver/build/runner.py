@@ -124,6 +124,7 @@ def publish(package: Path, channel: Path) -> Path:
     target = target_dir / package.name
     partial = target.with_name(target.name + ".part")
     shutil.copy2(package, partial)
+    partial.chmod(0o644)  # rattler-build writes 0600; a channel is shared
     partial.replace(target)
     index_channel(channel)
     return target
