@@ -137,6 +137,8 @@ def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
         version = parse.parse_proc_version(text)
         if version:
             partial.set_driver(version, PROC_VERSION, findings)
+            if DottedVersion.parse(version).major < 100:
+                findings.note(f"{PROC_VERSION}: {version} looks like a Jetson L4T release, not a desktop driver version")
         else:
             findings.note(f"{PROC_VERSION}: no driver version in it")
     text = system.read(MODULE_VERSION)

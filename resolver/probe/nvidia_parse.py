@@ -1,7 +1,7 @@
 """Parsers for what NVIDIA's driver and tools print. Pure functions over text; no I/O.
 
->>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023")
-'535.129.03'
+>>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017")
+'384.98'
 >>> parse_smi_header("| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4     |")
 ('550.54.15', '12.4')
 >>> parse_query_csv("NVIDIA H100 80GB HBM3, 9.0, 550.54.15, 81559 MiB, GPU-a1b2", QUERY_FIELDS)[0]["compute_cap"]
@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import csv
 import re
 
 QUERY_FIELDS = ("name", "compute_cap", "driver_version", "memory.total", "uuid")
@@ -44,9 +43,10 @@ def parse_query_csv(text: str, fields: tuple[str, ...]) -> list[dict[str, str | 
     True
     """
     rows = []
-    for cells in csv.reader([line for line in text.splitlines() if line.strip()], skipinitialspace=True):
-        if len(cells) != len(fields):
-            continue
+    for line in text.splitlines():
+        cells = line.split(",")  # nvidia-smi's csv never quotes: product names hold no commas
+        if len(cells) != len(fields) or cells[0].strip().split(" [")[0] == fields[0]:
+            continue  # not a row, or the header line of --format=csv without noheader
         rows.append({f: (None if c.strip().lower() in _MISSING else c.strip()) for f, c in zip(fields, cells)})
     return rows
 

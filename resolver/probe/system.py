@@ -13,14 +13,13 @@ True
 
 from __future__ import annotations
 
-import glob as _glob
 import os
-import platform
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Mapping, Protocol
+
+# subprocess, glob and platform are imported where they are used: probe start-up time matters
+# (``probe``/``plan`` must start within a few times a bare ``python -c pass``).
 
 # A hung driver can make nvidia-smi block for minutes; the probe must stay fast and never hang.
 TOOL_TIMEOUT_S = 15.0
@@ -96,17 +95,26 @@ class LiveSystem:
         return os.path.lexists(path)
 
     def glob(self, pattern: str) -> list[str]:
-        return sorted(_glob.glob(pattern))
+        import glob
+
+        return sorted(glob.glob(pattern))
 
     def _resolve(self, tool: str) -> str | None:
+        """The executable for ``tool``: an explicit path, or the first match on PATH (like ``which``)."""
         if os.sep in tool:
-            return tool if os.path.isfile(tool) and os.access(tool, os.X_OK) else None
-        return shutil.which(tool, path=self.environ.get("PATH", os.defpath))
+            return tool if _executable(tool) else None
+        for folder in self.environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder or ".", tool)
+            if _executable(candidate):
+                return candidate
+        return None
 
     def run(self, argv: list[str]) -> CommandResult | None:
         exe = self._resolve(argv[0])
         if exe is None:
             return None
+        import subprocess
+
         try:
             done = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, errors="replace",
                                   timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -117,6 +125,11 @@ class LiveSystem:
         return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
 
     def uname(self) -> tuple[str, str]:
+        if hasattr(os, "uname"):
+            info = os.uname()
+            return info.sysname, info.machine
+        import platform  # Windows: no os.uname
+
         return platform.system(), platform.machine()
 
     def python_version(self) -> str:
@@ -136,6 +149,10 @@ class LiveSystem:
             return len(os.sched_getaffinity(0))  # honours taskset/cgroup cpusets, unlike os.cpu_count()
         except (AttributeError, OSError):
             return os.cpu_count()
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def _text(value: str | bytes | None) -> str:
