@@ -72,7 +72,7 @@ class LockSummary:
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
-               no_conda: bool = False, info: Info = lambda text: None) -> LockSummary:
+               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) plus every other locked one (carried over)."""
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
@@ -89,7 +89,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     reports = []
     for name, plan in sorted(by_env.items()):
         started = time.monotonic()
-        env, skipped = lock_environment(project, manifest, plan, sources, no_conda=no_conda, info=info)
+        env, skipped = lock_environment(project, manifest, plan, sources, no_conda=no_conda, no_pypi=no_pypi,
+                                        info=info)
         envs.append(env)
         torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
         reports.append(EnvLockReport(name, env.platform.name, len(env.conda), len(env.pypi), torch, env.channels,
@@ -109,7 +110,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
 
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sources: Sources, *,
-                     no_conda: bool = False, info: Info = lambda text: None) -> tuple[LockedEnv, tuple[str, ...]]:
+                     no_conda: bool = False, no_pypi: bool = False,
+                     info: Info = lambda text: None) -> tuple[LockedEnv, tuple[str, ...]]:
     """Resolve one environment for ``plan``'s target machine."""
     from resolver.envs import pypi
 
@@ -131,7 +133,7 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sour
         indexes = [sources.torch_index_for(None, plan.torch.variant)]
     artifacts: tuple = ()
     skipped: tuple[str, ...] = ()
-    requirements = spec.pypi_requirements()
+    requirements = [] if no_pypi else spec.pypi_requirements()
     if requirements:
         info(f"resolving PyPI packages for {spec.name} ({plan.platform}, Python {plan.python}) with pip")
         resolution = pypi.resolve(pypi.PipRequest(

@@ -23,6 +23,7 @@ def add_arguments(parser) -> None:
                         help="a local wheelhouse (repeatable)")
     parser.add_argument("--no-conda", action="store_true",
                         help="lock without the conda part (offline); the environment becomes a venv of the host Python")
+    parser.add_argument("--no-pypi", action="store_true", help="lock without the PyPI part (conda packages only)")
 
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
@@ -65,7 +66,8 @@ def run(args, out) -> int:
     sources = Sources.load(project.root, flags={
         "conda-channels": args.channel, "torch-index": args.torch_index,
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
-    summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, info=out.info)
+    summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
+                                info=out.info)
     data = summary.to_json()
     data["seconds"] = round(time.monotonic() - started, 3)
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
