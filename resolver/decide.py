@@ -93,12 +93,42 @@ class _Context:
         return self.profile.glibc if self.os == "linux" else None
 
 
+# Pythons tried, in order, when the machine's own Python rules out every build and --python was not given
+# (the environment gets its own interpreter from conda-forge).
+PYTHON_FALLBACKS = ("3.12", "3.11", "3.13", "3.10", "3.9")
+
+
 def decide(profile: HardwareProfile, request: Request, knowledge: Knowledge) -> PlanOutcome:
-    """Choose torch and the Mamba kernels for ``profile``; a refusal says which fact blocks it."""
-    python = (request.python or profile.python).truncate(2)
+    """Choose torch and the Mamba kernels for ``profile``; a refusal says which fact blocks it.
+
+    The environment's Python is ``--python`` when given (respected or refused); otherwise the
+    machine's own, unless that rules out every build, in which case the environment gets the first of
+    :data:`PYTHON_FALLBACKS` that plans (with a warning)."""
+    host = profile.python.truncate(2)
+    first = _decide_for(profile, request, knowledge, (request.python or host).truncate(2),
+                        "requested with --python" if request.python else "the Python this machine runs")
+    if first.plan is not None or request.python is not None:
+        return first
+    for text in PYTHON_FALLBACKS:
+        python = DottedVersion.parse(text)
+        if python == host:
+            continue
+        second = _decide_for(profile, request, knowledge, python,
+                             f"the Python here ({python_text(host)}) rules out every build: {first.refusal.message}; "
+                             f"the environment gets its own Python {text}",
+                             warning=f"Python {python_text(host)} here cannot run this plan ({first.refusal.message}); "
+                                     f"the environment gets Python {text} from conda-forge (pass --python X.Y to choose)")
+        if second.plan is not None:
+            return second
+    return first
+
+
+def _decide_for(profile: HardwareProfile, request: Request, knowledge: Knowledge, python: DottedVersion,
+                why: str, warning: str | None = None) -> PlanOutcome:
     ctx = _Context(profile, request, knowledge, python)
-    ctx.step("python", python_text(python),
-             "requested with --python" if request.python else "the Python this machine runs")
+    ctx.step("python", python_text(python), why)
+    if warning:
+        ctx.warn(warning)
     try:
         plan = _decide(ctx)
     except Refusal as refusal:

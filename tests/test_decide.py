@@ -71,6 +71,7 @@ class Case:
     warning: str | None = None  # substring of some warning
     trace: tuple[str, ...] = field(default_factory=tuple)  # substrings that must appear in the trace text
     prebuilt: tuple[str, ...] | None = None
+    env_python: str | None = None  # the environment's Python when it is not the request's / the host's
 
 
 CASES = [
@@ -166,6 +167,10 @@ CASES = [
          fix="--python 3.10"),
     Case("python38-cpu-ok", cpu(), python="3.8", target="cpu", torch="2.4.1"),
     Case("python315-refused", nvidia(H100), python="3.15", refused="no wheels for Python 3.15"),
+    Case("host-python38-env-gets-3.12", nvidia(V100, python="3.8.10"), variant="cu126", torch="2.13.0",
+         env_python="3.12", warning="Python 3.8 here cannot run this plan"),
+    Case("host-python38-ubuntu1804-glibc227", nvidia(V100, python="3.8.10", glibc="2.27", driver="520.61.05"),
+         torch="2.5.1", variant="cu118", env_python="3.12", trace=("glibc >= 2.28",)),
     Case("python-request-respected", nvidia(H100), python="3.12", torch="2.14.1", variant="cu130"),
 ]
 
@@ -206,7 +211,8 @@ def test_decide(case: Case) -> None:
     if case.prebuilt is not None:
         assert tuple(w for _, w in plan.kernels.prebuilt_wheels) == case.prebuilt
     # invariants of every plan
-    assert plan.summary and plan.python == (case.python or profile.python.__str__())[:len(plan.python)]
+    expected_python = case.env_python or case.python or f"{profile.python.major}.{profile.python.minor}"
+    assert plan.summary and plan.python == expected_python
     if plan.backend == "cpu":
         assert plan.kernels.strategy == "none" and not plan.kernels.packages
     else:
@@ -288,3 +294,9 @@ def test_cli_bad_python(tmp_path) -> None:
     path.write_text(json.dumps(cpu()))
     bad = _cli("--profile", str(path), "--python", "three")
     assert bad.returncode != 0 and "--python" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_requested_python_is_never_swapped() -> None:
+    outcome = decide(HardwareProfile.from_json(nvidia(V100, python="3.12.1")),
+                     Request(python=DottedVersion.parse("3.8")), KNOWLEDGE)
+    assert outcome.plan is None and "3.8" in outcome.refusal.message
