@@ -69,23 +69,6 @@ def test_smi_header(header: str, expected: tuple) -> None:
     assert nvidia_parse.parse_smi_header(header) == expected
 
 
-def test_smi_table_names_old_and_new_layouts() -> None:
-    # https://github.com/rapidsai-community/rapidsai-csp-utils/issues/34 (name cut short)
-    old = "|   0  Tesla V100-SXM2...  Off  | 00000000:00:04.0 Off |                    0 |\n"
-    # https://github.com/Frogging-Family/nvidia-all/pull/212
-    new = "|   0  NVIDIA GeForce RTX 4070        Off |   00000000:2D:00.0  On |                  N/A |\n"
-    # Windows/WSL WDDM column (microsoft/WSL#9134), two GPUs
-    wddm = ("|   0  NVIDIA GeForce ... WDDM  | 00000000:0A:00.0  On |                  N/A |\n"
-            "|  0%   31C    P8    16W / 250W |    576MiB / 11264MiB |      0%      Default |\n"
-            "|   1  NVIDIA GeForce ... WDDM  | 00000000:43:00.0  On |                  N/A |\n")
-    # 2014 layout (cBio/cbio-cluster#38)
-    classic = "|   0  GeForce GTX 680     Off  | 0000:03:00.0     N/A |                  N/A |\n"
-    assert nvidia_parse.parse_smi_table_names(old) == ["Tesla V100-SXM2..."]
-    assert nvidia_parse.parse_smi_table_names(new) == ["NVIDIA GeForce RTX 4070"]
-    assert nvidia_parse.parse_smi_table_names(wddm) == ["NVIDIA GeForce ...", "NVIDIA GeForce ..."]
-    assert nvidia_parse.parse_smi_table_names(classic) == ["GeForce GTX 680"]
-
-
 @pytest.mark.parametrize("text,expected", [
     # proprietary module (dylanaraps/neofetch#876)
     ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017\n"

@@ -224,3 +224,18 @@ def test_nvidia_smi_recorded_by_capture_replays(tmp_path: Path) -> None:
     assert replay.nvidia.gpus[0].memory_mib == 81559 and str(replay.nvidia.cuda_driver_version) == "12.4"
     shutil.rmtree(bin_dir)
     assert probe_machine(tmp_path / "cap").nvidia is not None  # the capture no longer needs the tool
+
+
+def test_driver_library_mismatch_falls_back_to_proc(tmp_path: Path) -> None:
+    """zzzhouuu/truenas-nvidia-drivers#19: nvidia-smi cannot start NVML, /proc still names the kernel module."""
+    query = '"nvidia-smi", "--query-gpu=name,compute_cap,driver_version,memory.total,uuid", "--format=csv,noheader"'
+    commands = (f'[[command]]\nargv = [{query}]\nexit_code = 18\n'
+                'stdout = "Failed to initialize NVML: Driver/library version mismatch\\nNVML library version: 580.178\\n"\n')
+    root = _sysroot(tmp_path, commands=commands, files={
+        "/proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.173.02  "
+                                       "Tue Jun 23 08:38:17 UTC 2026\nGCC version:  gcc version 14.2.0 "
+                                       "(Ubuntu 14.2.0-4ubuntu2~24.04.1)\n"})
+    profile = probe_machine(root)
+    assert str(profile.nvidia.driver_version) == "580.173.02"
+    assert profile.nvidia.sources == ("/proc/driver/nvidia/version",)
+    assert any("Driver/library version mismatch" in n for n in profile.notes)

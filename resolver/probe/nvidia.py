@@ -67,11 +67,8 @@ def _run_smi(system: System, args: list[str]) -> tuple[CommandResult | None, str
 
 
 def _from_nvml(system: System, partial: _Partial, findings: Findings) -> None:
-    from resolver.probe.nvml import nvml_importable, read_nvml
+    from resolver.probe.nvml import read_nvml
 
-    if not nvml_importable():
-        findings.note("NVML: nvidia-ml-py (pynvml) is not installed; using nvidia-smi and /proc instead")
-        return
     reading = read_nvml(findings)
     if reading is None:
         return
@@ -83,7 +80,7 @@ def _from_nvml(system: System, partial: _Partial, findings: Findings) -> None:
 
 
 def _from_smi_query(system: System, partial: _Partial, findings: Findings) -> bool:
-    """Returns False when nvidia-smi is not installed at all."""
+    """Returns True when nvidia-smi answered (so its plain form is worth asking for the header)."""
     fields = parse.QUERY_FIELDS
     args = [f"--query-gpu={','.join(fields)}", "--format=csv,noheader"]
     result, tool = _run_smi(system, args)
@@ -97,7 +94,7 @@ def _from_smi_query(system: System, partial: _Partial, findings: Findings) -> bo
         result = system.run([tool, *args])
     if result is None or not result.ok:
         findings.note(f"nvidia-smi: {result.describe() if result else 'not runnable'}")
-        return True
+        return False
     rows = parse.parse_query_csv(result.stdout, fields)
     source = f"{tool} {' '.join(args)}"
     for row in rows:
@@ -122,13 +119,6 @@ def _from_smi_header(system: System, partial: _Partial, findings: Findings) -> N
     if cuda and partial.cuda is None:
         partial.cuda = cuda
         partial.sources.append(f"{tool} (header CUDA Version)")
-    if not partial.gpus:
-        names = parse.parse_smi_table_names(result.stdout)
-        if names:
-            partial.gpus = [_Gpu(n) for n in names]
-            partial.sources.append(f"{tool} (table)")
-            if any(n.endswith("...") for n in names):
-                findings.note("nvidia-smi: GPU names in its table are cut short; the --query-gpu form failed")
 
 
 def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
@@ -188,10 +178,10 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
     partial = _Partial()
     if use_nvml and system.live and _driver_signs(system):
         _from_nvml(system, partial, findings)
-    smi_installed = True
+    smi_answers = True
     if not partial.gpus or partial.driver is None:
-        smi_installed = _from_smi_query(system, partial, findings)
-    if smi_installed and partial.cuda is None:
+        smi_answers = _from_smi_query(system, partial, findings)
+    if smi_answers and partial.cuda is None:
         _from_smi_header(system, partial, findings)
     _from_proc(system, partial, findings)
     if partial.driver is None and not partial.gpus:

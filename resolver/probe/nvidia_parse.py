@@ -19,8 +19,6 @@ QUERY_FIELDS_OLD = ("name", "driver_version", "memory.total", "uuid")
 _PROC_VERSION = re.compile(r"NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
 _DRIVER = re.compile(r"Driver Version:\s*(\d+(?:\.\d+)+)")
 _CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
-# "|   0  NVIDIA GeForce RTX 4090        On  | 00000000:01:00.0 Off |" (WDDM/TCC on Windows)
-_TABLE_ROW = re.compile(r"^\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|N/A)\s*\|")
 _MISSING = {"", "[n/a]", "n/a", "[not supported]", "[unknown error]", "[insufficient permissions]"}
 
 
@@ -68,16 +66,6 @@ def parse_smi_header(text: str) -> tuple[str | None, str | None]:
     driver = _DRIVER.search(text)
     cuda = _CUDA.search(text)
     return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
-
-
-def parse_smi_table_names(text: str) -> list[str]:
-    """GPU names from plain ``nvidia-smi``'s table, in index order (may end in ``...`` when cut)."""
-    names: dict[int, str] = {}
-    for line in text.splitlines():
-        match = _TABLE_ROW.match(line)
-        if match and int(match.group(1)) not in names:
-            names[int(match.group(1))] = match.group(2).strip()
-    return [names[i] for i in sorted(names)]
 
 
 def parse_gpu_information(text: str) -> dict[str, str]:

@@ -119,7 +119,7 @@ class SysrootSystem:
 
     def glob(self, pattern: str) -> list[str]:
         base = str(self.root)
-        found = _glob.glob(os.path.join(base, pattern.lstrip("/")))
+        found = _glob.glob(os.path.join(_glob.escape(base), pattern.lstrip("/")))
         return sorted("/" + os.path.relpath(p, base).replace(os.sep, "/") for p in found)
 
     def run(self, argv: list[str]) -> CommandResult | None:

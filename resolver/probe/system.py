@@ -101,12 +101,14 @@ class LiveSystem:
 
     def _resolve(self, tool: str) -> str | None:
         """The executable for ``tool``: an explicit path, or the first match on PATH (like ``which``)."""
-        if os.sep in tool:
-            return tool if _executable(tool) else None
+        names = [tool] + ([tool + ".exe"] if os.name == "nt" else [])
+        if os.sep in tool or "/" in tool:
+            return next((n for n in names if _executable(n)), None)
         for folder in self.environ.get("PATH", os.defpath).split(os.pathsep):
-            candidate = os.path.join(folder or ".", tool)
-            if _executable(candidate):
-                return candidate
+            for name in names:
+                candidate = os.path.join(folder or ".", name)
+                if _executable(candidate):
+                    return candidate
         return None
 
     def run(self, argv: list[str]) -> CommandResult | None:
