@@ -91,7 +91,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     env = Environment.find(project, options.env_name)
     packages = ([KernelPackage.load(d) for d in options.recipe_dirs] if options.recipe_dirs
                 else [KernelPackage.named(n) for n in options.packages])
-    facts = probe_environment(env)
+    facts = probe_environment(env, project.cache / "build")
     needs_torch = any(p.needs_torch for p in packages)
     if needs_torch and not facts.torch:
         raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
@@ -195,11 +195,49 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
     else:
         _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
     if options.install:
-        _install(env, in_channel, package, facts)
+        stamp = project.cache / "build" / f"imported-{env.name}-{package.name}.json"
+        verified = _verified(stamp, env, in_channel)
+        if verified is None:
+            _install(env, in_channel, package, facts)
+            outcome.imports_ok = _check_imports(env, package)
+            _write_verified(stamp, env, in_channel, outcome.imports_ok)
+        else:
+            outcome.imports_ok = verified
         outcome.installed = True
-        outcome.imports_ok = _check_imports(env, package)
     outcome.seconds = outcome.seconds or (time.monotonic() - started)
     return outcome
+
+
+def _verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
+    """The modules checked earlier, when this exact package is still installed in this unchanged env."""
+    import json
+
+    from resolver.build.envprobe import fingerprint
+
+    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
+    if not record.is_file():
+        return None
+    try:
+        data = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("package") != package_file.name or data.get("env") != fingerprint(env) \
+            or data.get("record_mtime") != record.stat().st_mtime_ns:
+        return None
+    return tuple(data.get("imports", ()))
+
+
+def _write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...]) -> None:
+    import json
+
+    from resolver.build.envprobe import fingerprint
+
+    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
+    if record.is_file():
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps({"package": package_file.name, "env": fingerprint(env),
+                                     "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}),
+                         encoding="utf-8")
 
 
 def _install(env, package_file: Path, package: KernelPackage, facts: EnvFacts) -> None:

@@ -63,9 +63,40 @@ class EnvFacts:
                 "backend": self.backend}
 
 
-def probe_environment(env) -> EnvFacts:
-    """Run the probe in ``env`` (a resolver.environment.Environment); 60 s is plenty even for torch's import."""
+def fingerprint(env) -> str:
+    """Changes whenever the interpreter or the installed torch changes (no torch import needed):
+    the interpreter's real path and mtime, and every ``torch-*.dist-info`` folder with its mtime."""
+    import glob
+    import hashlib
+    import os
+
+    parts = []
+    python = os.path.realpath(env.python)
+    parts.append(f"{python}:{os.stat(python).st_mtime_ns}")
+    for pattern in ("lib/python*/site-packages/torch-*.dist-info", "Lib/site-packages/torch-*.dist-info"):
+        for folder in sorted(glob.glob(str(env.path / pattern))):
+            parts.append(f"{os.path.basename(folder)}:{os.stat(folder).st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def probe_environment(env, cache_dir=None) -> EnvFacts:
+    """Run the probe in ``env`` (a resolver.environment.Environment); 120 s is plenty even for torch's import.
+
+    With ``cache_dir`` the answer is kept beside the environment's :func:`fingerprint` and reused
+    while it holds, so a cached build does not pay for importing torch.
+    """
     import subprocess
+
+    stored = None
+    if cache_dir is not None:
+        stored = cache_dir / f"envfacts-{env.name}.json"
+        current = fingerprint(env)
+        try:
+            data = json.loads(stored.read_text(encoding="utf-8"))
+            if data.get("fingerprint") == current and data.get("path") == str(env.path):
+                return EnvFacts.from_json(data["facts"])
+        except (OSError, ValueError, KeyError):
+            pass
 
     try:
         done = env.run_python(["-c", _PROBE], timeout=120)
@@ -76,4 +107,16 @@ def probe_environment(env) -> EnvFacts:
     if done.returncode != 0 or line is None:
         raise EnvironmentProblem(f"the Python of environment '{env.name}' failed to start ({done.stderr.strip()[-200:]})",
                                  fix=f"run `python -m resolver install --env {env.name}` to repair it")
-    return EnvFacts.from_json(json.loads(line.split(" ", 1)[1]))
+    facts = EnvFacts.from_json(json.loads(line.split(" ", 1)[1]))
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        stored.write_text(json.dumps({"fingerprint": current, "path": str(env.path), "facts": _raw(facts)}),
+                          encoding="utf-8")
+    return facts
+
+
+def _raw(facts: EnvFacts) -> dict:
+    data = facts.to_json()
+    data.pop("backend")
+    data["torch_error"] = facts.torch_error
+    return data
