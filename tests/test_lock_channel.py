@@ -298,3 +298,26 @@ def test_pixi_to_conda_lock_converts_the_lock(locked, request, tmp_path):
     assert kernel["url"].endswith("rt-kernel-1.2.0-cuda_1.conda") and kernel["url"].startswith("http://127.0.0.1")
     torch = next(p for p in converted["package"] if p["name"] == "torch")
     assert torch["hash"]["sha256"] == sha256_of(project.root / "wheels" / "torch-2.13.0+cu126-py3-none-any.whl")
+
+
+def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_path):
+    project, _, _ = locked
+    copy = ProjectPaths(tmp_path / "interrupted")
+    shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
+    env = dict(os.environ, RESOLVER_PROJECT=str(copy.root), PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1")
+    proc = subprocess.Popen([sys.executable, "-m", "resolver", "install", "--env", "cpu"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    import signal
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(copy.envs.glob(".cpu.tmp-*")) and proc.poll() is None:
+        time.sleep(0.02)
+    assert proc.poll() is None, "install finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not copy.env("cpu").exists()  # nothing at the final place: it never looks ready
+    assert list(copy.envs.glob(".cpu.tmp-*"))  # the half-built folder is only the temporary one
+    summary = install.install_environment(copy, "cpu")
+    assert summary.status == "installed" and not list(copy.envs.glob(".cpu.tmp-*"))
+    assert run(copy.env("cpu") / "bin" / "rt-tool") == "rt-tool ok lib-2.1.0 base-1.0.0"
