@@ -344,3 +344,9 @@ def test_a_toolkit_of_another_major_than_torch_is_refused_before_compiling():
     with pytest.raises(EnvironmentProblem) as info:
         _check_toolkit_matches_torch(_facts(torch_cuda="12.6"), "13.0")
     assert "CUDA_HOME" in info.value.fix
+
+
+def test_arch_all_on_rocm_asks_for_names():
+    with pytest.raises(BadInput) as info:
+        parse_arch_list("all", backend="rocm")
+    assert "gfx" in info.value.fix

@@ -8,7 +8,7 @@ is known to miscompile (``never_arch`` rows in ``recipes/<pkg>/resolver.toml``).
 ('8.6', '9.0')
 >>> upstream_default_archs("13.0")
 ('7.5', '8.0', '8.7', '9.0', '10.0', '12.0', '10.3', '11.0', '12.1')
->>> parse_arch_list("gfx90a,gfx942", backend="rocm")
+>>> parse_arch_list("gfx942,gfx90a", backend="rocm")
 ('gfx90a', 'gfx942')
 """
 
@@ -27,9 +27,8 @@ _UPSTREAM_CUDA = (
     ("12.8", ("10.0", "12.0")),
     ("13.0", ("10.3", "11.0", "12.1")),
 )
-# ROCm: upstream passes HIP_ARCHITECTURES (default "native"); "all" means the gfx targets torch's ROCm
-# wheels are built for (torch 2.x rocm6 wheels: MI200/MI300 + RDNA3).
-_UPSTREAM_ROCM = ("gfx90a", "gfx942", "gfx1100")
+# ROCm: upstream has no list; it passes --offload-arch=$HIP_ARCHITECTURES, default "native" (the GPUs
+# present), so "all" has no upstream meaning there.
 
 
 def upstream_default_archs(toolkit: str) -> tuple[str, ...]:
@@ -50,7 +49,8 @@ def parse_arch_list(text: str, *, backend: str, toolkit: str | None = None) -> t
     cleaned = text.strip().lower()
     if cleaned == "all":
         if backend == "rocm":
-            return _UPSTREAM_ROCM
+            raise BadInput("--arch all has no meaning on ROCm (upstream compiles for the GPUs present)",
+                           fix="name the gfx targets, e.g. --arch gfx90a,gfx942")
         if not toolkit:
             raise BadInput("--arch all needs the CUDA toolkit version", fix="put nvcc on PATH or set CUDA_HOME")
         return upstream_default_archs(toolkit)
