@@ -22,7 +22,8 @@ KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 
 
 def rocm_roots(system: System) -> list[str]:
-    """Candidate ROCm install folders, most specific first: ROCM_PATH, ROCM_HOME, /opt/rocm, /opt/rocm-X.Y.Z (newest first)."""
+    """Candidate ROCm install folders, most specific first: ROCM_PATH, ROCM_HOME, /opt/rocm, then
+    /opt/rocm-X.Y.Z (newest first)."""
     roots = [system.environ[k].rstrip("/") for k in ("ROCM_PATH", "ROCM_HOME") if system.environ.get(k)]
     roots.append("/opt/rocm")
     versioned = [p for p in system.glob("/opt/rocm-*") if re.fullmatch(r"/opt/rocm-\d+(\.\d+)*", p)]
@@ -43,7 +44,8 @@ def _rocm_version(system: System, findings: Findings) -> tuple[str | None, str |
             if version:
                 return version, root, f"{root}/{rel}"
             findings.note(f"{root}/{rel}: no version in it")
-        if root != "/opt/rocm" and any(system.environ.get(k, "").rstrip("/") == root for k in ("ROCM_PATH", "ROCM_HOME")):
+        from_environment = any(system.environ.get(k, "").rstrip("/") == root for k in ("ROCM_PATH", "ROCM_HOME"))
+        if from_environment and root != "/opt/rocm":
             findings.note(f"ROCm root {root} (from the environment) has no .info/version")
     return None, None, None
 
@@ -74,7 +76,7 @@ def _agents_from_tools(system: System, root: str | None, findings: Findings) -> 
     return [], None
 
 
-def _node_name(system: System, node: str, props: dict[str, int], gfx: GfxArch) -> str:
+def _node_name(system: System, props: dict[str, int], gfx: GfxArch) -> str:
     """A label for a KFD node: the DRM device's product_name when the kernel exposes it."""
     minor = props.get("drm_render_minor")
     if minor is not None and minor >= 0:
@@ -96,7 +98,7 @@ def _agents_from_kfd(system: System, findings: Findings) -> list[AmdGpu]:
         except ValueError:
             findings.note(f"{path}: gfx_target_version {target} is not readable")
             continue
-        gpus.append(AmdGpu(_node_name(system, path.rsplit("/", 2)[0], props, gfx), gfx))
+        gpus.append(AmdGpu(_node_name(system, props, gfx), gfx))
     return gpus
 
 

@@ -3,9 +3,15 @@
 Sources are asked from richest to poorest and each answers only what is still unknown, so a
 container with only /proc/driver/nvidia still reports its driver and GPU names.
 
->>> from resolver.probe.system import LiveSystem
->>> detect_nvidia(LiveSystem(environ={"PATH": "/nonexistent"}), Findings(), use_nvml=False) is None or True
-True
+>>> import pathlib, tempfile
+>>> from resolver.probe.sysroot import SysrootSystem
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (root / "_meta.toml").write_text('system = "Linux"\\nmachine = "x86_64"\\npython = "3.11"\\n')
+>>> (root / "sys/module/nvidia").mkdir(parents=True)
+>>> _ = (root / "sys/module/nvidia/version").write_text("550.54.15\\n")
+>>> info = detect_nvidia(SysrootSystem(root), Findings())
+>>> str(info.driver_version), info.gpus, info.sources
+('550.54.15', (), ('/sys/module/nvidia/version',))
 """
 
 from __future__ import annotations
@@ -100,8 +106,8 @@ def _from_smi_query(system: System, partial: _Partial, findings: Findings) -> bo
     for row in rows:
         partial.set_driver(row.get("driver_version"), source, findings)
     if rows and not partial.gpus:
-        partial.gpus = [_Gpu(row["name"] or "NVIDIA GPU", row.get("compute_cap"), parse.parse_memory_mib(row.get("memory.total")),
-                             row.get("uuid")) for row in rows]
+        partial.gpus = [_Gpu(row["name"] or "NVIDIA GPU", row.get("compute_cap"),
+                             parse.parse_memory_mib(row.get("memory.total")), row.get("uuid")) for row in rows]
         if source not in partial.sources:
             partial.sources.append(source)
     return True
@@ -128,7 +134,8 @@ def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
         if version:
             partial.set_driver(version, PROC_VERSION, findings)
             if DottedVersion.parse(version).major < 100:
-                findings.note(f"{PROC_VERSION}: {version} looks like a Jetson L4T release, not a desktop driver version")
+                findings.note(f"{PROC_VERSION}: {version} looks like a Jetson L4T release, "
+                              "not a desktop driver version")
         else:
             findings.note(f"{PROC_VERSION}: no driver version in it")
     text = system.read(MODULE_VERSION)

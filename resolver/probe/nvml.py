@@ -1,10 +1,11 @@
 """NVIDIA through NVML (nvidia-ml-py's ``pynvml``), the library nvidia-smi itself is built on.
 
 Only for the live machine: a sysroot never loads a library. ``pynvml`` costs ~60 ms to import,
-so the caller asks only when there is a sign of an NVIDIA driver.
+so the caller asks only when there is a sign of an NVIDIA driver. Without a driver the answer is
+None and a note such as ``NVML: cannot initialise (NVML Shared Library Not Found)``.
 
->>> read_nvml(Findings()) is None or True   # None (with a note) without an NVIDIA driver
-True
+>>> cuda_version_from_int(13000)
+'13.0'
 """
 
 from __future__ import annotations

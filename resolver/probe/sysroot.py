@@ -94,7 +94,8 @@ class SysrootSystem:
             stderr = entry.get("stderr", "")
             if not isinstance(stdout, str) or not isinstance(stderr, str):
                 raise BadInput(f"{where}: 'stdout' and 'stderr' must be strings", fix=_FIX)
-            commands[tuple(argv)] = CommandResult(tuple(argv), code, stdout, stderr, timed_out=bool(entry.get("timed_out")))
+            commands[tuple(argv)] = CommandResult(tuple(argv), code, stdout, stderr,
+                                                  timed_out=bool(entry.get("timed_out")))
         return commands
 
     def _local(self, path: str) -> Path | None:
