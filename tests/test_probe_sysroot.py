@@ -239,3 +239,29 @@ def test_driver_library_mismatch_falls_back_to_proc(tmp_path: Path) -> None:
     assert str(profile.nvidia.driver_version) == "580.173.02"
     assert profile.nvidia.sources == ("/proc/driver/nvidia/version",)
     assert any("Driver/library version mismatch" in n for n in profile.notes)
+
+
+KFD_GPU = {"/sys/class/kfd/kfd/topology/nodes/0/properties": "cpu_cores_count 64\ngfx_target_version 0\n",
+           "/sys/class/kfd/kfd/topology/nodes/2/properties": "cpu_cores_count 0\ngfx_target_version 90010\n"
+                                                              "drm_render_minor 129\n",
+           "/sys/class/drm/renderD129/device/product_name": "AMD Instinct MI210\n",
+           "/opt/rocm/.info/version": "6.0.2-115\n"}
+
+
+def test_failing_rocminfo_falls_back_to_kfd(tmp_path: Path) -> None:
+    """rocminfo without access to /dev/kfd (the HSA_STATUS_ERROR_OUT_OF_RESOURCES failure of ROCm/TheRock#7952)."""
+    commands = ('[[command]]\nargv = ["rocminfo"]\nexit_code = 1\nstdout = "ROCk module is loaded\\n'
+                'hsa api call failure at: rocminfo.cc:1306\\nCall returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime '
+                'failed to allocate the necessary resources.\\n"\n')
+    amd = probe_machine(_sysroot(tmp_path, commands=commands, files=KFD_GPU)).amd
+    assert [(g.name, str(g.gfx_arch)) for g in amd.gpus] == [("AMD Instinct MI210", "gfx90a")]
+    assert str(amd.rocm_version) == "6.0.2"
+    assert amd.sources == ("/opt/rocm/.info/version", "/sys/class/kfd/kfd/topology/nodes/*/properties")
+
+
+def test_amd_smi_without_gfx_falls_back_to_kfd(tmp_path: Path) -> None:
+    commands = ('[[command]]\nargv = ["/opt/rocm/bin/amd-smi", "static", "--asic"]\n'
+                'stdout = "GPU: 0\\n    ASIC:\\n        MARKET_NAME: AMD Instinct MI210\\n        VENDOR_ID: 0x1002\\n"\n')
+    profile = probe_machine(_sysroot(tmp_path, commands=commands, files=KFD_GPU))
+    assert [str(g.gfx_arch) for g in profile.amd.gpus] == ["gfx90a"]
+    assert any("names GPUs but not their gfx architecture" in n for n in profile.notes)
