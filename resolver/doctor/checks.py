@@ -129,12 +129,23 @@ def extension_findings(facts: dict, ctx: FixContext) -> list[Finding]:
             symbol = abi.get("demangled") or abi.get("undefined_symbol")
             detail = (f"ABI mismatch: {name} ({ext.get('file')}) needs `{symbol}`, which torch {torch_version} does not "
                       f"export; it was built for {'torch ' + expected if expected else 'another torch'}")
-            out.append(Finding(f"extension:{name}", "fail", detail, f"python -m resolver build --env {ctx.env} --no-prebuilt"))
+            out.append(Finding(f"extension:{name}", "fail", detail, _rebuild_fix(name, ext, ctx)))
             continue
         matches = match_log(ext.get("error", ""), load_signatures())
         fix = ctx.render(matches[0].signature.fix, matches[0].groups) if matches else f"python -m resolver build --env {ctx.env}"
         out.append(Finding(f"extension:{name}", "fail", f"{name} does not load: {ext.get('error')}", fix))
     return out
+
+
+def _rebuild_fix(name: str, ext: dict, ctx: FixContext) -> str:
+    """Our kernels are rebuilt by the build stage; any other extension by its own package, without isolation."""
+    from resolver.inenv.facts import EXTENSIONS
+
+    if name in EXTENSIONS:
+        return f"python -m resolver build --env {ctx.env} --no-prebuilt"
+    dist = (ext.get("owner") or {}).get("name") or name
+    return (f"rebuild {dist} against torch {ctx.torch}: .resolver/envs/{ctx.env}/bin/python -m pip install "
+            f"--no-build-isolation --no-binary :all: --force-reinstall --no-deps {dist}")
 
 
 def tool_findings(env: Environment, facts: dict) -> list[Finding]:
