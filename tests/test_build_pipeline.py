@@ -37,7 +37,7 @@ def _make_venv(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> ProjectPaths:
-    root = tmp_path_factory.mktemp("project")
+    root = tmp_path_factory.mktemp("a project")  # a space in every path: quoting is tested too
     (root / "pixi.toml").write_text("[workspace]\nname = 'pipeline-test'\n")
     paths = ProjectPaths(root)
     _make_venv(paths.env("ci"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,17 +157,18 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
         _say(out, f"{package.name} {package.version}: {'unpacking the upstream wheel' if wheel else 'compiling'} for "
                   f"{', '.join(kept) or 'the host only (no GPU toolkit)'} ({bstring}); {parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): "
                   f"{parallel.reason}" + (f"; skipping {'; '.join(dropped)}" if dropped else ""))
+        q = shlex.quote  # the values land in the recipe's shell script
         fix_args = [f"--jobs {parallel.jobs}", f"--nvcc-threads {parallel.nvcc_threads}"]
         if toolkit:
-            fix_args.append(f"--toolkit-home {toolkit.home}")
+            fix_args.append(f"--toolkit-home {q(str(toolkit.home))}")
         if cxx_std:
-            fix_args.append(f"--cxx-std {cxx_std}")
+            fix_args.append(f"--cxx-std {q(cxx_std)}")
         if overlay:
-            fix_args.append(f"--include-first {overlay}")
+            fix_args.append(f"--include-first {q(str(overlay))}")
         if wheel:
-            fix_args.append(f"--wheel {wheel}")
+            fix_args.append(f"--wheel {q(str(wheel))}")
         if package.factory != "torch.utils.cpp_extension:CUDAExtension":
-            fix_args.append(f"--factory {package.factory}")
+            fix_args.append(f"--factory {q(package.factory)}")
         run = RecipeRun(
             recipe=package.recipe,
             variant={"backend": backend, "toolkit": toolkit.major_minor if toolkit else "none",
@@ -174,8 +176,8 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
                      "cxx11_abi": "1" if abi else "0", "python_version": facts.python,
                      "archs": ",".join(kept)},
             context={"resolver_source": sdist_path.as_uri() if package.sdist else str(sdist_path),
-                     "resolver_build_string": bstring, "resolver_python": facts.executable,
-                     "resolver_build_ext": str(BUILD_EXT), "resolver_fix_args": " ".join(fix_args)},
+                     "resolver_build_string": bstring, "resolver_python": q(facts.executable),
+                     "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
             work_dir=project.cache / "build" / f"{package.name}-{digest[:12]}",
             log_path=project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
         label_started = time.monotonic()
