@@ -265,3 +265,10 @@ def test_amd_smi_without_gfx_falls_back_to_kfd(tmp_path: Path) -> None:
     profile = probe_machine(_sysroot(tmp_path, commands=commands, files=KFD_GPU))
     assert [str(g.gfx_arch) for g in profile.amd.gpus] == ["gfx90a"]
     assert any("names GPUs but not their gfx architecture" in n for n in profile.notes)
+
+
+def test_capture_and_sysroot_together_is_refused(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "resolver", "probe", "--sysroot", str(H100), "--capture",
+                          str(tmp_path / "x"), "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 3 and "cannot be combined" in json.loads(out.stdout)["error"]
+    assert not (tmp_path / "x").exists()
