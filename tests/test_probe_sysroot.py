@@ -272,3 +272,14 @@ def test_capture_and_sysroot_together_is_refused(tmp_path: Path) -> None:
                           str(tmp_path / "x"), "--json"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 3 and "cannot be combined" in json.loads(out.stdout)["error"]
     assert not (tmp_path / "x").exists()
+
+
+def test_cuda_home_wins_over_path_like_torch_cpp_extension(tmp_path: Path) -> None:
+    meta = 'system = "Linux"\nmachine = "x86_64"\npython = "3.11"\n[environ]\nCUDA_HOME = "/usr/local/cuda-11.8"\n'
+    commands = ('[[command]]\nargv = ["nvcc", "--version"]\nstdout = "Cuda compilation tools, release 12.4, V12.4.131\\n"\n'
+                '[[command]]\nargv = ["/usr/local/cuda-11.8/bin/nvcc", "--version"]\n'
+                'stdout = "Cuda compilation tools, release 11.8, V11.8.89\\n"\n')
+    profile = probe_machine(_sysroot(tmp_path, meta, commands))
+    assert str(profile.cuda_toolkit) == "11.8"
+    assert "cuda_toolkit: /usr/local/cuda-11.8/bin/nvcc --version" in profile.sources
+    assert str(probe_machine(tmp_path / "root", environ={"CUDA_HOME": ""}).cuda_toolkit) == "12.4"

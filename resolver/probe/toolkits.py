@@ -30,9 +30,10 @@ def _first_answer(system: System, candidates: list[str], args: list[str]):
 
 
 def cuda_toolkit(system: System, findings: Findings) -> str | None:
-    """``nvcc`` on PATH, else under CUDA_HOME, CUDA_PATH or /usr/local/cuda."""
+    """The nvcc an extension build would use, found in the order torch.utils.cpp_extension looks:
+    ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``, PATH, ``/usr/local/cuda/bin``."""
     homes = [system.environ.get(k, "").rstrip("/") for k in ("CUDA_HOME", "CUDA_PATH")]
-    candidates = ["nvcc"] + [f"{h}/bin/nvcc" for h in homes if h] + ["/usr/local/cuda/bin/nvcc"]
+    candidates = [f"{h}/bin/nvcc" for h in homes if h] + ["nvcc", "/usr/local/cuda/bin/nvcc"]
     result, tool = _first_answer(system, candidates, ["--version"])
     if result is None:
         findings.note("CUDA toolkit: no nvcc on PATH, under CUDA_HOME/CUDA_PATH or in /usr/local/cuda")
@@ -46,8 +47,10 @@ def cuda_toolkit(system: System, findings: Findings) -> str | None:
 
 
 def rocm_toolkit(system: System, findings: Findings, rocm_root: str | None) -> str | None:
-    """``hipcc --version``'s HIP version; hipcc on PATH, else in the ROCm root's bin/."""
-    candidates = ["hipcc"] + ([f"{rocm_root}/bin/hipcc"] if rocm_root else [])
+    """``hipcc --version``'s HIP version, found as torch.utils.cpp_extension looks for ROCm:
+    ``$ROCM_HOME/bin``, ``$ROCM_PATH/bin``, PATH, then the detected ROCm root's ``bin/``."""
+    homes = [system.environ.get(k, "").rstrip("/") for k in ("ROCM_HOME", "ROCM_PATH")]
+    candidates = [f"{h}/bin/hipcc" for h in homes if h] + ["hipcc"] + ([f"{rocm_root}/bin/hipcc"] if rocm_root else [])
     result, tool = _first_answer(system, candidates, ["--version"])
     if result is None:
         return None
