@@ -204,3 +204,35 @@ def test_no_gpu_and_no_arch_asks_for_arch(project):
         assert done.returncode == 0  # host-only build: no architectures to choose
         return
     assert done.returncode == 3 and "--arch" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_install_into_a_conda_prefix_keeps_its_other_packages(project, tmp_path):
+    """A conda prefix holds other conda packages: installing a kernel build must not remove them."""
+    from rattler_build import Stage0Recipe
+
+    from resolver.build.install import install_into
+    from resolver.build.runner import publish
+
+    other = tmp_path / "other"
+    (other / "src").mkdir(parents=True)
+    (other / "src" / "note.txt").write_text("kept\n")
+    recipe = Stage0Recipe.from_yaml(
+        "package: {name: other-pkg, version: '1.0'}\nsource: {path: ./src}\n"
+        "build: {number: 0, noarch: generic, script: ['mkdir -p $PREFIX/share', 'cp note.txt $PREFIX/share/other-note.txt']}\n",
+        recipe_dir=str(other))
+    (built,) = [p for r in recipe.run_build(output_dir=str(tmp_path / "out"), channels=[], no_build_id=True)
+                for p in r.packages]
+    channel = tmp_path / "channel"
+    other_file = publish(Path(built), channel)
+    prefix = tmp_path / "conda-prefix"
+    (prefix / "conda-meta").mkdir(parents=True)
+    install_into(prefix, other_file)
+    assert (prefix / "share" / "other-note.txt").read_text() == "kept\n"
+
+    tiny = Path(build(project, _options(arch="7.5", install=False)).packages[0].file)
+    tiny_copy = publish(tiny, channel)
+    install_into(prefix, tiny_copy)
+    records = sorted(p.name.rsplit("-", 2)[0] for p in (prefix / "conda-meta").glob("*.json"))
+    assert records == ["other-pkg", "tiny-ext"]
+    assert (prefix / "share" / "other-note.txt").is_file()
+    assert list(prefix.glob("lib/python3.*/site-packages/tiny_ext_cuda*.so"))

@@ -117,8 +117,8 @@ def patchelf_available() -> bool:
 
 
 def publish(package: Path, channel: Path) -> Path:
-    """Copy the package into the channel and re-index it; return its path in the channel."""
-    target_dir = channel / SUBDIR
+    """Copy the package into the channel (same subdir as rattler-build's output) and re-index it."""
+    target_dir = channel / (package.parent.name if package.parent.name in (SUBDIR, "noarch") else SUBDIR)
     target_dir.mkdir(parents=True, exist_ok=True)
     (channel / "noarch").mkdir(exist_ok=True)
     target = target_dir / package.name
