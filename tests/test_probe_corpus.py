@@ -96,3 +96,13 @@ def test_cli_replays_a_machine_with_the_contract_keys() -> None:
     assert data["nvidia"]["gpus"][0] == {**data["nvidia"]["gpus"][0], "name": "NVIDIA H100 80GB HBM3",
                                          "compute_capability": "9.0"}
     assert data["amd"] is None and data["cuda_toolkit"] is None and data["glibc"] == "2.35"
+
+
+@pytest.mark.parametrize("name", MACHINES)
+def test_profile_round_trips_through_json(name: str) -> None:
+    """What `probe --json` prints is what `plan --profile` reads back, unchanged (driver spelling included)."""
+    from resolver.profile import HardwareProfile
+
+    profile = probe_machine(MACHINES_DIR / name)
+    again = HardwareProfile.from_json(json.loads(json.dumps(profile.to_json())))
+    assert again == profile and again.to_json() == profile.to_json()
