@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,7 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
 
         built, seconds, _ = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
         in_channel = publish(built, project.channel)
+        shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
         outcome.status = "prebuilt" if wheel else "built"
         outcome.seconds = seconds
         outcome.log = str(run.log_path)
