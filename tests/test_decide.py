@@ -76,17 +76,17 @@ class Case:
 
 CASES = [
     # --- driver floors (minor-version compatibility per CUDA major)
-    Case("h100-driver-550", nvidia(H100, driver="550.54.15"), backend="cuda", torch="2.13.0", variant="cu126",
-         arch_list=("9.0",), strategy="build", toolkit="nvcc 12.6", conda="pytorch 2.13.0 cuda129*",
+    Case("h100-driver-550", nvidia(H100, driver="550.54.15"), backend="cuda", torch="2.14.1", variant="cu126",
+         arch_list=("9.0",), strategy="build", toolkit="nvcc 12.6", conda="pytorch 2.14.1 cuda12*",
          trace=("580.65.06", "cu126, not cu130")),
-    Case("h100-driver-580", nvidia(H100), torch="2.14.1", variant="cu130", arch_list=("9.0",), toolkit="nvcc 13.0",
-         trace=("cu132: torch 2.14 cu132 rests on one unconfirmed source",)),
+    Case("h100-driver-580", nvidia(H100), torch="2.14.1", variant="cu132", arch_list=("9.0",), toolkit="nvcc 13.2"),
+    Case("python-request-over-host", nvidia(H100, python="3.9.18"), python="3.13", torch="2.14.1"),
     Case("t4-driver-440-refused", nvidia(T4, driver="440.33"), refused="older than 450.80.02",
          fix="525.60.13"),
     Case("a100-driver-470-cuda11", nvidia(A100, driver="470.82.01"), variant="cu118", torch="2.5.1",
          arch_list=("8.0",), packages={"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.1"}, trace=("525.60.13",)),
-    Case("driver-reports-cuda-12.4-only", nvidia(A100, driver=None, cuda="12.4"), variant="cu126", torch="2.13.0"),
-    Case("driver-unknown-warns", nvidia(A100, driver=None, cuda=None), variant="cu130",
+    Case("driver-reports-cuda-12.4-only", nvidia(A100, driver=None, cuda="12.4"), variant="cu126", torch="2.14.1"),
+    Case("driver-unknown-warns", nvidia(A100, driver=None, cuda=None), variant="cu132",
          warning="driver version unknown"),
     Case("cuda13-target-on-old-driver-refused", nvidia(H100, driver="550.54.15"), target="cuda13.0",
          refused="needs NVIDIA driver >= 580.65.06", fix="cuda12.6"),
@@ -95,12 +95,12 @@ CASES = [
     Case("v100-cuda13-refused", nvidia(V100), target="cuda13.0",
          refused="CUDA 13.0 cannot target compute capability 7.0 (Tesla V100-PCIE-16GB): CUDA 13 dropped sm_70",
          fix="Use --target cuda12.6"),
-    Case("v100-cuda12.6-ok", nvidia(V100), target="cuda12.6", variant="cu126", torch="2.13.0"),
+    Case("v100-cuda12.6-ok", nvidia(V100), target="cuda12.6", variant="cu126", torch="2.14.1"),
     Case("v100-cuda12.8-prebuilt", nvidia(V100), target="cuda12.8", torch="2.10.0", variant="cu128",
          strategy="prebuilt", arch_list=("7.0",),
          prebuilt=("causal_conv1d-1.7.0+cu12torch2.10cxx11abiTRUE-cp311-cp311-linux_x86_64.whl",
                    "mamba_ssm-2.3.2.post1+cu12torch2.10cxx11abiTRUE-cp311-cp311-linux_x86_64.whl")),
-    Case("gtx1080ti-cu126-not-cu130", nvidia(GTX1080TI), variant="cu126", torch="2.13.0", arch_list=("6.1",),
+    Case("gtx1080ti-cu126-not-cu130", nvidia(GTX1080TI), variant="cu126", torch="2.14.1", arch_list=("6.1",),
          trace=("cu126, not cu130", "GTX 1080 Ti is sm_61 and cu130 wheels start at sm_75", "sm_60 cubin")),
     Case("gtx1080ti-py39-cu126-not-cu128", nvidia(GTX1080TI, python="3.9.18"), variant="cu126", torch="2.8.0",
          trace=("cu126, not cu128", "GeForce GTX 1080 Ti is sm_61 and cu128 wheels start at sm_70")),
@@ -110,11 +110,11 @@ CASES = [
     Case("rtx5090-driver-570", nvidia(RTX5090, driver="570.133.07"), torch="2.11.0", variant="cu128",
          arch_list=("12.0",), strategy="build", trace=("no upstream wheel",)),
     Case("rtx5090-cuda12.6-refused", nvidia(RTX5090), target="cuda12.6",
-         refused="sm_120 needs CUDA 12.8 or newer", fix="Use --target cuda13.0"),
-    Case("rtx5090-driver-580", nvidia(RTX5090), torch="2.14.1", variant="cu130", arch_list=("12.0",)),
+         refused="sm_120 needs CUDA 12.8 or newer", fix="Use --target cuda13.2"),
+    Case("rtx5090-driver-580", nvidia(RTX5090), torch="2.14.1", variant="cu132", arch_list=("12.0",)),
     Case("rtx4090", nvidia(RTX4090, driver="560.35.03"), variant="cu126", arch_list=("8.9",)),
-    Case("t4-driver-535", nvidia(T4, driver="535.183.01"), variant="cu126", torch="2.13.0", arch_list=("7.5",)),
-    Case("b300-nvcc13-uses-sm100", nvidia(B300), variant="cu130", arch_list=("10.0",),
+    Case("t4-driver-535", nvidia(T4, driver="535.183.01"), variant="cu126", torch="2.14.1", arch_list=("7.5",)),
+    Case("b300-nvcc13-uses-sm100", nvidia(B300), variant="cu132", arch_list=("10.0",),
          trace=("10.0 instead of 10.3", "#105")),
     Case("b300-cuda12-builds-sm100", nvidia(B300, driver="570.133.07"), variant="cu128", arch_list=("10.0",),
          trace=("nvcc 12.8 has no sm_103",)),
@@ -125,7 +125,7 @@ CASES = [
     Case("k80-kepler", nvidia(("Tesla K80", "3.7"), driver="470.82.01"), variant="cu118", arch_list=("3.7",)),
     # --- mixed GPUs: union of architectures, one variant covering all
     Case("mixed-v100-a100-h100", nvidia(A100, V100, H100), variant="cu126", arch_list=("7.0", "8.0", "9.0")),
-    Case("mixed-t4-a100", nvidia(T4, A100, A100), variant="cu130", arch_list=("7.5", "8.0")),
+    Case("mixed-t4-a100", nvidia(T4, A100, A100), variant="cu132", arch_list=("7.5", "8.0")),
     Case("mixed-1080ti-rtx5090", nvidia(GTX1080TI, RTX5090), refused="compute capability"),
     # --- ROCm
     Case("mi250x-rocm6.0.2-patch", amd(MI250X, rocm="6.0.2", python="3.10.12"), backend="rocm", torch="2.4.1",
@@ -160,9 +160,9 @@ CASES = [
     # --- targets whose hardware is absent here: a plan for another machine
     Case("cuda13-target-on-cpu-box", cpu(), target="cuda13.0", variant="cu130", torch="2.14.1", runnable_here=False,
          arch_list=("7.5", "8.0", "8.6", "9.0", "10.0", "12.0"), warning="another machine"),
-    Case("cuda12.6-target-on-cpu-box", cpu(), target="cuda12.6", variant="cu126", torch="2.13.0",
+    Case("cuda12.6-target-on-cpu-box", cpu(), target="cuda12.6", variant="cu126", torch="2.14.1",
          runnable_here=False, arch_list=("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")),
-    Case("cuda-major-only-target", nvidia(V100), target="cuda12", variant="cu126", torch="2.13.0"),
+    Case("cuda-major-only-target", nvidia(V100), target="cuda12", variant="cu126", torch="2.14.1"),
     Case("cuda11.8-target-on-h100", nvidia(H100), target="cuda11.8", variant="cu118", torch="2.5.1",
          toolkit="nvcc 11.8", packages={"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.1"}),
     Case("rocm-target-on-nvidia-box", nvidia(H100), target="rocm6.1", backend="rocm", variant="rocm6.1",
@@ -176,11 +176,11 @@ CASES = [
          fix="--python 3.10"),
     Case("python38-cpu-ok", cpu(), python="3.8", target="cpu", torch="2.4.1"),
     Case("python315-refused", nvidia(H100), python="3.15", refused="no wheels for Python 3.15"),
-    Case("host-python38-env-gets-3.12", nvidia(V100, python="3.8.10"), variant="cu126", torch="2.13.0",
+    Case("host-python38-env-gets-3.12", nvidia(V100, python="3.8.10"), variant="cu126", torch="2.14.1",
          env_python="3.12", warning="Python 3.8 here cannot run this plan"),
     Case("host-python38-ubuntu1804-glibc227", nvidia(V100, python="3.8.10", glibc="2.27", driver="520.61.05"),
          torch="2.5.1", variant="cu118", env_python="3.12", trace=("glibc >= 2.28",)),
-    Case("python-request-respected", nvidia(H100), python="3.12", torch="2.14.1", variant="cu130"),
+    Case("python-request-respected", nvidia(H100), python="3.12", torch="2.14.1", variant="cu132"),
 ]
 
 
@@ -248,12 +248,17 @@ def test_decide_is_pure() -> None:
 
 
 def test_unconfirmed_rows_only_on_explicit_target() -> None:
-    """torch 2.14's cu126 row rests on the release-candidate matrix: auto skips it, a target may use it."""
-    assert not next(v for v in KNOWLEDGE.release("2.14").variants if v.tag == "cu126").confirmed
-    profile = HardwareProfile.from_json(nvidia(V100))
-    auto = decide(profile, Request(), KNOWLEDGE).plan
+    """torch 2.14's cpu row rests on the release-candidate matrix: auto skips it; 2.11's cu130 row too,
+    but an explicit target that nothing confirmed satisfies may use it (with a warning)."""
+    assert not next(v for v in KNOWLEDGE.release("2.14").variants if v.tag == "cpu").confirmed
+    auto = decide(HardwareProfile.from_json(cpu()), Request(), KNOWLEDGE).plan
     assert auto.torch.version == "2.13.0"
-    assert any("unconfirmed" in t.because for t in auto.trace)
+    assert any("not confirmed" in t.because for t in auto.trace)
+    rocm = decide(HardwareProfile.from_json(amd(MI300X, rocm="7.14.0")), Request(), KNOWLEDGE)
+    assert rocm.plan is None and "unconfirmed" in str(rocm.refusal)
+    targeted = decide(HardwareProfile.from_json(amd(MI300X, rocm="7.14.0")),
+                      Request(Target.parse("rocm7.14")), KNOWLEDGE).plan
+    assert targeted.torch.variant == "rocm7.14" and any("unconfirmed" in w for w in targeted.warnings)
 
 
 def test_every_rule_leaves_a_trace() -> None:
@@ -309,3 +314,19 @@ def test_requested_python_is_never_swapped() -> None:
     outcome = decide(HardwareProfile.from_json(nvidia(V100, python="3.12.1")),
                      Request(python=DottedVersion.parse("3.8")), KNOWLEDGE)
     assert outcome.plan is None and "3.8" in outcome.refusal.message
+
+
+def test_conda_forge_build_chosen_for_the_gpus() -> None:
+    """When conda-forge's builds of the chosen torch are known, the spec names the CUDA build whose
+    arch list covers the GPUs (12.9 for a GTX 1080 Ti: conda-forge's 13.0 build starts at sm_75)."""
+    import dataclasses
+
+    from resolver.knowledge import CondaForgeBuild
+
+    cf = KNOWLEDGE.conda_forge
+    extra = CondaForgeBuild("2.14.1", "linux-64", (DottedVersion.parse("12.9"), DottedVersion.parse("13.0")), "test")
+    knowledge = dataclasses.replace(KNOWLEDGE, conda_forge=cf._replace(builds=cf.builds + (extra,)))
+    old = decide(HardwareProfile.from_json(nvidia(GTX1080TI)), Request(), knowledge).plan
+    assert old.torch.conda.spec == "pytorch 2.14.1 cuda129*"
+    new = decide(HardwareProfile.from_json(nvidia(H100)), Request(), knowledge).plan
+    assert new.torch.conda.spec == "pytorch 2.14.1 cuda130*"
