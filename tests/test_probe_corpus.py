@@ -106,3 +106,20 @@ def test_profile_round_trips_through_json(name: str) -> None:
     profile = probe_machine(MACHINES_DIR / name)
     again = HardwareProfile.from_json(json.loads(json.dumps(profile.to_json())))
     assert again == profile and again.to_json() == profile.to_json()
+
+
+def test_every_machine_is_plannable() -> None:
+    """probe -> decide across the corpus: a plan for the hardware's own backend, or a refusal, never a crash."""
+    from resolver.decide import decide
+    from resolver.knowledge import Knowledge
+    from resolver.plan import Request
+
+    knowledge = Knowledge.load()
+    for name in MACHINES:
+        profile = probe_machine(MACHINES_DIR / name)
+        outcome = decide(profile, Request(), knowledge)
+        assert (outcome.plan is None) != (outcome.refusal is None), name
+        if outcome.plan is not None:
+            family = "cuda" if profile.nvidia and profile.nvidia.gpus else "rocm" if profile.amd and profile.amd.gpus \
+                else "cpu"
+            assert outcome.plan.backend == family, (name, outcome.plan.backend)
