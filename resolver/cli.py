@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._module.run(args, out) or 0)
     except ResolverError as exc:
         return _report(exc, out)
+    except BrokenPipeError:
+        return _closed_pipe()
     except OSError as exc:
         if exc.errno not in _WRITE_ERRNOS:
             return _report(_internal(), out)
@@ -107,11 +109,22 @@ def _save_traceback() -> str:
     return "(no writable folder for the log)"
 
 
+def _closed_pipe() -> int:
+    """The reader of our output went away (``resolver probe --json | head``): stop quietly, as cat does."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
+
+
 def entry() -> None:
     """Console-script entry. py-rattler 0.28 can abort at interpreter exit after a solve, index or
     install (a tokio thread touching Python during finalisation, see docs/architecture.md): once
     it has been imported we flush and leave through ``os._exit`` so the exit code is always ours."""
     code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _closed_pipe()
     if "rattler" in sys.modules or "rattler_build" in sys.modules:
         sys.stdout.flush()
         sys.stderr.flush()
