@@ -149,12 +149,15 @@ def build_wheelhouse(out: Path) -> Path:
 
 # -- serving --------------------------------------------------------------------------------------
 class ChannelServer:
-    """Serve a folder over HTTP on 127.0.0.1 (a thread; ``close()`` stops it)."""
+    """Serve a folder over HTTP on 127.0.0.1 (a thread; ``close()`` stops it); ``requests`` lists the
+    paths asked for, in order."""
 
     def __init__(self, folder: Path) -> None:
+        self.requests: list[str] = []
         handler = functools.partial(_QuietHandler, directory=str(folder))
         self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        self._server.request_log = self.requests
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -165,5 +168,8 @@ class ChannelServer:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_request(self, code="-", size="-") -> None:  # noqa: ANN001 - stdlib signature
+        self.server.request_log.append(f"{self.command} {self.path}")
+
     def log_message(self, format, *args) -> None:  # noqa: A002 - stdlib signature
         pass

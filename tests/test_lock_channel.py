@@ -321,3 +321,32 @@ def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_p
     summary = install.install_environment(copy, "cpu")
     assert summary.status == "installed" and not list(copy.envs.glob(".cpu.tmp-*"))
     assert run(copy.env("cpu") / "bin" / "rt-tool") == "rt-tool ok lib-2.1.0 base-1.0.0"
+
+
+def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
+    """Wheels from an HTTP wheelhouse: install downloads each locked file once into .resolver/cache,
+    verifies it, and every later install reuses it (pip itself fetched them once while resolving)."""
+    channel, server = served
+    wheelhouse = cf.build_wheelhouse(tmp_path / "remote-wheels")
+    wheel_server = cf.ChannelServer(wheelhouse)
+    try:
+        project = ProjectPaths(tmp_path / "p")
+        project.root.mkdir()
+        (project.root / "pixi.toml").write_text(MANIFEST.format(channel=server.url).replace(
+            'find-links = ["./wheels"]', f'find-links = ["{wheel_server.url}"]'))
+        lock.lock_plans(project, [cpu_plan()])
+        assert f"- pypi: {wheel_server.url}rtpy-1.0.0-py3-none-any.whl" in project.lockfile.read_text()
+        wheel_gets = lambda: [r for r in wheel_server.requests if r.startswith("GET") and r.endswith(".whl")]
+        before = len(wheel_gets())
+        install.install_environment(project, "cpu")
+        first = wheel_gets()[before:]
+        assert sorted(first) == ["GET /rtpy-1.0.0-py3-none-any.whl", "GET /torch-2.13.0%2Bcpu-py3-none-any.whl"]
+        install.install_environment(project, "cpu", force=True, use_cache=False)
+        assert len(wheel_gets()) == before + 2
+        assert run(project.env("cpu") / "bin" / "python", "-c", "import rtpy; print(rtpy.VALUE)") == "rtpy ok"
+        cached = next(project.cache.glob("pypi/downloads/*/rtpy-1.0.0-py3-none-any.whl"))
+        cached.write_bytes(b"corrupted")  # a damaged cache entry is fetched again, not trusted
+        install.install_environment(project, "cpu", force=True, use_cache=False)
+        assert wheel_gets()[-1] == "GET /rtpy-1.0.0-py3-none-any.whl" and len(wheel_gets()) == before + 3
+    finally:
+        wheel_server.close()
