@@ -418,7 +418,7 @@ def _cuda_candidates(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | No
         pick, _ = _cuda_search(ctx, gpus, wanted, kernels, allow_unconfirmed=True)
         if pick is not None:
             ctx.warn(f"torch {pick.release.name} {pick.variant.tag} rests on one unconfirmed source "
-                     f"({pick.variant.source.split(';')[0]}); chosen because --target asked for it")
+                     f"({pick.variant.source.split(' (')[0].split(';')[0]}); chosen because --target asked for it")
     return pick, rejected
 
 
@@ -584,19 +584,30 @@ def _cuda_kernels(ctx: _Context, release: TorchRelease, cuda: DottedVersion, gpu
                  f"builds and tests (>= {upstream_min.sm}); the kernels are built for it, but upstream does not test it")
     machine = _MACHINES.get(ctx.profile.platform)
     wheels = []
+    uncovered: list[str] = []
     for package, version in packages:
         found = ctx.k.prebuilt_wheel(package, version, release.name, cuda.major, release.cxx11_abi,
                                      python_text(ctx.python), machine or "")
-        if found:
-            wheels.append((package, found[0]))
+        if not found:
+            continue
+        kernel = ctx.k.kernel_release(package, release.version, ctx.python)
+        cubins = kernel.wheel_cubins(cuda.major)
+        missing = [g for g in gpus if not any(c.major == g.cc.major and c.minor <= g.cc.minor for c in cubins)]
+        if missing:
+            uncovered.append(f"{found[0]} has no kernels for {missing[0].cc.sm} ({missing[0].short}): it carries "
+                             f"{', '.join(c.sm for c in cubins)}")
+            continue
+        wheels.append((package, found[0]))
     toolkit = f"nvcc {cuda}"
+    for line in uncovered:
+        ctx.step("prebuilt", "unusable", line)
     if len(wheels) == len(packages):
         ctx.step("kernels", "prebuilt", f"upstream ships {', '.join(w for _, w in wheels)}; the build stage uses them "
                                         f"when reachable and compiles with {toolkit} otherwise")
         strategy = "prebuilt"
     else:
         missing = [p for p, _ in packages if p not in dict(wheels)]
-        ctx.step("kernels", "build", f"no upstream wheel for {', '.join(missing)} with torch {release.name}, "
+        ctx.step("kernels", "build", f"no usable upstream wheel for {', '.join(missing)} with torch {release.name}, "
                                      f"cu{cuda.major}, cxx11abi{str(release.cxx11_abi).upper()}, "
                                      f"cp{python_text(ctx.python).replace('.', '')}: compile with {toolkit}")
         strategy = "build"
@@ -646,8 +657,8 @@ def _cuda_refusal(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | None,
     for line in {f"torch {r.name} {v.tag if v else ''}: {f.message}" for r, v, f in rejected[:6]}:
         ctx.step("candidate", "eliminated", line)
     fix = failure.fix
-    if wanted is not None or failure.stage in ("wheel-arch", "nvcc-arch", "driver", "confirmed", "toolkit"):
-        fix = _way_out(ctx, gpus, kernels, fix or "use --target cpu")
+    if wanted is not None or failure.stage in ("wheel-arch", "nvcc-arch", "confirmed", "toolkit"):
+        fix = _way_out(ctx, gpus, kernels, fix or "use --target cpu", rejected)
     return Refusal(failure.message, fix=fix or "use --target cpu",
                    because=f"{target}: {failure.message}")
 
@@ -681,13 +692,26 @@ def _driver_too_old(ctx: _Context, variants: list[TorchVariant]) -> _Failure:
                                                                           f"or use --target cpu")
 
 
-def _way_out(ctx: _Context, gpus: list[_Gpu], kernels: bool, fallback: str) -> str:
-    """The target that does work here, found by an untargeted search (no trace left behind)."""
+def _way_out(ctx: _Context, gpus: list[_Gpu], kernels: bool, fallback: str, rejected=()) -> str:
+    """What does work here: a target found by an untargeted search (no trace left behind), else one
+    only an unconfirmed row allows, plus a driver upgrade when newer CUDA majors failed on the driver."""
     probe = _Context(ctx.profile, ctx.request, ctx.k, ctx.python)
+    asked = ctx.request.target.version
     pick, _ = _cuda_candidates(probe, gpus, None, kernels)
-    if pick is not None and (ctx.request.target.version is None
-                             or not _matches(pick.variant.version, ctx.request.target.version)):
+    if pick is not None and (asked is None or not _matches(pick.variant.version, asked)):
         return f"Use --target cuda{pick.variant.version}"
+    options = []
+    risky, _ = _cuda_search(probe, gpus, None, kernels, allow_unconfirmed=True)
+    if risky is not None and (asked is None or not _matches(risky.variant.version, asked)):
+        options.append(f"use --target cuda{risky.variant.version} (torch {risky.release.latest}; its "
+                       f"{risky.variant.tag} arch list rests on one unconfirmed source)")
+    driver_majors = sorted({v.version.major for _, v, f in rejected if v is not None and f.stage == "driver"})
+    if driver_majors:
+        floor = ctx.k.mvc_floor(driver_majors[0], "win" if ctx.os == "win" else "linux")
+        options.append(f"upgrade the NVIDIA driver to >= {driver_text(floor)} for CUDA {driver_majors[0]} builds")
+    if options:
+        text = " or ".join(options)
+        return text[:1].upper() + text[1:]
     return fallback[:1].upper() + fallback[1:] if fallback else "Use --target cpu"
 
 

@@ -205,6 +205,13 @@ class KernelRelease(NamedTuple):
     torch_max: DottedVersion | None
     confirmed: bool
     source: str
+    wheel_archs: tuple[tuple[int, tuple[str, ...]], ...] = ()  # (CUDA major, cubins) of upstream's wheels
+
+    def wheel_cubins(self, cuda_major: int) -> tuple[ComputeCapability, ...]:
+        for major, archs in self.wheel_archs:
+            if major == cuda_major:
+                return tuple(ComputeCapability.parse(a) for a in archs)
+        return ()
 
     def supports_torch(self, torch: DottedVersion) -> bool:
         mm = torch.truncate(2)
@@ -507,6 +514,12 @@ class Knowledge:
             for bound in (kernel.torch_min, kernel.torch_max):
                 if bound is not None and str(bound.truncate(2)) not in release_names:
                     found.append(f"mamba.toml: {kernel.package} {kernel.version} names torch {bound}, not in torch.toml")
+        for kernel in self.kernel_releases:
+            for major, archs in kernel.wheel_archs:
+                for arch in archs:
+                    if ComputeCapability.parse(arch) not in known_ccs:
+                        found.append(f"mamba.toml: {kernel.package} {kernel.version} cu{major} wheels list {arch}, "
+                                     "unknown to cuda.toml")
         for wheels in self.wheels:
             if not any(k.package == wheels.package and k.version == wheels.version for k in self.kernel_releases) and \
                     not (wheels.package, wheels.version) in _WHEEL_ONLY_RELEASES:
@@ -739,9 +752,14 @@ def _build(raw: dict[str, dict]) -> Knowledge:
     kernel_releases = []
     for i, data in enumerate(_rows(mamba, "release", "mamba.toml")):
         row = _Row(data, f"mamba.toml [[release]] #{i + 1}")
+        table = data.get("wheel_archs", {})
+        if not isinstance(table, dict) or not all(re.fullmatch(r"cu\d+", k) for k in table):
+            raise row._bad("wheel_archs", "must be a table like { cu12 = [\"7.5\", ...] }")
+        wheel_archs = tuple((int(k[2:]), _Row({**table, "source": "-" * 9}, row.where).strs(k))
+                            for k in sorted(table))
         kernel_releases.append(KernelRelease(row.str("package"), row.str("version"), row.version("python_min"),
                                              row.version("torch_min"), row.opt_version("torch_max"),
-                                             row.confirmed(), row.str("source")))
+                                             row.confirmed(), row.str("source"), wheel_archs))
     wheels = []
     for i, data in enumerate(_rows(mamba, "wheels", "mamba.toml")):
         row = _Row(data, f"mamba.toml [[wheels]] #{i + 1}")

@@ -27,6 +27,8 @@ EXPECTED = {
     "cpu-only-ubuntu2410": ("cpu", (), ()),
     "macos-arm64-m2max": ("cpu", (), ()),
     "h100-8x-ubuntu2204": (None, ("9.0",), ()),
+    # driver 570 rules out CUDA 13; the only aarch64 CUDA 12.8+ build we know (2.8 cu129) is unconfirmed
+    "gb200-4x-aarch64": ("refused", None, None),
 }
 
 

@@ -33,7 +33,7 @@ def _rows(node, path=""):
                 for i, row in enumerate(value):
                     yield f"{path}{key}[{i}]", row
                     yield from _rows(row, f"{path}{key}[{i}].")
-            elif isinstance(value, dict):
+            elif isinstance(value, dict) and not path:  # a top-level [table]; inline tables belong to their row
                 yield f"{path}{key}", value
                 yield from _rows(value, f"{path}{key}.")
 
