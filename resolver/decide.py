@@ -89,6 +89,11 @@ class _Context:
         return self.profile.os
 
     @property
+    def driver_os(self) -> str:
+        """Whose driver floors apply: WSL runs CUDA on the Windows driver (its version is what it reports)."""
+        return "win" if self.os == "win" or self.profile.wsl else "linux"
+
+    @property
     def glibc(self) -> DottedVersion | None:
         return self.profile.glibc if self.os == "linux" else None
 
@@ -352,7 +357,7 @@ def _driver(ctx: _Context) -> tuple[DottedVersion | None, DottedVersion | None]:
 
 def _driver_failure(ctx: _Context, cuda: DottedVersion) -> _Failure | None:
     driver, driver_cuda = _driver(ctx)
-    os = "win" if ctx.os == "win" else "linux"
+    os = ctx.driver_os
     floor = ctx.k.mvc_floor(cuda.major, os)
     if driver is not None and floor is not None:
         if driver >= floor:
@@ -510,7 +515,7 @@ def _cuda_plan_from(ctx: _Context, pick: _CudaPick, gpus: list[_Gpu], rejected, 
              f"the newest torch for which mamba-ssm and causal-conv1d work on this machine" if kernels
              else "the newest torch whose wheels run here")
     driver, driver_cuda = _driver(ctx)
-    floor = ctx.k.mvc_floor(cuda.major, "win" if ctx.os == "win" else "linux")
+    floor = ctx.k.mvc_floor(cuda.major, ctx.driver_os)
     if driver is not None:
         ctx.step("driver", "ok", f"driver {driver_text(driver)} >= {driver_text(floor)}, the CUDA {cuda.major}.x "
                                  f"minor-version compatibility floor")
@@ -527,7 +532,7 @@ def _cuda_plan_from(ctx: _Context, pick: _CudaPick, gpus: list[_Gpu], rejected, 
         _cxx_note(ctx, release)
     else:
         kernel_choice = KernelChoice(strategy="none")
-    cuda_driver = driver_cuda or (ctx.k.newest_cuda_for_driver(driver, "win" if ctx.os == "win" else "linux")
+    cuda_driver = driver_cuda or (ctx.k.newest_cuda_for_driver(driver, ctx.driver_os)
                                   if driver is not None else None) or cuda
     names = _gpu_summary(gpus)
     why = f"{highlight[0]} is out: {highlight[1]}. " if highlight else ""
@@ -681,7 +686,7 @@ def _python_too_old(ctx: _Context, rejected) -> _Failure | None:
 
 def _driver_too_old(ctx: _Context, variants: list[TorchVariant]) -> _Failure:
     driver, driver_cuda = _driver(ctx)
-    os = "win" if ctx.os == "win" else "linux"
+    os = ctx.driver_os
     majors = sorted({v.version.major for v in variants})
     floors = [(m, ctx.k.mvc_floor(m, os)) for m in majors]
     lowest = min(f for _, f in floors)
@@ -707,7 +712,7 @@ def _way_out(ctx: _Context, gpus: list[_Gpu], kernels: bool, fallback: str, reje
                        f"{risky.variant.tag} arch list rests on one unconfirmed source)")
     driver_majors = sorted({v.version.major for _, v, f in rejected if v is not None and f.stage == "driver"})
     if driver_majors:
-        floor = ctx.k.mvc_floor(driver_majors[0], "win" if ctx.os == "win" else "linux")
+        floor = ctx.k.mvc_floor(driver_majors[0], ctx.driver_os)
         options.append(f"upgrade the NVIDIA driver to >= {driver_text(floor)} for CUDA {driver_majors[0]} builds")
     if options:
         text = " or ".join(options)

@@ -165,6 +165,9 @@ CASES = [
                                               platform="win-64"),
          variant="cu126", strategy="none", warning="target Linux"),
     Case("wsl-rtx4090", nvidia(RTX4090, driver="566.36", wsl=True), variant="cu126", arch_list=("8.9",)),
+    Case("wsl-windows-driver-floors", nvidia(RTX4090, driver="527.41", wsl=True), variant="cu118",
+         trace=("528.33",)),
+    Case("linux-same-driver-is-enough", nvidia(RTX4090, driver="527.41"), variant="cu126"),
     Case("cpu-target-on-h100", nvidia(H100), target="cpu", backend="cpu", strategy="none"),
     # --- targets whose hardware is absent here: a plan for another machine
     Case("cuda13-target-on-cpu-box", cpu(), target="cuda13.0", variant="cu130", torch="2.14.1", runnable_here=False,
