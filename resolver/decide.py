@@ -659,13 +659,33 @@ def _cuda_refusal(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | None,
         failure = _python_too_old(ctx, rejected) or failure
     if failure.stage == "driver" and wanted is None:
         failure = _driver_too_old(ctx, [v for _, v, f in rejected if v is not None and f.stage == "driver"])
+    if failure.stage in ("wheel-arch", "nvcc-arch") and len({g.cc for g in gpus}) > 1:
+        failure = _mixed_failure(ctx, gpus, kernels) or failure
     for line in {f"torch {r.name} {v.tag if v else ''}: {f.message}" for r, v, f in rejected[:6]}:
         ctx.step("candidate", "eliminated", line)
     fix = failure.fix
-    if wanted is not None or failure.stage in ("wheel-arch", "nvcc-arch", "confirmed", "toolkit"):
+    if (wanted is not None or failure.stage in ("wheel-arch", "nvcc-arch", "confirmed", "toolkit")) \
+            and not failure.message.startswith("no single PyTorch CUDA build"):
         fix = _way_out(ctx, gpus, kernels, fix or "use --target cpu", rejected)
     return Refusal(failure.message, fix=fix or "use --target cpu",
                    because=f"{target}: {failure.message}")
+
+
+def _mixed_failure(ctx: _Context, gpus: list[_Gpu], kernels: bool) -> _Failure | None:
+    """A mixed node whose GPUs each have a build, just not a common one."""
+    picks = {}
+    for cc in sorted({g.cc for g in gpus}):
+        group = [g for g in gpus if g.cc == cc]
+        alone, _ = _cuda_search(_Context(ctx.profile, ctx.request, ctx.k, ctx.python), group, None, kernels,
+                                allow_unconfirmed=False)
+        if alone is None:
+            return None
+        picks[group[0].short] = (cc, alone)
+    parts = [f"{name} ({cc.sm}) needs {pick.variant.tag} or a build like it" for name, (cc, pick) in picks.items()]
+    return _Failure("wheel-arch", "no single PyTorch CUDA build has kernels for every GPU in this node: "
+                    + "; ".join(parts),
+                    "plan for one kind of GPU at a time (CUDA_VISIBLE_DEVICES, and a --profile listing only "
+                    "those GPUs), or use --target cpu")
 
 
 def _python_too_old(ctx: _Context, rejected) -> _Failure | None:

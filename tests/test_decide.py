@@ -135,7 +135,8 @@ CASES = [
     # --- mixed GPUs: union of architectures, one variant covering all
     Case("mixed-v100-a100-h100", nvidia(A100, V100, H100), variant="cu126", arch_list=("7.0", "8.0", "9.0")),
     Case("mixed-t4-a100", nvidia(T4, A100, A100), variant="cu132", arch_list=("7.5", "8.0")),
-    Case("mixed-1080ti-rtx5090", nvidia(GTX1080TI, RTX5090), refused="compute capability"),
+    Case("mixed-1080ti-rtx5090", nvidia(GTX1080TI, RTX5090),
+         refused="no single PyTorch CUDA build has kernels for every GPU in this node", fix="CUDA_VISIBLE_DEVICES"),
     # --- ROCm
     Case("mi250x-rocm6.0.2-patch", amd(MI250X, rocm="6.0.2", python="3.10.12"), backend="rocm", torch="2.4.1",
          variant="rocm6.0", arch_list=("gfx90a",), patches=("rocm6.0-bf16-inline",), toolkit="hipcc 6.0", conda=None,
