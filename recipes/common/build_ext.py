@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include-first", action="append", default=[])
     parser.add_argument("--env-prefix", default="", help="upstream switch prefix: CAUSAL_CONV1D, MAMBA")
     parser.add_argument("--factory", default="torch.utils.cpp_extension:CUDAExtension")
+    parser.add_argument("--toolkit-home", default=None, help="CUDA_HOME (CUDA) or ROCM_PATH (ROCm) for the build")
     parser.add_argument("--wheel", default=None, help="a prebuilt wheel to unpack instead of compiling")
     parser.add_argument("--wheel-out", default=None, help="folder to keep a copy of the built wheel in")
     options = parser.parse_args(argv)
@@ -149,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     os.environ["MAX_JOBS"] = str(options.jobs)
+    if options.toolkit_home:  # before torch is imported: cpp_extension reads it at import time
+        home_var = "ROCM_PATH" if options.backend == "rocm" else "CUDA_HOME"
+        os.environ[home_var] = options.toolkit_home
+        os.environ["PATH"] = os.path.join(options.toolkit_home, "bin") + os.pathsep + os.environ.get("PATH", "")
     if options.env_prefix:
         os.environ[f"{options.env_prefix}_FORCE_BUILD"] = "TRUE"  # never guess a wheel URL (hangs offline)
         os.environ[f"{options.env_prefix}_SKIP_CUDA_BUILD"] = "FALSE"
