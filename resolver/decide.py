@@ -283,9 +283,17 @@ def _torch_choice(ctx: _Context, release: TorchRelease, variant: TorchVariant,
         return TorchChoice(version=release.latest, variant="cpu",
                            source=TorchSource("pypi", "https://pypi.org/simple"), conda=conda,
                            cxx11_abi=release.cxx11_abi, local_version=None)
+    local: str | None = variant.tag
+    if ctx.profile.platform == "linux-64" and variant.tag == release.pypi_default:
+        # PyPI's linux-64 wheel of this release *is* this build, published without the +local label; a plain
+        # ==X.Y.Z pin matches it and download.pytorch.org's X.Y.Z+tag alike (PEP 440 ignores the label).
+        local = None
+        ctx.step("torch-pin", f"torch=={release.latest}", f"{variant.tag} is PyPI's default linux-64 build of "
+                                                          f"torch {release.name}: the plain pin matches PyPI and "
+                                                          f"download.pytorch.org/whl/{variant.tag} alike")
     return TorchChoice(version=release.latest, variant=variant.tag,
                        source=TorchSource("pypi-index", f"https://download.pytorch.org/whl/{variant.tag}"),
-                       conda=conda, cxx11_abi=release.cxx11_abi, local_version=variant.tag)
+                       conda=conda, cxx11_abi=release.cxx11_abi, local_version=local)
 
 
 def _glibc_note(ctx: _Context) -> None:

@@ -243,7 +243,9 @@ def test_decide(case: Case) -> None:
             assert plan.kernels.arch_list
     if plan.backend == "cuda" and plan.torch.source.kind == "pypi-index":
         assert plan.torch.source.url == f"https://download.pytorch.org/whl/{plan.torch.variant}"
-        assert plan.torch.requirement == f"torch=={plan.torch.version}+{plan.torch.variant}"
+        default = KNOWLEDGE.release(plan.torch.version).pypi_default == plan.torch.variant
+        suffix = "" if default and plan.platform == "linux-64" else f"+{plan.torch.variant}"
+        assert plan.torch.requirement == f"torch=={plan.torch.version}{suffix}"
     if plan.backend == "rocm":
         assert plan.torch.conda is None and plan.cuda_driver is None
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
@@ -343,3 +345,18 @@ def test_conda_forge_build_chosen_for_the_gpus() -> None:
     assert old.torch.conda.spec == "pytorch 2.14.1 cuda129*"
     new = decide(HardwareProfile.from_json(nvidia(H100)), Request(), knowledge).plan
     assert new.torch.conda.spec == "pytorch 2.14.1 cuda130*"
+
+
+def test_pypi_default_build_is_pinned_without_local_label() -> None:
+    """2.14.1's PyPI wheel is the cu130 build (inspected first-hand), so a cu130 plan pins torch==2.14.1;
+    every other variant keeps its +label so pip cannot pick PyPI's different default build."""
+    elsewhere = decide(HardwareProfile.from_json(cpu()), Request(Target.parse("cuda13.0")), KNOWLEDGE).plan
+    assert elsewhere.torch.requirement == "torch==2.14.1"
+    assert any(t.rule == "torch-pin" for t in elsewhere.trace)
+    h100 = decide(HardwareProfile.from_json(nvidia(H100)), Request(), KNOWLEDGE).plan
+    assert h100.torch.requirement == "torch==2.14.1+cu132"
+    cpu_plan = decide(HardwareProfile.from_json(cpu()), Request(), KNOWLEDGE).plan
+    assert cpu_plan.torch.requirement == "torch==2.13.0+cpu"
+    arm = decide(HardwareProfile.from_json(nvidia(("Orin (nvgpu)", "8.7"), platform="linux-aarch64")), Request(),
+                 KNOWLEDGE).plan
+    assert arm.torch.requirement.endswith("+" + arm.torch.variant)
