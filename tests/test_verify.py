@@ -112,3 +112,24 @@ def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
         assert lib["prefill_tokens_per_s"] > 0 and lib["decode_tokens_per_s"] > 0
     ratio = doc["compare"]["speed_ratio_other_over_env"]
     assert ratio["prefill"] > 0 and ratio["decode"] > 0
+
+
+def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():
+    from resolver.verify.fatbin import archs_in_fatbin, archs_of_library, fatbin_container
+
+    blob = b"\0" * 13 + fatbin_container([(2, 80), (2, 90)]) + b"junk" + fatbin_container([(1, 90), (2, 120)])
+    assert archs_in_fatbin(blob) == ["sm_80", "compute_90", "sm_90", "sm_120"]
+    assert archs_in_fatbin(b"\x50\xed\x55\xba" + b"\xff" * 40) == []
+    assert archs_of_library(Path(sys.executable).resolve()) == []  # an ELF without .nv_fatbin
+
+
+def test_arch_support_rules():
+    from resolver.inenv.facts import arch_supported, parse_archs, parse_expected_torch
+
+    assert arch_supported("sm_90", ["sm_80", "sm_90"]) is True
+    assert arch_supported("sm_90", ["sm_80", "compute_80"]) is True  # PTX JIT to a newer GPU
+    assert arch_supported("sm_61", ["sm_75", "sm_80", "compute_80"]) is False
+    assert arch_supported("gfx90a", ["gfx942"]) is False and arch_supported("sm_90", []) is None
+    assert parse_archs("cu130_torch2.14_cxx11_py311_sm90_h1a2b3c4_0") == ["sm_90"]
+    assert parse_expected_torch("2.2.4+cu12torch2.6cxx11abiTRUE") == "2.6"
+    assert parse_expected_torch("1.7.0") is None

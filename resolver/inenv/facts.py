@@ -6,7 +6,7 @@ the facts as one JSON document; ``verify`` and ``doctor`` call :func:`collect` i
 An extension that fails to load with ``undefined symbol`` was compiled against a different torch:
 :func:`load_extension` names the symbol (demangled when ``c++filt`` is at hand) and the torch the
 extension says it was built for (its wheel's local version ``+cu12torch2.6...`` or the conda
-build string ``cu130_torch2.14_...``).
+build string ``cu130_torch2.14_...``), and the GPU architectures it carries (its ``.nv_fatbin``).
 
 >>> parse_expected_torch("2.3.2.post1+cu12torch2.9cxx11abiTRUE")
 '2.9'
@@ -30,6 +30,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from resolver.verify.fatbin import archs_of_library
 
 # The compiled modules of the two kernel packages, and the distribution that ships each.
 EXTENSIONS = {"causal_conv1d_cuda": "causal-conv1d", "selective_scan_cuda": "mamba-ssm"}
@@ -101,7 +103,8 @@ def load_extension(name: str) -> dict:
     info: dict = {"module": name, "installed": True, "file": spec.origin, "owner": _owner(spec.origin)}
     label = " ".join(str(info["owner"].get(k) or "") for k in ("version", "build"))
     info["built_for_torch"] = parse_expected_torch(label)
-    info["built_for_archs"] = parse_archs(info["owner"].get("build") or "") or _cuobjdump_archs(spec.origin)
+    info["built_for_archs"] = (parse_archs(info["owner"].get("build") or "") or archs_of_library(spec.origin)
+                               or _cuobjdump_archs(spec.origin))
     started = time.perf_counter()
     try:
         importlib.import_module(name)

@@ -167,9 +167,15 @@ def run(args) -> dict:
     if not installed:
         checks.append(_check("kernel_extensions", "skip", "the kernel packages (causal-conv1d, mamba-ssm) are not "
                              "installed in this environment"))
+    elif len(installed) < len(exts):
+        for name in sorted(set(exts) - set(installed)):
+            checks.append(_check(f"load:{name}", "skip", f"{name} is not installed ({facts_mod.EXTENSIONS[name]})"))
     for name, ext in installed.items():
         if ext["loaded"]:
-            checks.append(_check(f"load:{name}", "pass", f"{name} loads ({ext['file']})"))
+            archs = ext.get("built_for_archs") or []
+            carries = f"; carries {' '.join(archs)}" if archs else ""
+            checks.append(_check(f"load:{name}", "pass", f"{name} loads with torch {facts['torch']['version']} "
+                                 f"({ext['file']}){carries}", built_for=archs))
         else:
             detail = ext.get("error", "")
             if ext.get("abi"):
@@ -231,9 +237,9 @@ def run(args) -> dict:
         entry = results.setdefault(dtype_name, {})
         t = time.perf_counter()
         ref = ReferenceMambaLM(spec, state, dtype=dtype, device=device)
-        ref_logits, ref_times = _timed(torch, device, lambda: ref.forward(ids), 1)
+        ref_logits, ref_times = _timed(torch, device, lambda: ref.forward(ids), 2 if gpu else 1)
         (ref_tokens, ref_steps), ref_gen_times = _timed(torch, device, lambda: ref.generate(ids, args.new_tokens), 1)
-        entry["reference"] = {"forward_s": ref_times[0], "generate_s": ref_gen_times[0],
+        entry["reference"] = {"forward_s": ref_times[-1], "generate_s": ref_gen_times[0],
                               "tokens": ref_tokens.tolist()}
         report["timings"][f"reference_{dtype_name}_s"] = round(time.perf_counter() - t, 3)
         if args.mode == "verify" and device.type == "cpu" and ref_logits.isfinite().all():
@@ -247,7 +253,8 @@ def run(args) -> dict:
                 else:
                     lib = load_transformers(torch, model_dir, dtype, device, uses_kernels=gpu and kernels_loaded)
                 report["timings"]["library_load_s"] = round(time.perf_counter() - t, 3)
-                lib_logits, lib_times = _timed(torch, device, lambda: lib.forward(torch, ids), 1)
+                # on a GPU the first call compiles/autotunes (Triton): time the second one
+                lib_logits, lib_times = _timed(torch, device, lambda: lib.forward(torch, ids), 2 if gpu else 1)
                 (lib_tokens, lib_steps), lib_gen_times = _timed(
                     torch, device, lambda: lib.generate(torch, ids, args.new_tokens), 1)
         except Exception as exc:  # noqa: BLE001 - a library failure is a finding, not a crash
@@ -257,7 +264,7 @@ def run(args) -> dict:
             checks.append(_check(f"library:{dtype_name}", "fail", f"loading/running the checkpoint failed: {msg[:300]}"))
             continue
         report["library"] = {"name": lib.name, "uses_kernels": lib.uses_kernels, "device": str(device)}
-        entry["library"] = {"name": lib.name, "forward_s": lib_times[0], "generate_s": lib_gen_times[0],
+        entry["library"] = {"name": lib.name, "forward_s": lib_times[-1], "generate_s": lib_gen_times[0],
                             "tokens": lib_tokens.tolist()}
         cmp_logits = compare_logits(torch, ref_logits, lib_logits, dtype_name)
         cmp_tokens = compare_tokens(torch, ref_tokens, lib_tokens.to(ref_tokens.device), ref_steps, TOLERANCE[dtype_name])
@@ -276,7 +283,9 @@ def run(args) -> dict:
         if args.mode == "bench":
             entry["bench"] = bench(torch, device, lib, ref, ids, args)
         elif gpu and lib.uses_kernels:
-            entry["speedup_forward"] = ref_times[0] / lib_times[0] if lib_times[0] else None
+            entry["speedup_forward"] = ref_times[-1] / lib_times[-1] if lib_times[-1] else None
+            checks.append(_check(f"speed:{dtype_name}", "pass", f"kernel path forward {lib_times[-1] * 1e3:.2f} ms vs "
+                                 f"reference {ref_times[-1] * 1e3:.2f} ms (x{entry['speedup_forward']:.1f})"))
     report["timings"]["total_in_env_s"] = round(time.perf_counter() - t0, 3)
     report["ok"] = all(c["status"] != "fail" for c in checks)
     return report
