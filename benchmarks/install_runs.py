@@ -84,7 +84,7 @@ def main() -> int:
             codes[name].append(done.returncode)
             if done.returncode != 0:
                 print(f"run {i} {name}: exit {done.returncode}: {done.stderr.strip()[-300:]}", file=sys.stderr)
-        if not args.json and (i + 1) % 10 == 0:
+        if (i + 1) % 10 == 0:
             print(f"{i + 1}/{args.runs} iterations, abnormal so far: "
                   f"{sum(c != 0 for v in codes.values() for c in v)}", file=sys.stderr, flush=True)
     check = subprocess.run([str(work / ".resolver/envs/cpu/bin/rt-tool")], capture_output=True, text=True)

@@ -84,7 +84,14 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     changed = manifest.dumps() != before
     if changed:
         manifest.save(project.manifest)
-    existing = read_lock(project.lockfile, project.root) if project.lockfile.is_file() else {}
+    notes = []
+    try:
+        existing = read_lock(project.lockfile, project.root) if project.lockfile.is_file() else {}
+    except BadInput as exc:  # a damaged lock is rewritten; what it held for other environments is lost
+        existing = {}
+        notes.append(f"the previous pixi.lock could not be read ({exc.message}); only the environments "
+                     f"locked now are in the new one")
+        info(f"note: {notes[-1]}")
     envs: list[LockedEnv] = []
     reports = []
     for name, plan in sorted(by_env.items()):
@@ -106,7 +113,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     for name, plan in by_env.items():
         save_plan(project, plan, manifest)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(carried), changed,
-                       hashlib.sha256(text.encode()).hexdigest())
+                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes))
 
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sources: Sources, *,

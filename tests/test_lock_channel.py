@@ -350,3 +350,13 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
         assert wheel_gets()[-1] == "GET /rtpy-1.0.0-py3-none-any.whl" and len(wheel_gets()) == before + 3
     finally:
         wheel_server.close()
+
+
+def test_a_damaged_lock_is_rewritten_with_a_note(served, tmp_path):
+    project = make_project(tmp_path / "p", served[1].url)
+    project.lockfile.write_text("version: 7\nplatforms: [oops\n")
+    summary = lock.lock_plans(project, [cpu_plan()])
+    assert summary.notes and "could not be read" in summary.notes[0]
+    from rattler import LockFile
+
+    assert [name for name, _ in LockFile.from_path(str(project.lockfile)).environments()] == ["cpu"]

@@ -53,9 +53,10 @@ class PipResolution:
 
 
 def host_subdir() -> str:
+    """This machine's conda subdir, e.g. ``linux-64``."""
     import platform
 
-    return HOST_SUBDIR.get((sys.platform if sys.platform != "linux" else "linux", platform.machine()), "linux-64")
+    return HOST_SUBDIR.get((sys.platform, platform.machine()), "linux-64")
 
 
 def find_interpreter(python: str) -> str | None:
@@ -107,7 +108,8 @@ def resolve(request: PipRequest, cache: Path, *, info=lambda text: None) -> PipR
         skipped.append(index_url)
         info(f"  index {index_url} cannot be reached; left out (pip's own configuration still applies)")
         index_url = None
-    interpreter = find_interpreter(request.python) if request.platform == host_subdir() else None
+    same_machine = request.platform == host_subdir() and not _older_glibc(request.glibc)
+    interpreter = find_interpreter(request.python) if same_machine else None
     cross = interpreter is None
     with tempfile.TemporaryDirectory(prefix="resolver-pip-") as tmp:
         report = Path(tmp) / "report.json"
@@ -137,6 +139,19 @@ def resolve(request: PipRequest, cache: Path, *, info=lambda text: None) -> PipR
     artifacts = [_artifact(item, cache) for item in data.get("install", [])]
     return PipResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped),
                          interpreter or sys.executable, cross)
+
+
+def _older_glibc(target: str | None) -> bool:
+    """Whether the target's glibc is older than this host's (then wheels are chosen for the target's)."""
+    import platform
+
+    libc, here = platform.libc_ver()
+    if not target or libc != "glibc" or not here:
+        return False
+    try:
+        return tuple(int(x) for x in target.split(".")[:2]) < tuple(int(x) for x in here.split(".")[:2])
+    except ValueError:
+        return False
 
 
 def _pip_reason(stderr: str) -> str:
