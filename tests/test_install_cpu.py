@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from resolver import install, lock
+from resolver import install
 from resolver.envs.lockfile import read_lock
 from resolver.envs.pypi import sha256_of, local_path
 from resolver.paths import ProjectPaths
