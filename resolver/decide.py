@@ -659,8 +659,8 @@ def _conda_cuda(ctx: _Context, release: TorchRelease, cuda: DottedVersion, gpus:
 def _cuda_refusal(ctx: _Context, gpus: list[_Gpu], wanted: DottedVersion | None, rejected, kernels: bool) -> Refusal:
     target = ctx.request.target
     if not rejected:
-        return Refusal(f"PyTorch publishes no CUDA {wanted} wheels for {ctx.profile.platform}",
-                       fix=_way_out(ctx, gpus, kernels, f"use --target cuda12.6 or --target cpu"))
+        return Refusal(f"--target {target}: PyTorch publishes no CUDA {wanted} wheels for {ctx.profile.platform}",
+                       fix=_way_out(ctx, gpus, kernels, f"use one of {_cuda_targets(ctx)}"))
     # the candidate that got furthest (latest rule) names the blocking fact
     release, variant, failure = max(rejected, key=lambda item: _STAGES.index(item[2].stage))
     if failure.stage in ("python", "kernels"):
@@ -797,9 +797,17 @@ def _cuda_plan_elsewhere(ctx: _Context) -> Plan:
                     platform=ctx.profile.platform, torch=torch, kernels=kernel_choice, warnings=tuple(ctx.warnings),
                     trace=tuple(ctx.trace), glibc=_s(ctx.glibc), cuda_driver=str(cuda), runnable_here=False,
                     summary=summary, target=str(ctx.request.target))
-    raise Refusal(f"PyTorch publishes no CUDA {wanted} wheels usable with Python {python_text(ctx.python)} "
-                  f"on {ctx.profile.platform}",
-                  fix="use one of --target cuda12.6, cuda12.8, cuda13.0 (or check --python)")
+    raise Refusal(f"--target {ctx.request.target}: PyTorch publishes no confirmed CUDA {wanted} wheels usable with "
+                  f"Python {python_text(ctx.python)} on {ctx.profile.platform}",
+                  fix=f"use one of {_cuda_targets(ctx)} (or check --python)")
+
+
+def _cuda_targets(ctx: _Context) -> str:
+    """The CUDA targets the tables know for this platform and Python, e.g. ``--target cuda12.6, cuda13.0``."""
+    versions = sorted({v.version.truncate(2) for r in ctx.k.releases if r.supports_python(ctx.python)
+                       for v in r.variants_for(ctx.profile.platform, "cuda") if v.confirmed and r.confirmed
+                       and v.version >= ctx.k.min_cuda()})
+    return "--target " + ", ".join(f"cuda{v}" for v in versions[-4:]) if versions else "--target cpu"
 
 
 # ------------------------------------------------------------------------------------------- ROCm
