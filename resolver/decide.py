@@ -895,7 +895,8 @@ def _rocm_refusal(ctx: _Context, gpus: list[_Gpu], rocm: DottedVersion, wanted: 
     if not rejected:
         available = sorted({v.version.truncate(2) for r in ctx.k.releases for v in r.variants
                             if v.backend == "rocm" and v.version >= minimum})
-        raise Refusal(f"PyTorch publishes no wheels for ROCm {rocm.truncate(2)}",
+        prefix = f"--target {ctx.request.target}: " if wanted is not None else ""
+        raise Refusal(f"{prefix}PyTorch publishes no wheels for ROCm {rocm.truncate(2)}",
                       fix=f"install one of ROCm {', '.join(str(v) for v in available)} (or use --target cpu)")
     gpu_lines = [line for line in rejected if "no kernels for" in line]
     if gpu_lines:
