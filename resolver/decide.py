@@ -894,7 +894,7 @@ def _rocm_refusal(ctx: _Context, gpus: list[_Gpu], rocm: DottedVersion, wanted: 
         ctx.step("torch-release", "eliminated", line)
     if not rejected:
         available = sorted({v.version.truncate(2) for r in ctx.k.releases for v in r.variants
-                            if v.backend == "rocm" and v.version >= minimum})
+                            if v.backend == "rocm" and v.version >= minimum and v.confirmed and r.confirmed})
         prefix = f"--target {ctx.request.target}: " if wanted is not None else ""
         raise Refusal(f"{prefix}PyTorch publishes no wheels for ROCm {rocm.truncate(2)}",
                       fix=f"install one of ROCm {', '.join(str(v) for v in available)} (or use --target cpu)")
