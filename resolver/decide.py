@@ -385,7 +385,7 @@ def _coverage_failure(ctx: _Context, variant: TorchVariant, gpus: list[_Gpu]) ->
     """Does every GPU find code in the wheel? (cubin of same major, lower-or-equal minor, or PTX)."""
     how = []
     driver, _ = _driver(ctx)
-    full_floor = ctx.k.toolkit_floor(variant.version)
+    full_floor = ctx.k.toolkit_floor(variant.version, ctx.driver_os)
     for gpu in gpus:
         cubin = variant.cubin_for(gpu.cc)
         if cubin is not None:
