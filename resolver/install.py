@@ -178,20 +178,54 @@ TEMPLATE_MARKER = ".resolver-template.json"
 
 def _build(env: LockedEnv, kind: str, python: str, interpreter: str | None, conda_files: list[Path],
            wheels: list[Path], tmp: Path, final: Path, project: ProjectPaths, info: Info) -> None:
+    seed: list[Path] = []
     if kind == "venv":
         info(f"creating a virtual environment of Python {python}")
-        _run([interpreter, "-m", "venv", str(tmp)], "creating the virtual environment")
+        seed = _venv(interpreter, tmp, locked_pip=any(a.name == "pip" for a in env.pypi))
     else:
         tmp.mkdir(parents=True)
     if env.conda:
         info(f"linking {len(env.conda)} conda packages")
         _link_conda(project, env, conda_files, tmp, final)
-    if wheels:
+    if wheels or seed:
         info(f"installing {len(wheels)} wheels with pip --no-deps")
-        _run([str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "--no-compile",
+        _run([*_pip_for(tmp / "bin" / "python"), "install", "--no-deps", "--no-index", "--no-compile",
               "--disable-pip-version-check", "--no-warn-script-location", "--quiet",
-              *[str(w) for w in wheels]], "installing the locked wheels")
+              *[str(w) for w in [*seed, *wheels]]], "installing the locked wheels")
     _retarget(tmp, final)
+
+
+def _venv(interpreter: str, tmp: Path, *, locked_pip: bool) -> list[Path]:
+    """Create the venv; returns the pip wheel to seed it with (ensurepip's bundled one), if any.
+
+    ``venv --without-pip`` plus pip's wheel installed with the other wheels is several seconds
+    faster than ``venv`` running ensurepip; interpreters without the bundled wheel use ensurepip.
+    """
+    bundled = None if locked_pip else _bundled_pip(interpreter)
+    if bundled is None and not locked_pip:
+        _run([interpreter, "-m", "venv", str(tmp)], "creating the virtual environment")
+        return []
+    _run([interpreter, "-m", "venv", "--without-pip", str(tmp)], "creating the virtual environment")
+    return [bundled] if bundled else []
+
+
+def _bundled_pip(interpreter: str) -> Path | None:
+    proc = subprocess.run([interpreter, "-c", "import ensurepip, os; print(os.path.dirname(ensurepip.__file__))"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    found = sorted(Path(proc.stdout.strip(), "_bundled").glob("pip-*.whl"))
+    return found[-1] if found else None
+
+
+def _pip_for(python: Path) -> list[str]:
+    """pip acting on ``python``'s environment: this interpreter's pip via ``--python`` when it has one
+    (the environment may have no pip yet), else the environment's own."""
+    import importlib.util
+
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip", "--python", str(python)]
+    return [str(python), "-m", "pip"]
 
 
 def _template_ready(template: Path) -> bool:
