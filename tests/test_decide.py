@@ -360,3 +360,24 @@ def test_pypi_default_build_is_pinned_without_local_label() -> None:
     arm = decide(HardwareProfile.from_json(nvidia(("Orin (nvgpu)", "8.7"), platform="linux-aarch64")), Request(),
                  KNOWLEDGE).plan
     assert arm.torch.requirement.endswith("+" + arm.torch.variant)
+
+
+def test_ptx_runs_forward_only_with_the_full_driver_floor() -> None:
+    """A GPU newer than every cubin runs the wheel's PTX, JIT-compiled by the driver, which needs the
+    toolkit's full driver floor (minor-version compatibility is not enough for PTX)."""
+    import dataclasses
+
+    release = KNOWLEDGE.release("2.14")
+    variant = next(v for v in release.variants if v.tag == "cu126" and "linux-64" in v.platforms)
+    ptx_variant = variant._replace(archs=("8.0",), ptx=("8.0",))  # kernels only as sm_80 cubins + compute_80 PTX
+    only = release._replace(variants=(ptx_variant,))
+    knowledge = dataclasses.replace(KNOWLEDGE, releases=(only,))
+    new_driver = decide(HardwareProfile.from_json(nvidia(H100, driver="560.35.03")), Request(), knowledge)
+    assert new_driver.plan.torch.variant == "cu126"
+    assert any("compute_80 PTX, JIT-compiled" in t.because for t in new_driver.trace)
+    old_driver = decide(HardwareProfile.from_json(nvidia(H100, driver="550.54.15")), Request(), knowledge)
+    assert old_driver.plan is None and "only through PTX" in old_driver.refusal.message
+    assert "560.28.03" in old_driver.refusal.message  # CUDA 12.6's full floor
+    # nothing runs backwards across majors: PTX for 8.0 does not serve a 7.5 GPU
+    t4 = decide(HardwareProfile.from_json(nvidia(T4)), Request(), knowledge)
+    assert t4.plan is None
