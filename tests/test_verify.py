@@ -25,6 +25,7 @@ def _cli(project: Path, *args: str, timeout: float = 600) -> subprocess.Complete
 
 def _project_with(tmp_path: Path, envs: dict[str, Path]) -> Path:
     """A project whose .resolver/envs/<name> point at existing environments (symlinks, nothing copied)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
     (tmp_path / ".resolver" / "envs").mkdir(parents=True)
     for name, path in envs.items():
@@ -133,3 +134,42 @@ def test_arch_support_rules():
     assert parse_archs("cu130_torch2.14_cxx11_py311_sm90_h1a2b3c4_0") == ["sm_90"]
     assert parse_expected_torch("2.2.4+cu12torch2.6cxx11abiTRUE") == "2.6"
     assert parse_expected_torch("1.7.0") is None
+
+
+MAMBA_SSM_CONFIG = {"d_model": 64, "n_layer": 2, "vocab_size": 256, "ssm_cfg": {}, "rms_norm": True,
+                    "residual_in_fp32": True, "fused_add_norm": True, "pad_vocab_size_multiple": 8,
+                    "tie_embeddings": False}
+TO_MAMBA_SSM = """
+import sys, torch
+from safetensors.torch import load_file
+state = {k.replace("backbone.embeddings.", "backbone.embedding."): v for k, v in load_file(sys.argv[1]).items()}
+torch.save(state, sys.argv[2])
+"""
+
+
+def test_verify_reads_a_mamba_ssm_checkpoint(tmp_path, cpu_project):
+    """mamba_ssm's own layout (d_model/ssm_cfg config, pytorch_model.bin, `embedding` key) gives the same answer."""
+    hf = write_tiny_checkpoint(tmp_path / "hf")
+    ms = tmp_path / "ms"
+    ms.mkdir()
+    (ms / "config.json").write_text(json.dumps(MAMBA_SSM_CONFIG))
+    python = cpu_project / ".resolver" / "envs" / "cpu" / "bin" / "python"
+    subprocess.run([str(python), "-c", TO_MAMBA_SSM, str(hf / "model.safetensors"), str(ms / "pytorch_model.bin")], check=True)
+    docs = [json.loads(_cli(cpu_project, "verify", "--model", str(m), "--json").stdout) for m in (hf, ms)]
+    assert all(d["ok"] for d in docs), [c for d in docs for c in d["checks"] if c["status"] == "fail"]
+    tokens = [d["results"]["float32"]["library"]["tokens"] for d in docs]
+    assert tokens[0] == tokens[1]
+    assert docs[1]["model"]["files"] == ["pytorch_model.bin"]
+
+
+def test_verify_and_doctor_in_an_environment_without_torch(tmp_path):
+    """A venv without torch: verify exits 7 with one sentence; doctor says torch does not import."""
+    env = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    project = _project_with(tmp_path / "p", {"bare": env})
+    done = _cli(project, "verify")
+    assert done.returncode == 7, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "install --env bare --force" in done.stderr
+    doc = json.loads(_cli(project, "doctor", "--json").stdout)
+    torch = next(f for f in doc["findings"] if f["name"] == "torch")
+    assert torch["status"] == "fail" and "torch" in torch["detail"] and "--force" in torch["fix"]

@@ -125,12 +125,29 @@ def load_mamba_ssm(torch, model_dir: Path, spec, state, dtype, device) -> Librar
     return Library("mamba_ssm.MambaLMHeadModel", model, device, uses_kernels=True)
 
 
-def load_transformers(torch, model_dir: Path, dtype, device, uses_kernels: bool) -> Library:
-    from transformers import MambaForCausalLM
+def load_transformers(torch, model_dir: Path, cfg: dict, spec, state, dtype, device, uses_kernels: bool) -> Library:
+    """from_pretrained for a transformers checkpoint; a mamba_ssm one (d_model, ssm_cfg) is mapped onto
+    transformers' MambaConfig and its state dict loaded strictly."""
+    from transformers import MambaConfig, MambaForCausalLM
     from transformers.utils import logging as hf_logging
 
+    from resolver.reference import canonical_weights
+
     hf_logging.set_verbosity_error()
-    model = MambaForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device).eval()
+    if cfg.get("model_type") == "mamba" or "hidden_size" in cfg:
+        model = MambaForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
+    else:
+        if not spec.rms_norm:
+            raise ValueError("transformers' Mamba has RMSNorm only; this mamba_ssm checkpoint uses LayerNorm")
+        config = MambaConfig(vocab_size=spec.vocab_size, hidden_size=spec.d_model, state_size=spec.d_state,
+                             num_hidden_layers=spec.n_layer, conv_kernel=spec.d_conv, expand=spec.expand,
+                             time_step_rank=spec.dt_rank, layer_norm_epsilon=spec.norm_eps, use_bias=spec.bias,
+                             use_conv_bias=spec.conv_bias, residual_in_fp32=spec.residual_in_fp32,
+                             tie_word_embeddings=spec.tie_embeddings)
+        model = MambaForCausalLM(config)
+        model.load_state_dict(canonical_weights(state, spec), strict=True)
+        model = model.to(dtype)
+    model = model.to(device).eval()
     return Library("transformers.MambaForCausalLM", model, device, uses_kernels=uses_kernels)
 
 
@@ -215,10 +232,13 @@ def run(args) -> dict:
     model_dir = Path(args.model)
     cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     spec = MambaSpec.from_config(cfg)
-    weight_files = sorted(model_dir.glob("*.safetensors"))
+    weight_files = sorted(model_dir.glob("*.safetensors")) or [model_dir / "pytorch_model.bin"]
     state: dict = {}
     for f in weight_files:
-        state.update(load_file(str(f)))
+        if f.suffix == ".safetensors":
+            state.update(load_file(str(f)))
+        else:  # mamba_ssm's save_pretrained writes a pickled state dict; load tensors only
+            state.update(torch.load(str(f), map_location="cpu", weights_only=True))
     report["model"] = {"path": str(model_dir), "files": [f.name for f in weight_files],
                        "parameters": int(sum(v.numel() for v in state.values())),
                        "spec": {k: getattr(spec, k) for k in spec.__dataclass_fields__}}
@@ -251,7 +271,8 @@ def run(args) -> dict:
                 if use_mamba_ssm:
                     lib = load_mamba_ssm(torch, model_dir, spec, state, dtype, device)
                 else:
-                    lib = load_transformers(torch, model_dir, dtype, device, uses_kernels=gpu and kernels_loaded)
+                    lib = load_transformers(torch, model_dir, cfg, spec, state, dtype, device,
+                                            uses_kernels=gpu and kernels_loaded)
                 report["timings"]["library_load_s"] = round(time.perf_counter() - t, 3)
                 # on a GPU the first call compiles/autotunes (Triton): time the second one
                 lib_logits, lib_times = _timed(torch, device, lambda: lib.forward(torch, ids), 2 if gpu else 1)

@@ -47,10 +47,11 @@ def resolve_model(project: ProjectPaths, model: str | None) -> Path:
     if not folder.is_dir():
         raise ResolverError(f"--model {model} is not a folder", fix="pass a folder holding config.json and model.safetensors",
                             code=ExitCode.BAD_INPUT)
-    if not (folder / "config.json").is_file() or not list(folder.glob("*.safetensors")):
-        raise ResolverError(f"--model {model} has no config.json and *.safetensors",
-                            fix="save the model with `save_pretrained(..., safe_serialization=True)` or omit --model "
-                                "to use the built-in tiny checkpoint", code=ExitCode.BAD_INPUT)
+    if not (folder / "config.json").is_file() or not (list(folder.glob("*.safetensors"))
+                                                       or (folder / "pytorch_model.bin").is_file()):
+        raise ResolverError(f"--model {model} has no config.json with *.safetensors or pytorch_model.bin",
+                            fix="save the model with `save_pretrained(...)` or omit --model to use the built-in "
+                                "tiny checkpoint", code=ExitCode.BAD_INPUT)
     try:
         json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -75,4 +76,11 @@ def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: floa
         raise EnvironmentProblem(f"the Python of environment '{env.name}' could not run the check ({last.strip()[:300]})",
                                  fix=f"run `python -m resolver doctor --env {env.name}`; if torch is missing, "
                                      f"`python -m resolver install --env {env.name}`")
+    fatal = report.get("fatal")
+    if fatal and ("No module named" in fatal or "torch" in fatal.split(":", 1)[0]):
+        missing = fatal.split("No module named", 1)[-1].strip(" '\"") if "No module named" in fatal else "torch"
+        raise EnvironmentProblem(f"environment '{env.name}' cannot run the check: {fatal[:300]}",
+                                 because=f"{missing} is not importable in {env.path}",
+                                 fix=f"run `python -m resolver install --env {env.name} --force`, then "
+                                     f"`python -m resolver doctor --env {env.name}`")
     return InEnvResult(env, report, wall, (proc.stderr or "")[-4000:])
