@@ -38,6 +38,27 @@ def exit_code(report: dict) -> int:
     return int(ExitCode.CHECK_FAILED) if failed or not report.get("ok", False) else int(ExitCode.OK)
 
 
+def diagnoses(report: dict, env_name: str) -> list[dict]:
+    """Failed checks and errors run through doctor's signatures: the known cause and the fix command."""
+    from resolver.doctor.context import build_context
+    from resolver.doctor.signatures import load_signatures, match_log
+
+    texts = [c.get("detail", "") for c in report.get("checks", ()) if c.get("status") == "fail"]
+    texts += [str(e.get("error", "")) + "\n" + str(e.get("traceback", "")) for e in report.get("errors", ())]
+    texts += [str(report.get("fatal", ""))] if report.get("fatal") else []
+    texts += [e["error"] for e in ((report.get("facts") or {}).get("extensions") or {}).values() if e.get("error")]
+    ctx = build_context(env_name, report.get("facts"), None)
+    out, seen = [], set()
+    signatures = load_signatures()
+    for text in texts:
+        for m in match_log(text, signatures)[:1]:
+            if m.signature.id not in seen:
+                seen.add(m.signature.id)
+                out.append({"id": m.signature.id, "title": m.signature.title, "cause": ctx.render(m.signature.cause, m.groups),
+                            "fix": ctx.render(m.signature.fix, m.groups), "sources": list(m.signature.sources)})
+    return out
+
+
 def document(report: dict, *, env_name: str, wall_s: float, driver: dict) -> dict:
     """The stable JSON shape of `verify --json` (keys documented in docs/verify-doctor.md)."""
     facts = report.get("facts", {})
@@ -56,6 +77,7 @@ def document(report: dict, *, env_name: str, wall_s: float, driver: dict) -> dic
         "checks": report.get("checks", []),
         "results": report.get("results", {}),
         "errors": report.get("errors", []) + ([{"where": "in-env", "error": report["fatal"]}] if report.get("fatal") else []),
+        "diagnoses": diagnoses(report, env_name),
         "timings": {**report.get("timings", {}), "wall_s": round(wall_s, 3)},
     }
 
@@ -80,5 +102,7 @@ def human(doc: dict) -> str:
         lines.append(f"  [{_MARK.get(check['status'], check['status'])}] {check['name']}: {check['detail']}")
     for err in doc["errors"]:
         lines.append(f"  error in {err.get('where')}: {str(err.get('error'))[:300]}")
+    for d in doc.get("diagnoses", ()):
+        lines.append(f"  known problem: {d['title']}\n    cause: {d['cause']}\n    fix:   {d['fix']}")
     lines.append(f"{'PASSED' if doc['ok'] else 'FAILED'} in {doc['timings']['wall_s']:.1f} s")
     return "\n".join(lines)
