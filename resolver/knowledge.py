@@ -21,6 +21,9 @@ ComputeCapability(major=7, minor=0)
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -324,11 +327,15 @@ class Knowledge:
     conda_forge: CondaForge
 
     @classmethod
-    def load(cls, folder: str | Path | None = None) -> "Knowledge":
-        """Read and validate every table in ``folder`` (default: the package's ``data/``)."""
+    def load(cls, folder: str | Path | None = None, *, cache: bool = True) -> "Knowledge":
+        """Read and validate every table in ``folder`` (default: the package's ``data/``).
+
+        Parsing TOML costs ~30 ms per process, most of a ``plan``; the parsed tables are kept as JSON
+        in the user's cache folder under a name derived from the tables' bytes (like Python's bytecode
+        cache), so an edited table is simply parsed again. ``cache=False`` never reads or writes it.
+        """
         folder = Path(folder) if folder is not None else DATA_DIR
-        raw = {name: _read_toml(folder / name) for name in TABLE_FILES}
-        return _build(raw)
+        return _build(_read_tables(folder, cache))
 
     # ---- torch
 
@@ -579,17 +586,55 @@ def _best_name_match(name: str, candidates: Iterable[tuple[str, Any]]) -> Any | 
 # ------------------------------------------------------------------------------------------ loading
 
 
-def _read_toml(path: Path) -> dict:
+def _read_tables(folder: Path, cache: bool) -> dict[str, dict]:
+    blobs = {}
+    for name in TABLE_FILES:
+        path = folder / name
+        try:
+            blobs[name] = path.read_bytes()
+        except FileNotFoundError:
+            raise KnowledgeError(f"knowledge table {path} is missing", fix="reinstall mamba-resolver") from None
+        except OSError as exc:
+            raise KnowledgeError(f"knowledge table {path} cannot be read: {exc}",
+                                 fix="restore it from the repository (git checkout resolver/data)") from None
+    cached = _cache_file(blobs) if cache else None
+    if cached is not None:
+        try:
+            data = json.loads(cached.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and set(data) == set(TABLE_FILES):
+                return data
+        except (OSError, ValueError):
+            pass
+    raw = {name: _parse_toml(folder / name, blob) for name, blob in blobs.items()}
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            temporary = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(raw), encoding="utf-8")
+            os.replace(temporary, cached)
+        except OSError:  # a read-only home: parse every time
+            pass
+    return raw
+
+
+def _cache_file(blobs: dict[str, bytes]) -> Path | None:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not base or base.startswith("~"):
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(blobs):
+        digest.update(name.encode() + b"\0" + blobs[name] + b"\0")
+    return Path(base) / "mamba-resolver" / f"knowledge-{digest.hexdigest()[:24]}.json"
+
+
+def _parse_toml(path: Path, blob: bytes) -> dict:
     try:
         import tomllib  # Python 3.11+
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise KnowledgeError(f"knowledge table {path} is missing", fix="reinstall mamba-resolver") from None
-    except (OSError, ValueError) as exc:
+        return tomllib.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise KnowledgeError(f"knowledge table {path} cannot be read: {exc}",
                              fix="restore it from the repository (git checkout resolver/data)") from None
 

@@ -164,6 +164,27 @@ def test_conda_forge() -> None:
 # ---- the checks can fail: break copies of the real tables
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own cache folder, so no test writes to the user's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_parsed_tables_are_cached_by_content(data_copy: Path, _private_cache: Path) -> None:
+    first = Knowledge.load(data_copy)
+    files = list(_private_cache.glob("mamba-resolver/knowledge-*.json"))
+    assert len(files) == 1
+    assert Knowledge.load(data_copy) == first  # served from the cache
+    _edit(data_copy, "torch.toml", 'latest = "2.9.1"', 'latest = "2.9.2"')
+    assert Knowledge.load(data_copy).release("2.9").latest == "2.9.2"  # an edit is a new cache entry
+    assert len(list(_private_cache.glob("mamba-resolver/knowledge-*.json"))) == 2
+    files[0].write_text("{not json", encoding="utf-8")  # a damaged entry is parsed again
+    _edit(data_copy, "torch.toml", 'latest = "2.9.2"', 'latest = "2.9.1"')
+    assert Knowledge.load(data_copy) == first
+    assert Knowledge.load(data_copy, cache=False) == first
+
+
 @pytest.fixture()
 def data_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "data"
