@@ -21,10 +21,10 @@ ComputeCapability(major=7, minor=0)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
@@ -621,10 +621,11 @@ def _cache_file(blobs: dict[str, bytes]) -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not base or base.startswith("~"):
         return None
-    digest = hashlib.sha256()
-    for name in sorted(blobs):
-        digest.update(name.encode() + b"\0" + blobs[name] + b"\0")
-    return Path(base) / "mamba-resolver" / f"knowledge-{digest.hexdigest()[:24]}.json"
+    # crc32 + adler32 + length of the concatenated tables: a 64-bit content key without importing hashlib
+    # (OpenSSL's import costs more than the whole lookup)
+    data = b"".join(name.encode() + b"\0" + blobs[name] + b"\0" for name in sorted(blobs))
+    key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
+    return Path(base) / "mamba-resolver" / f"knowledge-{key}.json"
 
 
 def _parse_toml(path: Path, blob: bytes) -> dict:
