@@ -5,7 +5,8 @@
 Prints the median wall time of each and the ratio (probe + plan) / (2 x python -c pass); the target
 is <= 3x. Import cost is most of it: the plan path imports no torch, rattler or tomlkit.
 
-Bytecode is cached as on a user's machine (PYTHONDONTWRITEBYTECODE is dropped and the cache goes to a
+The commands run interleaved, round after round, so a busy machine slows them alike. Bytecode is
+cached as on a user's machine (PYTHONDONTWRITEBYTECODE is dropped and the cache goes to a
 temporary PYTHONPYCACHEPREFIX after one warm-up run); ``--cold`` measures with no bytecode cache.
 """
 
@@ -22,16 +23,20 @@ import time
 from pathlib import Path
 
 
-def _median(command: list[str], runs: int, env: dict) -> float:
-    subprocess.run(command, capture_output=True, text=True, env=env)  # warm-up: writes the bytecode cache
-    times = []
+def _medians(commands: dict[str, list[str]], runs: int, env: dict) -> dict[str, float]:
+    """Median wall time per command; the commands run interleaved, round after round, so a busy
+    machine slows them all alike (their ratio is what matters)."""
+    for command in commands.values():  # warm-up: writes the bytecode cache
+        subprocess.run(command, capture_output=True, text=True, env=env)
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        start = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True, env=env)
-        times.append(time.perf_counter() - start)
-        if result.returncode != 0:
-            raise SystemExit(f"{' '.join(command)} failed ({result.returncode}): {result.stderr.strip()[-300:]}")
-    return statistics.median(times)
+        for name, command in commands.items():
+            start = time.perf_counter()
+            result = subprocess.run(command, capture_output=True, text=True, env=env)
+            times[name].append(time.perf_counter() - start)
+            if result.returncode != 0:
+                raise SystemExit(f"{' '.join(command)} failed ({result.returncode}): {result.stderr.strip()[-300:]}")
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> int:
@@ -51,10 +56,13 @@ def main() -> int:
         profile = Path(tmp) / "profile.json"
         profile.write_text(subprocess.run([python, "-m", "resolver", "probe", "--json"], capture_output=True,
                                           text=True, check=True).stdout)
-        bare = _median([python, "-c", "pass"], args.runs, env)
-        probe = _median([python, "-m", "resolver", "probe", "--json"], args.runs, env)
-        plan = _median([python, "-m", "resolver", "plan", "--profile", str(profile), "--json"], args.runs, env)
-        plan_live = _median([python, "-m", "resolver", "plan", "--json"], args.runs, env)
+        medians = _medians({
+            "bare": [python, "-c", "pass"],
+            "probe": [python, "-m", "resolver", "probe", "--json"],
+            "plan": [python, "-m", "resolver", "plan", "--profile", str(profile), "--json"],
+            "plan_live": [python, "-m", "resolver", "plan", "--json"],
+        }, args.runs, env)
+        bare, probe, plan, plan_live = (medians[k] for k in ("bare", "probe", "plan", "plan_live"))
     ratio = (probe + plan) / (2 * bare)
     result = {"runs": args.runs, "bytecode_cache": not args.cold, "python_c_pass_s": round(bare, 4), "probe_s": round(probe, 4),
               "plan_from_profile_s": round(plan, 4), "plan_with_live_probe_s": round(plan_live, 4),
