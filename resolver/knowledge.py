@@ -5,8 +5,9 @@ Mamba kernel packages, ROCm header fixes and conda-forge lives in those tables, 
 each with its ``source`` (and ``confirmed = false`` where only one secondary source backs it).
 Adding a PyTorch release is a data edit: a ``[[release]]`` block in ``torch.toml``.
 
-:meth:`Knowledge.load` reads and validates the tables each time it is called (a few milliseconds);
-callers that plan many times keep the instance. There is no module-level cache.
+:meth:`Knowledge.load` reads and validates the tables each time it is called (a few milliseconds:
+the parsed TOML is kept as JSON in the user's cache folder, keyed by the tables' checksums); callers
+that plan many times keep the instance. There is no module-level state.
 
 >>> k = Knowledge.load()
 >>> k.release("2.9").latest
