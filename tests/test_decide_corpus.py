@@ -57,3 +57,27 @@ def test_every_corpus_machine_plans_or_refuses(name: str) -> None:
             assert plan.kernels.arch_list == archs
         if patches is not None:
             assert tuple(p.id for p in plan.patches) == patches
+
+
+@pytest.mark.skipif(not NAMES, reason="no probe corpus in tests/machines")
+def test_gpu_table_agrees_with_the_corpus() -> None:
+    """Every NVIDIA product name the corpus machines report is in gpus.toml with the compute capability
+    the machine itself reported; AMD names too (bare KFD nodes report no product name)."""
+    from resolver.probe import probe_machine
+
+    checked = 0
+    for name in NAMES:
+        profile = probe_machine(MACHINES / name)
+        for gpu in profile.nvidia.gpus if profile.nvidia else ():
+            model = KNOWLEDGE.nvidia_model(gpu.name)
+            assert model is not None, f"{name}: {gpu.name!r} is not in gpus.toml"
+            assert model.compute_capability == gpu.compute_capability, (name, gpu.name)
+            checked += 1
+        for gpu in profile.amd.gpus if profile.amd else ():
+            model = KNOWLEDGE.amd_model(gpu.name)
+            if model is None:
+                assert gpu.name.startswith("AMD GPU ("), f"{name}: {gpu.name!r} is not in gpus.toml"
+                continue
+            assert model.gfx == gpu.gfx_arch, (name, gpu.name)
+            checked += 1
+    assert checked >= 10
