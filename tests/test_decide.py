@@ -137,6 +137,9 @@ CASES = [
     Case("mixed-t4-a100", nvidia(T4, A100, A100), variant="cu132", arch_list=("7.5", "8.0")),
     Case("mixed-1080ti-rtx5090", nvidia(GTX1080TI, RTX5090),
          refused="no single PyTorch CUDA build has kernels for every GPU in this node", fix="CUDA_VISIBLE_DEVICES"),
+    Case("nvidia-and-amd-in-one-box", {**nvidia(A100), "amd": {"rocm_version": "6.2.4",
+                                                              "gpus": [{"name": "AMD Instinct MI210", "gfx_arch": "gfx90a"}]}},
+         backend="cuda", arch_list=("8.0",), warning="NVIDIA and AMD GPUs in one machine"),
     # --- ROCm
     Case("mi250x-rocm6.0.2-patch", amd(MI250X, rocm="6.0.2", python="3.10.12"), backend="rocm", torch="2.4.1",
          variant="rocm6.0", arch_list=("gfx90a",), patches=("rocm6.0-bf16-inline",), toolkit="hipcc 6.0", conda=None,
