@@ -173,8 +173,6 @@ class Setup:
                 return "skipped", "verified earlier with the same environment and kernels", previous
             if self.options.dry_run:
                 return "would-run", "load a Mamba checkpoint and compare against the reference", None
-            from resolver.verify import verify_environment
-
             report = verify_environment(self.project, env)
             self.result.verify = report
             if not report.get("ok"):
@@ -194,6 +192,23 @@ class Setup:
             todo.append(f"it builds causal-conv1d and mamba-ssm for {', '.join(plan.kernels.arch_list) or 'the GPUs there'}")
         todo.append("and verifies a Mamba model against the reference implementation")
         return todo
+
+
+def verify_environment(project: ProjectPaths, env: Environment) -> dict[str, Any]:
+    """Run ``verify`` on the default checkpoint inside ``env``; its JSON document plus a one-line summary."""
+    from resolver.verify import report as rep
+    from resolver.verify.runner import resolve_model, run_in_env
+
+    result = run_in_env(env, resolve_model(project, None), [])
+    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
+    checks = doc.get("checks", [])
+    passed = sum(1 for c in checks if c.get("status") == "pass")
+    failed = [c["name"] for c in checks if c.get("status") == "fail"]
+    library = (doc.get("library") or {}).get("name", "no library")
+    doc["summary"] = (f"{passed}/{len(checks)} checks passed through {library} and the reference "
+                      f"({'kernels' if (doc.get('library') or {}).get('uses_kernels') else 'no kernels: reference path'}) "
+                      f"in {doc['timings']['wall_s']:.1f} s") + (f"; failed: {', '.join(failed)}" if failed else "")
+    return doc
 
 
 def describe_profile(profile: HardwareProfile) -> str:
