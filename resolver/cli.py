@@ -30,12 +30,14 @@ class _Parser(argparse.ArgumentParser):
         raise ResolverError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`", code=ExitCode.REFUSED)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only`` set to a known command, just that command's module is imported
+    (the others cost tens of milliseconds of start-up, which ``probe`` and ``plan`` must not pay)."""
     parser = _Parser(prog="resolver", description="Choose, lock, build and verify PyTorch + Mamba environments. "
                      "Without a command, runs `setup`.")
     parser.add_argument("--version", action="version", version=f"mamba-resolver {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in ((only,) if only in COMMANDS else COMMANDS):
         module = importlib.import_module(f"resolver.commands.{name}")
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         command.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     json_mode = "--json" in argv
     out = Output(json_mode=json_mode)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
         out = Output(json_mode=args.json, quiet=args.quiet)
         return int(args._module.run(args, out) or 0)
     except ResolverError as exc:
