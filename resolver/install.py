@@ -139,8 +139,9 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     conda_files = [_verified_conda(project, record) for record in env.conda]
     wheels = [_verified_wheel(project, art) for art in env.pypi]
     project.envs.mkdir(parents=True, exist_ok=True)
-    for stale in project.envs.glob(f".{env.name}.tmp-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    for pattern in (f".{env.name}.tmp-*", f".{env.name}.old-*"):  # left by an interrupted run
+        for stale in project.envs.glob(pattern):
+            shutil.rmtree(stale, ignore_errors=True)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     template = project.cache / "envs" / f"{env.name}-{digest[:20]}"
     from_cache = use_cache and _template_ready(template)
@@ -236,8 +237,9 @@ def _save_template(tmp: Path, template: Path, final: Path) -> None:
     """Keep a hard-linked copy of a freshly built environment: the next install of the same lock
     content links it instead of running pip again (files are shared like conda's package cache;
     every write we make replaces a file rather than editing it in place)."""
+    for stale in template.parent.glob(f".{template.name}.part-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     part = template.with_name(f".{template.name}.part-{os.getpid()}")
-    shutil.rmtree(part, ignore_errors=True)
     try:
         _link_tree(tmp, part)
         (part / TEMPLATE_MARKER).write_text(json.dumps({"final": str(final)}) + "\n", encoding="utf-8")
