@@ -17,8 +17,15 @@ def run(args, out) -> int:
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
-    summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
-                                           info=out.info)
+    from resolver.pipeline import project_lock
+
+    if not project.lockfile.is_file():
+        from resolver.errors import BadInput
+
+        raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
+    with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
+        summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
+                                               info=out.info)
     verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
         f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"
