@@ -360,3 +360,19 @@ def test_a_damaged_lock_is_rewritten_with_a_note(served, tmp_path):
     from rattler import LockFile
 
     assert [name for name, _ in LockFile.from_path(str(project.lockfile)).environments()] == ["cpu"]
+
+
+def test_local_kernel_channel_is_indexed_used_and_relative(served, tmp_path):
+    channel, _ = served
+    project = make_project(tmp_path / "p", "unused")
+    project.manifest.write_text(project.manifest.read_text().replace('channels = ["unused"]', "channels = []"))
+    shutil.copytree(channel, project.channel)
+    for index in project.channel.glob("*/repodata.json"):
+        index.unlink()  # not indexed yet: lock indexes it
+    summary = lock.lock_plans(project, [cuda_plan()])
+    assert (project.channel / "linux-64" / "repodata.json").is_file()
+    text = project.lockfile.read_text()
+    assert "- url: ./.resolver/channel/" in text and "- conda: ./.resolver/channel/linux-64/rt-kernel-1.2.0-cuda_1.conda" in text
+    assert summary.locked[0].conda_packages == 5
+    done = install.install_environment(project, "cuda12")
+    assert run(done.path / "bin" / "rt-kernel") == "rt-kernel cuda"
