@@ -72,8 +72,13 @@ class LockSummary:
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
-               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None) -> LockSummary:
-    """Lock the environments of ``plans`` (re-resolved) plus every other locked one (carried over)."""
+               no_conda: bool = False, no_pypi: bool = False, all_platforms: bool = False,
+               info: Info = lambda text: None) -> LockSummary:
+    """Lock the environments of ``plans`` (re-resolved) plus every other locked one (carried over).
+
+    Each environment is locked for its plan's platform; with ``all_platforms`` also for every other
+    platform its features declare (e.g. ``osx-arm64`` for ``cpu``), resolved for that platform.
+    """
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
         Manifest.new(project.root.name or "project", project.manifest)
@@ -95,13 +100,18 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     envs: list[LockedEnv] = []
     reports = []
     for name, plan in sorted(by_env.items()):
-        started = time.monotonic()
-        env, skipped = lock_environment(project, manifest, plan, sources, no_conda=no_conda, no_pypi=no_pypi,
-                                        info=info)
-        envs.append(env)
-        torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-        reports.append(EnvLockReport(name, env.platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                     skipped, time.monotonic() - started))
+        declared = manifest.environment(name).platforms
+        before = {e.platform.subdir for e in existing.get(name, [])}  # platforms locked before stay locked
+        extra = [p for p in declared if p != plan.platform and (all_platforms or p in before)]
+        targets = [plan, *(for_platform(plan, p) for p in extra)]
+        for target in targets:
+            started = time.monotonic()
+            env, skipped = lock_environment(project, manifest, target, sources, no_conda=no_conda,
+                                            no_pypi=no_pypi, info=info)
+            envs.append(env)
+            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+            reports.append(EnvLockReport(name, env.platform.name, len(env.conda), len(env.pypi), torch,
+                                         env.channels, skipped, time.monotonic() - started))
     carried = []
     for name, locked in sorted(existing.items()):
         if name in by_env or name not in manifest.environment_names():
@@ -122,7 +132,7 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sour
     """Resolve one environment for ``plan``'s target machine."""
     from resolver.envs import pypi
 
-    spec = manifest.environment(plan.env_name)
+    spec = manifest.environment(plan.env_name, plan.platform)
     platform = locked_platform(plan)
     channels = sources.channels_for(list(spec.channels))
     local = local_kernel_channel(project, info)
@@ -152,6 +162,14 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sour
             project.cache / "pypi", info=info)
         artifacts, skipped = resolution.artifacts, resolution.skipped_indexes
     return LockedEnv(spec.name, platform, tuple(channels), tuple(records), artifacts), skipped
+
+
+def for_platform(plan: Plan, platform: str) -> Plan:
+    """``plan`` for another platform of the same environment (the glibc floor only applies to linux)."""
+    import dataclasses
+
+    return dataclasses.replace(plan, platform=platform, glibc=plan.glibc if platform.startswith("linux") else None,
+                               runnable_here=False)
 
 
 def locked_platform(plan: Plan) -> LockedPlatform:
@@ -286,7 +304,7 @@ def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
         manifest = Manifest.load(project.manifest)
         if plan.env_name not in manifest.environment_names():
             return False
-        spec = manifest.environment(plan.env_name)
+        spec = manifest.environment(plan.env_name, plan.platform)
         torch_pin = dict(spec.pypi).get("torch", {}).get("version", "")
         if torch_pin != "==" + plan.torch.requirement.split("==", 1)[1]:
             return False

@@ -116,7 +116,9 @@ class Manifest:
     def environment_names(self) -> list[str]:
         return sorted(str(k) for k in self.doc.get("environments", {}).keys())
 
-    def environment(self, name: str) -> EnvSpec:
+    def environment(self, name: str, platform: str | None = None) -> EnvSpec:
+        """Environment ``name`` merged over its features; with ``platform``, the features'
+        ``[target.<platform>]`` dependencies are merged in too (e.g. torch without ``+cpu`` on macOS)."""
         envs = self.doc.get("environments", {})
         if name not in envs:
             known = ", ".join(self.environment_names()) or "none"
@@ -151,10 +153,14 @@ class Manifest:
         extra: list[str] = []
         links: list[str] = []
         for layer in [ws, *layers]:
-            for dep, spec in layer.get("dependencies", {}).items():
-                conda[str(dep)] = _conda_spec(spec)
-            for dep, spec in layer.get("pypi-dependencies", {}).items():
-                pypi[str(dep).lower()] = _pypi_spec(spec)
+            tables = [layer]
+            if platform is not None:
+                tables.append(layer.get("target", {}).get(platform, {}))
+            for table in tables:
+                for dep, spec in table.get("dependencies", {}).items():
+                    conda[str(dep)] = _conda_spec(spec)
+                for dep, spec in table.get("pypi-dependencies", {}).items():
+                    pypi[str(dep).lower()] = _pypi_spec(spec)
             options = layer.get("pypi-options", {})
             index_url = str(options["index-url"]) if options.get("index-url") else index_url
             extra += [str(u) for u in options.get("extra-index-urls", [])]

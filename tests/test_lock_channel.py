@@ -376,3 +376,26 @@ def test_local_kernel_channel_is_indexed_used_and_relative(served, tmp_path):
     assert summary.locked[0].conda_packages == 5
     done = install.install_environment(project, "cuda12")
     assert run(done.path / "bin" / "rt-kernel") == "rt-kernel cuda"
+
+
+def test_all_platforms_locks_the_other_declared_platform_with_its_target_overrides(served, tmp_path):
+    project = make_project(tmp_path / "p", served[1].url)
+    text = project.manifest.read_text().replace(
+        '[feature.cpu]\nplatforms = ["linux-64"]\ndependencies = { rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }',
+        '[feature.cpu]\nplatforms = ["linux-64", "osx-arm64"]\ndependencies = { rt-tool = ">=0.3", pip = "*" }\n'
+        'target.linux-64.dependencies = { rt-kernel = "1.2.*" }')
+    project.manifest.write_text(text.replace('platforms = ["linux-64"]\n\n[feature.cpu]',
+                                             'platforms = ["linux-64", "osx-arm64"]\n\n[feature.cpu]'))
+    summary = lock.lock_plans(project, [cpu_plan()], all_platforms=True)
+    assert [(e.platform, e.conda_packages, e.pypi_packages) for e in summary.locked] == \
+        [("linux-64", 5, 2), ("osx-arm64", 4, 2)]
+    from rattler import LockFile
+
+    env = LockFile.from_path(str(project.lockfile)).environment("cpu")
+    osx = next(p for p in env.platforms() if p.name == "osx-arm64")
+    assert "__osx=11.0=0" in [str(v) for v in osx.virtual_packages]
+    assert sorted(pkg.name for pkg in env.packages(osx) if pkg.location.endswith(".conda")) == \
+        ["pip", "rt-base", "rt-lib", "rt-tool"]
+    again = lock.lock_plans(project, [cpu_plan()])  # platforms locked before stay locked
+    assert [e.platform for e in again.locked] == ["linux-64", "osx-arm64"]
+    assert install.install_environment(project, "cpu").platform == "linux-64"

@@ -24,6 +24,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-conda", action="store_true",
                         help="lock without the conda part (offline); the environment becomes a venv of the host Python")
     parser.add_argument("--no-pypi", action="store_true", help="lock without the PyPI part (conda packages only)")
+    parser.add_argument("--all-platforms", action="store_true",
+                        help="also lock every other platform the environment declares (e.g. osx-arm64 for cpu)")
 
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
@@ -70,7 +72,7 @@ def run(args, out) -> int:
 
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
-                                  info=out.info)
+                                  all_platforms=args.all_platforms, info=out.info)
     data = summary.to_json()
     data["seconds"] = round(time.monotonic() - started, 3)
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
