@@ -72,9 +72,9 @@ def run(args, out) -> int:
     if args.dtype and args.dtype not in ("float32", "bfloat16", "float16"):
         raise BadInput(f"--dtype {args.dtype} is not one of float32, bfloat16, float16", fix="pick one of them")
     project = ProjectPaths.discover()
+    model = resolve_model(project, args.model)  # a bad --model is reported before anything else
     env = Environment.find(project, args.env)
     other = Environment.find(project, args.compare) if args.compare else None
-    model = resolve_model(project, args.model)
     with tempfile.TemporaryDirectory(prefix="resolver-bench-") as tmp:
         results = [_one(env, model, args, Path(tmp) / "a.f32", out)]
         doc: dict = {"model": str(model), "inputs": {"batch": args.batch, "prompt_len": args.prompt_len,

@@ -32,8 +32,8 @@ def run(args, out) -> int:
     if args.prompt_len < 1 or args.new_tokens < 1:
         raise BadInput("--prompt-len and --new-tokens must be at least 1", fix="pass positive numbers")
     project = ProjectPaths.discover()
+    model = resolve_model(project, args.model)  # a bad --model is reported before anything else
     env = Environment.find(project, args.env)
-    model = resolve_model(project, args.model)
     out.info(f"verifying environment '{env.name}' with {model} (one process inside the environment) ...")
     extra = ["--prompt-len", str(args.prompt_len), "--new-tokens", str(args.new_tokens)]
     if args.dtypes:
