@@ -126,7 +126,20 @@ class StepReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "detail": self.detail,
-                "seconds": round(self.seconds, 3), "result": self.result}
+                "seconds": round(self.seconds, 3), "result": jsonable(self.result)}
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON data from our value types (anything with ``to_json``), paths and containers."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
 
 
 _SYMBOL = {"done": "✓", "skipped": "·", "failed": "✗", "not-needed": "·", "deferred": "→", "would-run": "?",

@@ -16,7 +16,7 @@ from typing import Any
 from resolver.environment import READY_MARKER, Environment
 from resolver.errors import ResolverError
 from resolver.paths import ProjectPaths
-from resolver.pipeline import StepLog, StepReport, Stamps, digest, project_lock, tree_digest
+from resolver.pipeline import StepLog, StepReport, Stamps, digest, jsonable, project_lock, tree_digest
 from resolver.plan import Plan, Request
 from resolver.profile import HardwareProfile
 
@@ -111,7 +111,7 @@ class Setup:
                     f"pixi.lock is stale for environment {plan.env_name}"
                 return "would-run", reason, None
             summary = locking.lock_plans(self.project, [plan])
-            return "done", f"locked environment {plan.env_name} into pixi.lock", _jsonable(summary)
+            return "done", f"locked environment {plan.env_name} into pixi.lock", jsonable(summary)
         self.log.timed("lock", action)
 
     def _install(self, plan: Plan) -> Environment | None:
@@ -130,8 +130,8 @@ class Setup:
             summary = installing.install_environment(self.project, name)
             new_inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
                                 env_path / READY_MARKER)
-            self.stamps.write("install", new_inputs, _jsonable(summary))
-            return "done", f"installed {name} at {env_path}", _jsonable(summary)
+            self.stamps.write("install", new_inputs, jsonable(summary))
+            return "done", f"installed {name} at {env_path}", jsonable(summary)
         self.log.timed("install", action)
         if self.options.dry_run and not (self.project.env(name) / READY_MARKER).is_file():
             return None
@@ -159,7 +159,7 @@ class Setup:
             from resolver.build import build_for_plan
 
             summary = build_for_plan(self.project, plan, env)
-            return "done", f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy})", _jsonable(summary)
+            return "done", f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy})", jsonable(summary)
         self.log.timed("build", action)
 
     def _verify(self, plan: Plan, env: Environment | None) -> None:
@@ -231,18 +231,6 @@ def _patch_reason(plan: Plan) -> str:
     if plan.backend != "rocm":
         return f"no ROCm header fix applies to a {plan.backend} plan"
     return f"ROCm {plan.backend_version} needs no header fix"
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = False, json_mode: bool = False,
