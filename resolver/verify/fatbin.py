@@ -1,4 +1,5 @@
-"""Which GPU architectures a compiled CUDA extension carries, read from its ELF ``.nv_fatbin`` section.
+"""Which GPU architectures a compiled extension carries, read from its ELF ``.nv_fatbin`` (CUDA) or
+``.hip_fatbin`` (ROCm) section.
 
 No CUDA toolkit needed (``cuobjdump --list-elf`` does the same when it is installed). A fat binary
 is a sequence of containers (magic ``0xBA55ED50``), each holding entries of kind 1 (PTX, JIT-able
@@ -11,6 +12,7 @@ by the driver for newer GPUs) or 2 (ELF/SASS for exactly one ``sm_XY``).
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -62,14 +64,28 @@ def _section(data: bytes, name: bytes) -> bytes | None:
     return None
 
 
+def gfx_in_hip_fatbin(data: bytes) -> list[str]:
+    """gfx targets of a HIP fat binary (clang offload bundle entries ``hipv4-amdgcn-amd-amdhsa--gfx90a...``).
+
+    >>> gfx_in_hip_fatbin(b"__CLANG_OFFLOAD_BUNDLE__...hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-...hip-amdgcn-amd-amdhsa--gfx942")
+    ['gfx90a', 'gfx942']
+    """
+    found = re.findall(rb"amdgcn-amd-amdhsa-+(gfx[0-9a-f]+)", data)
+    return sorted({g.decode() for g in found})
+
+
 def archs_of_library(path: str | Path) -> list[str]:
-    """The architectures in a shared library's ``.nv_fatbin`` section; [] when it has none or is unreadable."""
+    """The architectures in a shared library's ``.nv_fatbin`` (CUDA) or ``.hip_fatbin`` (ROCm) section;
+    [] when it has none or is unreadable."""
     try:
         data = Path(path).read_bytes()
     except OSError:
         return []
     section = _section(data, b".nv_fatbin")
-    return archs_in_fatbin(section) if section else []
+    if section:
+        return archs_in_fatbin(section)
+    section = _section(data, b".hip_fatbin")
+    return gfx_in_hip_fatbin(section) if section else []
 
 
 def fatbin_container(entries: list[tuple[int, int]]) -> bytes:
