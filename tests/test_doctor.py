@@ -147,3 +147,14 @@ def test_doctor_sees_a_lock_that_changed_after_install(tmp_path, cpu_project):
     lock_finding = next(f for f in doc["findings"] if f["name"] == "lock")
     assert lock_finding["status"] == "fail" and "install --env cpu" in lock_finding["fix"]
     assert done.returncode == 1
+
+
+def test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch():
+    from resolver.doctor.context import applies
+
+    log = (LOGS / "mamba-720-isolated-build.log").read_text()
+    m = next(m for m in match_log(log, SIGNATURES) if m.signature.id == "isolated-build-other-torch")
+    assert m.groups["build_torch"] == "2.7.0+cu126"
+    assert applies(m, FixContext(torch="2.13.0+cpu"))
+    assert not applies(m, FixContext(torch="2.7.0+cu126"))
+    assert applies(m, FixContext())  # torch unknown: keep the diagnosis

@@ -27,7 +27,7 @@ _MARK = {"ok": "ok  ", "fail": "FAIL", "warn": "warn", "skip": "skip"}
 
 def run(args, out) -> int:
     from resolver.doctor import checks
-    from resolver.doctor.context import FixContext, build_context
+    from resolver.doctor.context import FixContext, applies, build_context
     from resolver.doctor.signatures import load_signatures, match_log
     from resolver.environment import Environment
     from resolver.errors import EnvironmentProblem, ExitCode
@@ -61,7 +61,7 @@ def run(args, out) -> int:
                 lines.append(f"         fix: {f.fix}")
     problems = any(f.status == "fail" for f in findings)
     if log_text is not None:
-        matches = match_log(log_text, load_signatures())
+        matches = [m for m in match_log(log_text, load_signatures()) if applies(m, ctx)]
         doc["log"] = {"file": log_name, "lines": log_text.count("\n") + 1, "matches": [
             {"id": m.signature.id, "title": m.signature.title, "line": m.line, "excerpt": m.excerpt, "details": m.groups,
              "cause": ctx.render(m.signature.cause, m.groups), "fix": ctx.render(m.signature.fix, m.groups),

@@ -61,3 +61,23 @@ def build_context(env_name: str | None, facts: dict | None, profile) -> FixConte
                       torch=torch_facts.get("version") or "the installed torch",
                       cuda=".".join(str(torch_facts.get("cuda")).split(".")[:2]) if torch_facts.get("cuda") else "X.Y",
                       target=target_of(torch_facts) if torch_facts else "auto")
+
+
+def _release(version: str) -> str:
+    return str(version).split("+", 1)[0].strip()
+
+
+def applies(match, ctx: FixContext) -> bool:
+    r"""False when a signature's ``unless_same`` pair names the same release (then it is not this problem).
+
+    >>> from resolver.doctor.signatures import load_signatures, match_log
+    >>> log = "The build backend returned an error\n  torch.__version__  = 2.14.1+cu130\n"
+    >>> m = match_log(log, load_signatures())[0]
+    >>> applies(m, FixContext(torch="2.14.1+cu130")), applies(m, FixContext(torch="2.13.0+cpu"))
+    (False, True)
+    """
+    if len(match.signature.unless_same) != 2:
+        return True
+    group, key = match.signature.unless_same
+    left, right = match.groups.get(group), getattr(ctx, key, None)
+    return not (left and right and right[:1].isdigit() and _release(left) == _release(right))

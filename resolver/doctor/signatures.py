@@ -38,6 +38,7 @@ class Signature:
     fix_detail: str = ""
     category: str = ""
     specificity: int = 50
+    unless_same: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def load_signatures(path: Path | None = None) -> tuple[Signature, ...]:
                              requires=_compile(row.get("requires", ()), where), cause=row["cause"], fix=row["fix"],
                              fix_detail=row.get("fix_detail", ""), sources=tuple(row["sources"]),
                              logs=tuple(row.get("logs", ())), at_end=bool(row.get("at_end", False)),
-                             category=row.get("category", ""), specificity=int(row.get("specificity", 50))))
+                             category=row.get("category", ""), specificity=int(row.get("specificity", 50)),
+                             unless_same=tuple(row.get("unless_same", ()))))
     ids = [s.id for s in out]
     if len(ids) != len(set(ids)):
         raise ValueError(f"{path.name}: duplicate signature ids")
