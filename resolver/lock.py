@@ -106,8 +106,20 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         targets = [plan, *(for_platform(plan, p) for p in extra)]
         for target in targets:
             started = time.monotonic()
-            env, skipped = lock_environment(project, manifest, target, sources, no_conda=no_conda,
-                                            no_pypi=no_pypi, info=info)
+            try:
+                env, skipped = lock_environment(project, manifest, target, sources, no_conda=no_conda,
+                                                no_pypi=no_pypi, info=info)
+            except ResolverError as exc:
+                if target is plan:
+                    raise
+                # another OS resolved from here: pip evaluates markers for this host, so this can fail;
+                # the plan's own platform still locks, the other keeps what it had
+                kept = [e for e in existing.get(name, []) if e.platform.subdir == target.platform]
+                envs.extend(kept)
+                notes.append(f"{name} could not be locked for {target.platform} from this machine ({exc.message}); "
+                             + ("the previous entry is kept" if kept else "lock it on a machine of that platform"))
+                info(f"note: {notes[-1]}")
+                continue
             envs.append(env)
             torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
             reports.append(EnvLockReport(name, env.platform.name, len(env.conda), len(env.pypi), torch,
