@@ -144,14 +144,13 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
             shutil.rmtree(stale, ignore_errors=True)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     template = project.cache / "envs" / f"{env.name}-{digest[:20]}"
-    from_cache = use_cache and _template_ready(template)
+    # a cached build is used only for the same place: conda files have the prefix baked in
+    from_cache = use_cache and _template_ready(template) and _template_final(template) == str(final)
     try:
         if from_cache:
             info(f"linking the environment from the cache ({template})")
             _link_tree(template, tmp)
-            built_for = json.loads((template / TEMPLATE_MARKER).read_text(encoding="utf-8"))["final"]
             (tmp / TEMPLATE_MARKER).unlink()
-            _retarget(tmp, final, old=Path(built_for))
         else:
             _build(env, kind, python, interpreter, conda_files, wheels, tmp, final, project, info)
             if use_cache:
@@ -165,9 +164,15 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    check = subprocess.run([str(final / "bin" / "python"), "-c", "import sys; print(sys.prefix)"],
-                           capture_output=True, text=True)
+    try:
+        check = subprocess.run([str(final / "bin" / "python"), "-c", "import sys; print(sys.prefix)"],
+                               capture_output=True, text=True)
+    except OSError as exc:  # the interpreter itself is missing
+        check = subprocess.CompletedProcess([], 127, "", str(exc))
     if check.returncode != 0 or Path(check.stdout.strip()).resolve() != final.resolve():
+        if from_cache:  # e.g. the interpreter the cached venv points at is gone: drop it, build afresh
+            shutil.rmtree(template, ignore_errors=True)
+            return install_environment(project, env.name, force=True, use_cache=use_cache, info=info)
         raise BuildFailed(f"the environment at {final} does not run after the move ({check.stderr.strip()[:200]})",
                           fix=f"run `python -m resolver install --env {env.name} --force`")
     return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda), len(env.pypi),
@@ -231,6 +236,13 @@ def _pip_for(python: Path) -> list[str]:
 
 def _template_ready(template: Path) -> bool:
     return (template / TEMPLATE_MARKER).is_file()
+
+
+def _template_final(template: Path) -> str | None:
+    try:
+        return json.loads((template / TEMPLATE_MARKER).read_text(encoding="utf-8")).get("final")
+    except (OSError, ValueError):
+        return None
 
 
 def _save_template(tmp: Path, template: Path, final: Path) -> None:

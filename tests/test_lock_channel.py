@@ -399,3 +399,17 @@ def test_all_platforms_locks_the_other_declared_platform_with_its_target_overrid
     again = lock.lock_plans(project, [cpu_plan()])  # platforms locked before stay locked
     assert [e.platform for e in again.locked] == ["linux-64", "osx-arm64"]
     assert install.install_environment(project, "cpu").platform == "linux-64"
+
+
+def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
+    project, _, _ = locked
+    copy = ProjectPaths(tmp_path / "cache-broken")
+    shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
+    install.install_environment(copy, "cpu")
+    (template,) = copy.cache.glob("envs/cpu-*")
+    python = template / "bin" / "python"
+    python.unlink()
+    python.symlink_to("/nonexistent/python3")  # as if the interpreter it was made from had been removed
+    again = install.install_environment(copy, "cpu", force=True)
+    assert again.built_from == "lock" and run(again.path / "bin" / "rt-kernel") == "rt-kernel cpu"
+    assert run(again.path / "bin" / "python", "-c", "print(1)") == "1"
