@@ -350,3 +350,14 @@ def test_arch_all_on_rocm_asks_for_names():
     with pytest.raises(BadInput) as info:
         parse_arch_list("all", backend="rocm")
     assert "gfx" in info.value.fix
+
+
+@pytest.mark.parametrize("machine,expected", [
+    ("h100-8x-ubuntu2204", ("9.0",)), ("gfx1100-rocm6.0.2-kfd", ("gfx1100",)), ("cpu-only-ubuntu2410", ()),
+])
+def test_default_archs_are_the_gpus_of_a_captured_machine(machine, expected):
+    from resolver.build.driver import archs_of
+    from resolver.probe import probe_machine
+
+    profile = probe_machine(sysroot=Path(__file__).parent / "machines" / machine)
+    assert archs_of(profile) == expected

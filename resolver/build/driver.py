@@ -277,13 +277,15 @@ def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str,
 
 
 def _plan(project: ProjectPaths):
-    """The project's plan (``resolver.decide.plan_for``) when that stage can give one here; else None."""
+    """This machine's plan (``resolver.decide.plan_for`` for target ``auto``) when that stage can
+    make one here; else None (a refusal included: the probe or --arch answer instead)."""
     try:
         from resolver.decide import plan_for  # type: ignore[attr-defined]
+        from resolver.plan import Request
     except ImportError:
         return None
     try:
-        plan = plan_for(project)
+        plan = plan_for(Request())
     except Exception:  # noqa: BLE001 - a plan that cannot be made here leaves the probe to answer
         return None
     return getattr(plan, "plan", plan)
@@ -300,12 +302,17 @@ def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
         profile = probe_machine()
     except Exception:  # noqa: BLE001 - no probe, no default: the caller asks for --arch
         return ()
+    return archs_of(profile)
+
+
+def archs_of(profile) -> tuple[str, ...]:
+    """The architectures of the GPUs in a HardwareProfile, distinct, in probe order."""
     archs: list[str] = []
     if profile.nvidia:
         archs += [str(g.compute_capability) for g in profile.nvidia.gpus]
     if profile.amd:
         archs += [str(g.gfx_arch) for g in profile.amd.gpus]
-    return tuple(archs)
+    return tuple(dict.fromkeys(archs))
 
 
 def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit) -> Path | None:
