@@ -27,12 +27,21 @@ HAS_NVCC = shutil.which("nvcc") is not None or bool(os.environ.get("CUDA_HOME"))
 
 
 def _make_venv(path: Path) -> None:
-    """A virtual environment of this interpreter's Python with setuptools (the fixture's setup.py needs it)."""
+    """A virtual environment of this interpreter's Python with setuptools (the fixture's setup.py needs it):
+    the base Python's, else the one this test process imports (through a .pth file)."""
+    import importlib.util
+
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", "--system-site-packages", str(path)], check=True)
-    probe = subprocess.run([str(path / "bin" / "python"), "-c", "import setuptools"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("the base Python has no setuptools to build the fixture with")
+    python = str(path / "bin" / "python")
+    if subprocess.run([python, "-c", "import setuptools"], capture_output=True).returncode != 0:
+        spec = importlib.util.find_spec("setuptools")
+        if spec is None or not spec.origin:
+            pytest.skip("no setuptools anywhere to build the fixture with")
+        site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        Path(site, "resolver-test-setuptools.pth").write_text(str(Path(spec.origin).parent.parent) + "\n")
+        assert subprocess.run([python, "-c", "import setuptools"], capture_output=True).returncode == 0
 
 
 @pytest.fixture(scope="module")
