@@ -361,3 +361,14 @@ def test_default_archs_are_the_gpus_of_a_captured_machine(machine, expected):
 
     profile = probe_machine(sysroot=Path(__file__).parent / "machines" / machine)
     assert archs_of(profile) == expected
+
+
+def test_plan_toolkit_mismatch_is_a_warning_sentence():
+    from resolver.build.driver import toolkit_mismatch
+    from resolver.build.toolkit import Toolkit
+
+    found = Toolkit("cuda", Path("/usr/local/cuda-13.0/bin/nvcc"), "13.0.88", Path("/usr/local/cuda-13.0"))
+    assert toolkit_mismatch("nvcc 13.0", found) is None
+    assert toolkit_mismatch("nvcc 13.0.88", found) is None
+    warning = toolkit_mismatch("nvcc 12.6", found)
+    assert "12.6" in warning and "13.0" in warning and "resolver plan" in warning

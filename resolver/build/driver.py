@@ -38,6 +38,7 @@ class BuildOptions:
     recipe_dirs: tuple[Path, ...] = ()  # explicit recipe folders (tests); overrides ``packages``
     plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
     plan_strategy: str | None = None
+    plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
     rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patching if None
 
 
@@ -75,6 +76,7 @@ class BuildSummary:
     channel: str
     packages: list[PackageOutcome] = field(default_factory=list)
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "env_path": self.env_path, "env": self.facts.to_json(),
@@ -82,7 +84,7 @@ class BuildSummary:
                 "parallelism": self.parallelism.to_json() if self.parallelism else None,
                 "channel": self.channel, "packages": [p.to_json() for p in self.packages],
                 "compiled": sum(1 for p in self.packages if p.status == "built"),
-                "seconds": round(self.seconds, 2)}
+                "seconds": round(self.seconds, 2), "warnings": list(self.warnings)}
 
 
 def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummary:
@@ -111,6 +113,10 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     cores, free = machine_resources()
     summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json() if toolkit else None, archs, None,
                            str(project.channel))
+    mismatch = toolkit_mismatch(options.plan_toolkit, toolkit)
+    if mismatch:
+        summary.warnings.append(mismatch)
+        _say(out, f"warning: {mismatch}")
     for package in packages:
         summary.packages.append(_one(project, env, facts, backend, toolkit, archs, package, overlay, options, cores,
                                      free, out, summary))
@@ -121,7 +127,8 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
 def build_for_plan(project: ProjectPaths, plan, env) -> dict[str, Any]:
     """Entry for ``setup``: build what the plan asks for into ``env``."""
     options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
-                           plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy)
+                           plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
+                           plan_toolkit=plan.kernels.toolkit)
     return build(project, options).to_json()
 
 
@@ -377,6 +384,25 @@ def _source(project: ProjectPaths, package: KernelPackage) -> tuple[Path, str]:
         return path, package.sdist.sha256
     assert package.source_dir is not None
     return package.source_dir, _tree_hash(package.source_dir)
+
+
+def toolkit_mismatch(expected: str | None, toolkit) -> str | None:
+    """A sentence when the plan expected another compiler version than the one found, else None.
+
+    >>> toolkit_mismatch("nvcc 12.6", None) is None, toolkit_mismatch(None, None) is None
+    (True, True)
+    """
+    if not expected or toolkit is None:
+        return None
+    parts = expected.split()
+    if len(parts) != 2:
+        return None
+    name, version = parts
+    found = toolkit.major_minor
+    if ".".join(version.split(".")[:2]) == found:
+        return None
+    return (f"the plan expected {name} {version} but {toolkit.compiler} is {found}; the kernels are built with "
+            f"{found} (re-run `python -m resolver plan` if the toolkit changed on purpose)")
 
 
 def _toolkit_backend() -> str:
