@@ -413,3 +413,38 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
     again = install.install_environment(copy, "cpu", force=True)
     assert again.built_from == "lock" and run(again.path / "bin" / "rt-kernel") == "rt-kernel cpu"
     assert run(again.path / "bin" / "python", "-c", "print(1)") == "1"
+
+
+def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path):
+    """A laptop locks for a GPU node: `lock --profile node.json` plans for the node (resolver.decide)
+    and solves with the node's virtual packages (__cuda from its driver), not this host's."""
+    from resolver.decide import plan_for
+    from resolver.plan import Request
+    from resolver.profile import HardwareProfile
+
+    profile = tmp_path / "node.json"
+    profile.write_text(json.dumps({
+        "platform": "linux-64", "glibc": "2.35", "python": PY,
+        "nvidia": {"driver_version": "570.86.15", "cuda_driver_version": "12.8",
+                   "gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]},
+        "amd": None, "cuda_toolkit": None}))
+    plan = plan_for(Request(), HardwareProfile.from_file(profile))
+    assert plan.backend == "cuda"
+    project = make_project(tmp_path / "p", served[1].url)
+    version = plan.torch.requirement.split("==", 1)[1]
+    cf.write_wheel(project.root / "wheels", "torch", version, {"torch/__init__.py": f'__version__ = "{version}"\n'})
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--profile", str(profile), "--json"],
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (locked_env,) = json.loads(done.stdout)["locked"]
+    assert locked_env["environment"] == plan.env_name and locked_env["torch"] == f"torch=={version}"
+    from rattler import LockFile
+
+    lf = LockFile.from_path(str(project.lockfile))
+    (platform,) = [p for p in lf.platforms() if p.name == f"linux-64-{plan.env_name}"]
+    assert f"__cuda={plan.cuda_driver}=0" in [str(v) for v in platform.virtual_packages]
+    assert "__glibc=2.35=0" in [str(v) for v in platform.virtual_packages]
+    kernel = [p.location for p in lf.environment(plan.env_name).packages(platform) if p.name == "rt-kernel"]
+    assert kernel[0].endswith("rt-kernel-1.2.0-cuda_1.conda")
+    assert lock.lock_is_current(project, plan)
