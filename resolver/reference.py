@@ -225,6 +225,20 @@ def canonical_weights(state: dict[str, Tensor], spec: MambaSpec) -> dict[str, Te
     return out
 
 
+def missing_weights(state: dict[str, Tensor], spec: MambaSpec) -> list[str]:
+    """Weights the spec needs that the checkpoint lacks (after renaming), e.g. a layer the config promises."""
+    have = set(state) | {k.replace("backbone.embedding.weight", "backbone.embeddings.weight") for k in state}
+    need = ["backbone.embeddings.weight", "backbone.norm_f.weight"]
+    if not spec.tie_embeddings:
+        need.append("lm_head.weight")
+    for i in range(spec.n_layer):
+        p = f"backbone.layers.{i}."
+        need += [p + "norm.weight"] + [p + "mixer." + n for n in ("A_log", "D", "in_proj.weight", "conv1d.weight",
+                                                                  "x_proj.weight", "dt_proj.weight", "dt_proj.bias",
+                                                                  "out_proj.weight")]
+    return [k for k in need if k not in have]
+
+
 def _norm(x: Tensor, weight: Tensor, bias: Tensor | None, eps: float, rms: bool) -> Tensor:
     xf = x.float()
     if rms:

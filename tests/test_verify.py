@@ -93,7 +93,8 @@ def test_verify_fails_when_the_checkpoint_does_not_fit_its_config(tmp_path, cpu_
     assert done.returncode == 1, done.stdout[-2000:]
     doc = json.loads(done.stdout)
     assert not doc["ok"]
-    assert any(c["status"] == "fail" for c in doc["checks"]) or doc["errors"]
+    check = next(c for c in doc["checks"] if c["name"] == "checkpoint")
+    assert check["status"] == "fail" and "backbone.layers.2.norm.weight" in check["missing"]
 
 
 @pytest.mark.slow

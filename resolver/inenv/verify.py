@@ -162,9 +162,9 @@ def _timed(torch, device, fn, repeat: int):
     return result, times
 
 
-def run(args) -> dict:
+def run(args, report: dict) -> dict:
+    """Fill ``report`` step by step (so a failure half-way still hands back what was learned)."""
     t0 = time.perf_counter()
-    report: dict = {"schema": 1, "mode": args.mode, "checks": [], "errors": [], "timings": {}}
     checks = report["checks"]
     import torch
 
@@ -227,7 +227,7 @@ def run(args) -> dict:
     # 3. the model through the reference and through a real library
     from safetensors.torch import load_file
 
-    from resolver.reference import MambaSpec, ReferenceMambaLM
+    from resolver.reference import MambaSpec, ReferenceMambaLM, missing_weights
 
     model_dir = Path(args.model)
     cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -242,6 +242,14 @@ def run(args) -> dict:
     report["model"] = {"path": str(model_dir), "files": [f.name for f in weight_files],
                        "parameters": int(sum(v.numel() for v in state.values())),
                        "spec": {k: getattr(spec, k) for k in spec.__dataclass_fields__}}
+    missing = missing_weights(state, spec)
+    if missing:
+        checks.append(_check("checkpoint", "fail", f"the weights do not fit config.json: {len(missing)} tensors are missing "
+                             f"(first: {', '.join(missing[:3])})", missing=missing[:20]))
+        report["ok"] = False
+        return report
+    checks.append(_check("checkpoint", "pass", f"{len(state)} tensors fit config.json ({spec.n_layer} layers, "
+                         f"d_model {spec.d_model}, vocab {spec.vocab_size})"))
 
     use_mamba_ssm = gpu and kernels_loaded and facts["packages"].get("mamba-ssm") and not args.library == "transformers"
     if not use_mamba_ssm:
@@ -370,11 +378,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    report: dict = {"schema": 1, "mode": args.mode, "checks": [], "errors": [], "timings": {}}
     try:
-        report = run(args)
-    except Exception as exc:  # noqa: BLE001 - always hand back a document
-        report = {"schema": 1, "ok": False, "fatal": f"{type(exc).__name__}: {exc}"[:2000],
-                  "traceback": traceback.format_exc()[-6000:], "checks": [], "errors": []}
+        run(args, report)
+    except Exception as exc:  # noqa: BLE001 - always hand back a document, with what was learned so far
+        report.update(ok=False, fatal=f"{type(exc).__name__}: {exc}"[:2000], traceback=traceback.format_exc()[-6000:])
     sys.stdout.flush()
     print(MARKER + json.dumps(report, default=str))
     return 0
