@@ -106,7 +106,8 @@ def python_of(env: LockedEnv) -> str | None:
 
 
 def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
-                        use_cache: bool = True, info: Info = lambda text: None) -> InstallSummary:
+                        use_cache: bool = True, info: Info = lambda text: None,
+                        progress: Callable[[str, int, int | None, float], None] | None = None) -> InstallSummary:
     """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``.
 
     ``force`` rebuilds even when the installed environment matches the lock; ``use_cache=False``
@@ -136,8 +137,8 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                                      fix=f"install Python {python} (e.g. `pyenv install {python}`) or add a conda "
                                          f"python to the environment's [dependencies]")
     info(f"checking {len(env.conda) + len(env.pypi)} locked artefacts")
-    conda_files = [_verified_conda(project, record) for record in env.conda]
-    wheels = [_verified_wheel(project, art) for art in env.pypi]
+    conda_files = [_verified_conda(project, record, progress) for record in env.conda]
+    wheels = [_verified_wheel(project, art, progress) for art in env.pypi]
     project.envs.mkdir(parents=True, exist_ok=True)
     for pattern in (f".{env.name}.tmp-*", f".{env.name}.old-*"):  # left by an interrupted run
         for stale in project.envs.glob(pattern):
@@ -172,7 +173,8 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     if check.returncode != 0 or Path(check.stdout.strip()).resolve() != final.resolve():
         if from_cache:  # e.g. the interpreter the cached venv points at is gone: drop it, build afresh
             shutil.rmtree(template, ignore_errors=True)
-            return install_environment(project, env.name, force=True, use_cache=use_cache, info=info)
+            return install_environment(project, env.name, force=True, use_cache=use_cache, info=info,
+                                       progress=progress)
         raise BuildFailed(f"the environment at {final} does not run after the move ({check.stderr.strip()[:200]})",
                           fix=f"run `python -m resolver install --env {env.name} --force`")
     return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda), len(env.pypi),
@@ -288,8 +290,8 @@ def _verify(path: Path, expected: str, what: str) -> None:
                                  "if the source really changed, relock with `python -m resolver lock`")
 
 
-def _verified_conda(project: ProjectPaths, record: Any) -> Path:
-    path = fetch(record.url, project.cache / "conda", record.sha256.hex() if record.sha256 else None)
+def _verified_conda(project: ProjectPaths, record: Any, progress=None) -> Path:
+    path = fetch(record.url, project.cache / "conda", record.sha256.hex() if record.sha256 else None, progress)
     if record.sha256:
         _verify(path, record.sha256.hex(), "conda package")
     else:
@@ -300,11 +302,11 @@ def _verified_conda(project: ProjectPaths, record: Any) -> Path:
     return path
 
 
-def _verified_wheel(project: ProjectPaths, art: PypiArtifact) -> Path:
+def _verified_wheel(project: ProjectPaths, art: PypiArtifact, progress=None) -> Path:
     if not art.sha256:
         raise IntegrityError(f"pixi.lock records no sha256 for {art.file_name}",
                              fix="relock with `python -m resolver lock` (it records one for every wheel)")
-    path = fetch(art.location, project.cache / "pypi", art.sha256)
+    path = fetch(art.location, project.cache / "pypi", art.sha256, progress)
     _verify(path, art.sha256, "wheel")
     return path
 

@@ -25,7 +25,7 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
-                                               info=out.info)
+                                               info=out.info, progress=out.progress)
     verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
         f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"

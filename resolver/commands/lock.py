@@ -81,6 +81,7 @@ def run(args, out) -> int:
                      + (f", {env.torch}" if env.torch else ""))
         for url in env.skipped_indexes:
             lines.append(f"    note: {url} could not be reached and was left out")
+    lines += [f"  note: {note}" for note in summary.notes]
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def local_path(url: str) -> Path | None:
     return None
 
 
-def fetch(url: str, cache: Path, expected_sha256: str | None = None) -> Path:
+def fetch(url: str, cache: Path, expected_sha256: str | None = None, progress=None) -> Path:
     """The artefact at ``url`` as a local file: local files in place, remote ones downloaded once.
 
     A cached download is reused only while it still has ``expected_sha256``.
@@ -219,7 +220,13 @@ def fetch(url: str, cache: Path, expected_sha256: str | None = None) -> Path:
     part = folder / f".{name}.part-{os.getpid()}"
     try:
         with urllib.request.urlopen(url, timeout=60) as response, open(part, "wb") as handle:
-            shutil.copyfileobj(response, handle, 1 << 20)
+            total = int(response.headers.get("Content-Length") or 0) or None
+            done, started = 0, time.monotonic()
+            for block in iter(lambda: response.read(1 << 20), b""):
+                handle.write(block)
+                done += len(block)
+                if progress is not None:
+                    progress(f"downloading {name}", done >> 20, total >> 20 if total else None, started)
     except (urllib.error.URLError, OSError) as exc:
         part.unlink(missing_ok=True)
         raise ResolverError(f"cannot download {url} ({exc})",
