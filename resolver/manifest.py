@@ -193,7 +193,7 @@ class Manifest:
             self.workspace.setdefault("platforms", tomlkit.array()).append(plan.platform)
         if "platforms" in feature and plan.platform not in [str(p) for p in feature["platforms"]]:
             feature["platforms"].append(plan.platform)
-        elif "platforms" not in feature:
+        elif created:  # an existing feature without platforms inherits the workspace's: leave it so
             feature["platforms"] = [plan.platform]
         if plan.backend == "cuda" and "system-requirements" not in feature:
             sysreq = tomlkit.table()
