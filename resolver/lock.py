@@ -234,6 +234,11 @@ def check_channel(url: str, platform: str, timeout: float = 5.0) -> None:
             raise BadInput(f"conda channel folder {folder} does not exist",
                            fix="create it, fix RESOLVER_CONDA_CHANNELS / [tool.resolver] conda-channels, "
                                "or pass --no-conda")
+        if not any((folder / sub / "repodata.json").is_file() for sub in (platform, "noarch")):
+            raise BadInput(f"conda channel folder {folder} has no repodata.json for {platform} or noarch "
+                           "(it is not indexed)",
+                           fix=f"index it (`rattler-index fs {folder}`, or py-rattler's index_fs), "
+                               "or point the channel setting at an indexed mirror")
         return
     if is_remote(url):
         probe = url.rstrip("/") + "/noarch/repodata.json"

@@ -448,3 +448,14 @@ def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path):
     kernel = [p.location for p in lf.environment(plan.env_name).packages(platform) if p.name == "rt-kernel"]
     assert kernel[0].endswith("rt-kernel-1.2.0-cuda_1.conda")
     assert lock.lock_is_current(project, plan)
+
+
+def test_a_channel_folder_that_is_not_indexed_is_one_sentence(tmp_path):
+    raw = tmp_path / "raw-channel"
+    (raw / "noarch").mkdir(parents=True)
+    project = make_project(tmp_path / "p", str(raw))
+    with pytest.raises(ResolverError, match="not indexed") as info:
+        lock.lock_plans(project, [cpu_plan()])
+    assert "\n" not in str(info.value)
+    with pytest.raises(ResolverError, match="does not exist"):
+        lock.lock_plans(make_project(tmp_path / "q", str(tmp_path / "missing")), [cpu_plan()])
