@@ -245,3 +245,47 @@ def test_install_into_a_conda_prefix_keeps_its_other_packages(project, tmp_path)
     assert records == ["other-pkg", "tiny-ext"]
     assert (prefix / "share" / "other-note.txt").is_file()
     assert list(prefix.glob("lib/python3.*/site-packages/tiny_ext_cuda*.so"))
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
+def test_sigterm_stops_the_compilers_too(project, tmp_path):
+    recipe = tmp_path / "recipe"
+    shutil.copytree(TINY / "recipe", recipe)
+    shutil.copytree(TINY / "src", tmp_path / "src")
+    helper = tmp_path / "src" / "tiny_cuda_build.py"
+    helper.write_text(helper.read_text().replace(
+        "    def build_extension(self, ext):\n",
+        "    def build_extension(self, ext):\n        import time\n        print('[tiny] compiling slowly', flush=True)\n"
+        "        time.sleep(300)\n"))
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    child = subprocess.Popen([sys.executable, "-m", "resolver", "build", "--recipe", str(recipe), "--env", "ci",
+                              "--arch", "7.5"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        logs = [l for l in project.logs.glob("build-tiny-ext-*.log") if "compiling slowly" in l.read_text(errors="replace")]
+        if logs:
+            break
+        time.sleep(0.3)
+    else:
+        child.kill()
+        pytest.fail("the slow build never started")
+    assert _processes_mentioning(str(tmp_path / "src")) or _processes_mentioning("build_ext.py")
+    child.terminate()
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    time.sleep(0.5)
+    assert not [p for p in _processes_mentioning(str(project.root)) if p != child.pid]

@@ -194,7 +194,7 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
             if out is not None:
                 out.progress(f"{package.name}: translation units", done, total, label_started)
 
-        built, seconds, _ = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
+        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
         in_channel = publish(built, project.channel)
         shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
         outcome.status = "prebuilt" if wheel else "built"

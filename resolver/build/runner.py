@@ -3,19 +3,25 @@
 rattler-build works in a scratch folder (``.resolver/cache/build/<name>-<key>/``: its bld/,
 src_cache/ and log stay out of the channel); the finished ``.conda`` is copied into
 ``.resolver/channel/<subdir>/`` and the channel is re-indexed so ``lock``/``install`` can use it.
-Every log line goes to the log file; ninja's ``[n/N]`` lines drive the progress callback.
+Every log line goes to the log file; ninja's ``[n/N]`` lines (printed as each unit finishes) drive
+the progress callback. The build runs in a child process (``python -m resolver.build.runner``) in a
+session of its own, so Ctrl-C or SIGTERM stop it together with every compiler below it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from resolver.build.logparse import NinjaProgress, first_error
 from resolver.errors import BuildFailed
@@ -60,8 +66,102 @@ class _Callback:
 
 
 def run_recipe(run: RecipeRun, *, package_label: str,
-               on_progress: Callable[[int, int], None] | None = None) -> tuple[Path, float, list[str]]:
-    """Build; return (the .conda in the scratch output, seconds, log lines). BuildFailed on failure."""
+               on_progress: Callable[[int, int], None] | None = None) -> tuple[Path, float]:
+    """Build in a child process of its own session; return (the .conda in the scratch output, seconds).
+
+    py-rattler-build holds the GIL for the whole build, so in-process the resolver could not react to
+    Ctrl-C or SIGTERM; a child in its own session can be stopped with every compiler below it (a
+    killed resolver would otherwise leave ninja/nvcc running for many minutes). Raises BuildFailed,
+    or KeyboardInterrupt after stopping the build.
+    """
+    request = json.dumps({"recipe": str(run.recipe), "variant": run.variant, "context": run.context,
+                          "work_dir": str(run.work_dir), "log_path": str(run.log_path), "label": package_label})
+    child = subprocess.Popen([sys.executable, "-m", "resolver.build.runner"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def on_term(signum, frame) -> None:
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_term) if main else None
+    answer: dict[str, Any] | None = None
+    stray: list[str] = []
+    try:
+        child.stdin.write(request + "\n")
+        child.stdin.close()
+        for line in child.stdout:
+            if line.startswith(_PROGRESS):
+                done, total = (int(x) for x in line[len(_PROGRESS):].split())
+                if on_progress:
+                    on_progress(done, total)
+            elif line.startswith(_ANSWER):
+                answer = json.loads(line[len(_ANSWER):])
+            else:
+                stray.append(line.rstrip())
+        child.wait()
+    except KeyboardInterrupt:
+        _stop_session(child)
+        with open(run.log_path, "a", encoding="utf-8") as log:
+            log.write("# interrupted: the build and its compilers were stopped\n")
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+    if answer is None:
+        raise BuildFailed(f"{package_label}: the build process ended without an answer (exit {child.returncode}: "
+                          f"{' '.join(stray)[-200:]})", fix=f"read the full log: {run.log_path}")
+    if "error" in answer:
+        raise BuildFailed(answer["error"], fix=answer.get("fix"), because=answer.get("because"))
+    return Path(answer["package"]), float(answer["seconds"])
+
+
+_PROGRESS = "RESOLVER-PROGRESS "
+_ANSWER = "RESOLVER-ANSWER "
+
+
+def _stop_session(child: subprocess.Popen) -> None:
+    """SIGTERM the child's whole session (build script, ninja, nvcc …), then SIGKILL what is left of it."""
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+    time.sleep(0.2)
+    try:
+        os.killpg(child.pid, signal.SIGKILL)  # stragglers keep the group alive after the leader exits
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        child.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _child_main() -> int:
+    """``python -m resolver.build.runner``: one build, the request on stdin, answers on stdout."""
+    request = json.loads(sys.stdin.readline())
+    run = RecipeRun(recipe=Path(request["recipe"]), variant=request["variant"], context=request["context"],
+                    work_dir=Path(request["work_dir"]), log_path=Path(request["log_path"]))
+
+    def progress(done: int, total: int) -> None:
+        print(f"{_PROGRESS}{done} {total}", flush=True)
+
+    try:
+        package, seconds = _run_in_process(run, package_label=request["label"], on_progress=progress)
+        answer: dict[str, Any] = {"package": str(package), "seconds": seconds}
+    except BuildFailed as exc:
+        answer = {"error": exc.message, "fix": exc.fix, "because": exc.because}
+    print(_ANSWER + json.dumps(answer), flush=True)
+    sys.stdout.flush()
+    os._exit(0)  # py-rattler(-build) may abort at interpreter exit (docs/architecture.md)
+
+
+def _run_in_process(run: RecipeRun, *, package_label: str,
+                    on_progress: Callable[[int, int], None] | None = None) -> tuple[Path, float]:
+    """The build itself (in the child): rattler-build, log file, first-error extraction."""
     from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe, ToolConfiguration, VariantConfig
 
     out_dir = run.work_dir / "out"
@@ -99,7 +199,7 @@ def run_recipe(run: RecipeRun, *, package_label: str,
     if len(packages) != 1:
         raise BuildFailed(f"{package_label}: rattler-build produced {len(packages)} packages, expected one",
                           fix=f"read the full log: {run.log_path}")
-    return packages[0], time.monotonic() - started, callback.lines
+    return packages[0], time.monotonic() - started
 
 
 def tools_path(path: str) -> str:
@@ -137,3 +237,7 @@ def index_channel(channel: Path) -> None:
     for subdir in (SUBDIR, "noarch"):
         (channel / subdir).mkdir(parents=True, exist_ok=True)
         asyncio.run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main())
