@@ -372,3 +372,13 @@ def test_plan_toolkit_mismatch_is_a_warning_sentence():
     assert toolkit_mismatch("nvcc 13.0.88", found) is None
     warning = toolkit_mismatch("nvcc 12.6", found)
     assert "12.6" in warning and "13.0" in warning and "resolver plan" in warning
+
+
+@pytest.mark.parametrize("text", ["sm_banana", "", "9.0,hopper"])
+def test_arch_syntax_is_checked_before_anything_slow(text):
+    from resolver.build.archs import check_arch_syntax
+
+    with pytest.raises(BadInput):
+        check_arch_syntax(text)
+    check_arch_syntax("all")
+    check_arch_syntax("8.6, sm_90,gfx942")

@@ -74,6 +74,28 @@ def parse_arch_list(text: str, *, backend: str, toolkit: str | None = None) -> t
     return tuple(str(c) for c in sorted({ComputeCapability.parse(n) for n in names}))
 
 
+def check_arch_syntax(text: str) -> None:
+    """Reject an ``--arch`` value that is neither ``all`` nor a list of compute capabilities / gfx names,
+    before anything slow happens (the backend, which decides the kind, is known only later).
+
+    >>> check_arch_syntax("8.6,gfx90a")
+    """
+    if text.strip().lower() == "all":
+        return
+    parts = [p for p in text.replace(";", ",").replace(" ", ",").split(",") if p.strip()]
+    if not parts:
+        raise BadInput("--arch is empty", fix="give a list such as 8.6,9.0, or 'all'")
+    for part in parts:
+        try:
+            ComputeCapability.parse(part.strip())
+        except ValueError:
+            try:
+                GfxArch.parse(part.strip())
+            except ValueError:
+                raise BadInput(f"--arch {text!r}: {part.strip()!r} is neither a compute capability nor a gfx "
+                               "architecture", fix="give a list such as 8.6,9.0 (CUDA) or gfx90a (ROCm), or 'all'") from None
+
+
 @dataclass(frozen=True)
 class ArchRule:
     """An architecture a package must never be compiled for with some toolkit versions."""

@@ -28,6 +28,10 @@ def run(args, out) -> int:
     from resolver.build.packages import KNOWN
     from resolver.paths import ProjectPaths
 
+    if args.arch is not None:
+        from resolver.build.archs import check_arch_syntax
+
+        check_arch_syntax(args.arch)
     if args.jobs is not None and args.jobs < 1:
         from resolver.errors import BadInput
 
