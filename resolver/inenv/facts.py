@@ -196,8 +196,20 @@ def collect(torch=None) -> dict:
              "torch": torch_facts(torch), "device": device_facts(torch), "packages": package_versions(),
              "extensions": {name: load_extension(name) for name in EXTENSIONS},
              "tools": {tool: shutil.which(tool) for tool in ("ninja", "nvcc", "hipcc", "c++")}}
+    facts["bytecode"] = bytecode_facts(torch)
     facts["seconds"] = round(time.perf_counter() - started, 3)
     return facts
+
+
+def bytecode_facts(torch) -> dict:
+    """Whether torch's modules have cached bytecode. Without it (installed with --no-compile, and
+    PYTHONDONTWRITEBYTECODE set or a read-only prefix) every import compiles torch again: ~3x slower."""
+    import importlib.util as iu
+
+    init = Path(torch.__file__)
+    cached = Path(iu.cache_from_source(str(init))).is_file()
+    return {"torch_cached": cached, "dont_write_bytecode": bool(sys.flags.dont_write_bytecode),
+            "writable": os.access(init.parent, os.W_OK), "site_packages": str(init.parent.parent)}
 
 
 def extra_extensions(names: list[str]) -> dict:

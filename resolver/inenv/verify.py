@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import random
@@ -49,7 +50,8 @@ def _hide_kernel_packages() -> None:
     """Make the kernel packages unimportable for the rest of this process: transformers 5.x calls
     them whenever they import, and their CUDA code cannot run on CPU."""
     for name in list(sys.modules):
-        if name.split(".")[0] in _KERNEL_PACKAGES:
+        # transformers binds the kernel functions when its Mamba module is imported: re-import it too
+        if name.split(".")[0] in _KERNEL_PACKAGES or name.startswith("transformers.models.mamba"):
             del sys.modules[name]
     for name in _KERNEL_PACKAGES:
         sys.modules[name] = None  # type: ignore[assignment]
@@ -201,6 +203,20 @@ def run(args, report: dict) -> dict:
                           f"which torch {facts['torch']['version']} does not export; it was built for "
                           f"{'torch ' + expected if expected else 'another torch'}")
             checks.append(_check(f"load:{name}", "fail", detail, **{k: ext.get(k) for k in ("abi", "built_for_torch")}))
+    # the Python packages around the extensions must import too (mamba_ssm pulls in Triton at import time)
+    for dist, module in (("causal-conv1d", "causal_conv1d"), ("mamba-ssm", "mamba_ssm")):
+        if not facts["packages"].get(dist):
+            continue
+        started = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - ImportError, or whatever a broken install raises
+            checks.append(_check(f"import:{module}", "fail", f"`import {module}` fails: {type(exc).__name__}: {exc}"[:600]))
+            report["errors"].append({"where": f"import:{module}", "error": f"{type(exc).__name__}: {exc}"[:2000]})
+        else:
+            checks.append(_check(f"import:{module}", "pass", f"`import {module}` works "
+                                 f"({time.perf_counter() - started:.2f} s)"))
     kernels_loaded = bool(installed) and all(e["loaded"] for e in installed.values())
     report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded,
                          "can_run_here": gpu and kernels_loaded}
