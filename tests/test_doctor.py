@@ -131,6 +131,10 @@ def test_doctor_on_the_installed_cpu_environment(cpu_project):
     assert status["torch-vs-install"] == "ok" and status["lock"] == "ok", doc["findings"]
     assert doc["context"]["target"] == "cpu" and doc["context"]["env"] == "cpu"
     assert done.returncode == (0 if doc["ok"] else 1)
+    # torch's bytecode: a warning exactly when none is cached (installed with --no-compile and unwritable)
+    site = next((cpu_project / ".resolver" / "envs" / "cpu" / "lib").glob("python3*/site-packages"))
+    cached = any((site / "torch" / "__pycache__").glob("__init__.cpython-*.pyc"))
+    assert status["bytecode"] == ("ok" if cached else "warn")
 
 
 def test_doctor_sees_a_lock_that_changed_after_install(tmp_path, cpu_project):
