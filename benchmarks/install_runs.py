@@ -51,6 +51,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50, help="iterations (each is 2 CLI runs)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--control", type=int, default=0, metavar="N",
+                        help="also run N bare py-rattler solve scripts without the exit workaround, to show the "
+                             "crash this guards against is real on this machine")
     args = parser.parse_args()
     import channel_factory as cf
     from resolver import lock
@@ -87,13 +90,22 @@ def main() -> int:
         if (i + 1) % 10 == 0:
             print(f"{i + 1}/{args.runs} iterations, abnormal so far: "
                   f"{sum(c != 0 for v in codes.values() for c in v)}", file=sys.stderr, flush=True)
-    check = subprocess.run([str(work / ".resolver/envs/cpu/bin/rt-tool")], capture_output=True, text=True)
+    control = []
+    bare = ("import asyncio, rattler; asyncio.run(rattler.solve([rattler.Channel(%r)], ['rt-tool'], "
+            "platforms=['linux-64', 'noarch'])); print('solved')" % (work / ".resolver" / "channel").as_uri())
+    for _ in range(args.control):
+        control.append(subprocess.run([sys.executable, "-c", bare], env=env, capture_output=True, text=True).returncode)
+    tool = work / ".resolver/envs/cpu/bin/rt-tool"
+    check = subprocess.run([str(tool)], capture_output=True, text=True) if tool.exists() else None
     result = {"iterations": args.runs, "cli_runs": sum(len(v) for v in codes.values()),
               "abnormal_exits": sum(c != 0 for v in codes.values() for c in v),
               "exit_codes": {k: sorted(set(v)) for k, v in codes.items()},
               "mean_seconds": {k: round(seconds[k] / max(1, args.runs), 3) for k in seconds},
               "total_seconds": round(time.monotonic() - started, 1),
-              "final_env_runs": check.stdout.strip()}
+              "final_env_runs": check.stdout.strip() if check else None}
+    if control:
+        result["control_bare_solve_scripts"] = {"runs": len(control), "abnormal_exits": sum(c != 0 for c in control),
+                                                "exit_codes": sorted(set(control))}
     shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2) if args.json else
           f"{result['cli_runs']} CLI runs ({args.runs} × lock + install): {result['abnormal_exits']} abnormal exits; "
