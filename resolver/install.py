@@ -34,6 +34,7 @@ from resolver.errors import BuildFailed, EnvironmentProblem, IntegrityError, Res
 from resolver.paths import ProjectPaths
 
 Info = Callable[[str], None]
+Progress = Callable[[str, int, "int | None", float], None]  # Output.progress
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def python_of(env: LockedEnv) -> str | None:
 
 def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
                         use_cache: bool = True, info: Info = lambda text: None,
-                        progress: Callable[[str, int, int | None, float], None] | None = None) -> InstallSummary:
+                        progress: Progress | None = None) -> InstallSummary:
     """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``.
 
     ``force`` rebuilds even when the installed environment matches the lock; ``use_cache=False``
@@ -290,7 +291,7 @@ def _verify(path: Path, expected: str, what: str) -> None:
                                  "if the source really changed, relock with `python -m resolver lock`")
 
 
-def _verified_conda(project: ProjectPaths, record: Any, progress=None) -> Path:
+def _verified_conda(project: ProjectPaths, record: Any, progress: Progress | None = None) -> Path:
     path = fetch(record.url, project.cache / "conda", record.sha256.hex() if record.sha256 else None, progress)
     if record.sha256:
         _verify(path, record.sha256.hex(), "conda package")
@@ -302,7 +303,7 @@ def _verified_conda(project: ProjectPaths, record: Any, progress=None) -> Path:
     return path
 
 
-def _verified_wheel(project: ProjectPaths, art: PypiArtifact, progress=None) -> Path:
+def _verified_wheel(project: ProjectPaths, art: PypiArtifact, progress: Progress | None = None) -> Path:
     if not art.sha256:
         raise IntegrityError(f"pixi.lock records no sha256 for {art.file_name}",
                              fix="relock with `python -m resolver lock` (it records one for every wheel)")

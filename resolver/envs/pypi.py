@@ -25,6 +25,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 from urllib.parse import unquote, urlsplit
 
 from resolver.envs.lockfile import PypiArtifact
@@ -94,7 +95,7 @@ def reachable(url: str, timeout: float = 5.0) -> bool:
         return False
 
 
-def resolve(request: PipRequest, cache: Path, *, info=lambda text: None) -> PipResolution:
+def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = lambda text: None) -> PipResolution:
     """Resolve ``request`` with pip; every artefact with its location and sha256."""
     skipped = []
     indexes = []
@@ -200,7 +201,8 @@ def local_path(url: str) -> Path | None:
     return None
 
 
-def fetch(url: str, cache: Path, expected_sha256: str | None = None, progress=None) -> Path:
+def fetch(url: str, cache: Path, expected_sha256: str | None = None,
+          progress: Callable[[str, int, int | None, float], None] | None = None) -> Path:
     """The artefact at ``url`` as a local file: local files in place, remote ones downloaded once.
 
     A cached download is reused only while it still has ``expected_sha256``.
