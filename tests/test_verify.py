@@ -100,8 +100,8 @@ def test_verify_fails_when_the_checkpoint_does_not_fit_its_config(tmp_path, cpu_
 @pytest.mark.slow
 def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
     project = _project_with(tmp_path, {"cpu": cpu_project / ".resolver" / "envs" / "cpu", "other": other_torch_env})
-    done = _cli(project, "bench", "--env", "cpu", "--compare", "other", "--prompt-len", "16", "--new-tokens", "4",
-                "--repeat", "2", "--json")
+    done = _cli(project, "bench", "--env", "cpu", "--compare", "other", "--prompt-len", "16", "--new-tokens", "8",
+                "--repeat", "3", "--json")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)
     torches = [r["torch"] for r in doc["runs"]]
@@ -110,9 +110,10 @@ def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
     assert numerics["ok"] and numerics["tokens_equal"] and numerics["rel_err"] <= numerics["tolerance"]
     for run in doc["runs"]:
         lib = run["bench"]["library"]
-        assert lib["prefill_tokens_per_s"] > 0 and lib["decode_tokens_per_s"] > 0
+        assert lib["prefill_tokens_per_s"] > 0 and len(lib["generate_all_ms"]) == 3
+        assert lib["decode_tokens_per_s"] is None or lib["decode_tokens_per_s"] > 0  # None: too noisy to tell
     ratio = doc["compare"]["speed_ratio_other_over_env"]
-    assert ratio["prefill"] > 0 and ratio["decode"] > 0
+    assert ratio["prefill"] > 0 and (ratio["decode"] is None or ratio["decode"] > 0)
 
 
 def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():

@@ -50,10 +50,13 @@ def _fmt(r: dict) -> list[str]:
     lines = [f"{r['env']}: torch {r['torch']}, {r['library']} on {r['device']} ({r['dtype']})"]
     for label, b in (r.get("bench") or {}).items():
         if isinstance(b, dict):
-            lines.append(f"  {label:9s} prompt {b['prefill_tokens_per_s']:10.1f} tok/s ({b['prefill_latency_ms']:.2f} ms)   "
-                         f"decode {b['decode_tokens_per_s']:9.1f} tok/s ({b['per_token_latency_ms']:.2f} ms/token)")
-    if (r.get("bench") or {}).get("speedup_prefill"):
-        lines.append(f"  library vs reference: prompt x{r['bench']['speedup_prefill']:.2f}, decode x{r['bench']['speedup_decode']:.2f}")
+            decode = (f"decode {b['decode_tokens_per_s']:9.1f} tok/s ({b['per_token_latency_ms']:.2f} ms/token)"
+                      if b.get("decode_tokens_per_s") else "decode: too noisy to measure, run again")
+            lines.append(f"  {label:9s} prompt {b['prefill_tokens_per_s']:10.1f} tok/s ({b['prefill_latency_ms']:.2f} ms)   {decode}")
+    bench = r.get("bench") or {}
+    if bench.get("speedup_prefill"):
+        decode = f"x{bench['speedup_decode']:.2f}" if bench.get("speedup_decode") else "n/a"
+        lines.append(f"  library vs reference: prompt x{bench['speedup_prefill']:.2f}, decode {decode}")
     return lines
 
 
@@ -94,7 +97,9 @@ def run(args, out) -> int:
                 numerics = {"ok": False, "why": "one environment produced no logits (see its errors)"}
             ba, bb = (results[0].get("bench") or {}).get("library"), (results[1].get("bench") or {}).get("library")
             ratio = ({"prefill": bb["prefill_tokens_per_s"] / ba["prefill_tokens_per_s"],
-                      "decode": bb["decode_tokens_per_s"] / ba["decode_tokens_per_s"]} if ba and bb else None)
+                      "decode": (bb["decode_tokens_per_s"] / ba["decode_tokens_per_s"]
+                                 if bb.get("decode_tokens_per_s") and ba.get("decode_tokens_per_s") else None)}
+                     if ba and bb else None)
             doc["compare"] = {"env": env.name, "other": other.name, "numerics": numerics, "speed_ratio_other_over_env": ratio}
     ok = all(r["ok"] for r in results) and (doc.get("compare", {}).get("numerics", {}).get("ok", True))
     doc["ok"] = ok
@@ -109,7 +114,8 @@ def run(args, out) -> int:
             f"generations {'equal' if n['tokens_equal'] else 'DIFFER'}" if "rel_err" in n else n.get("why", "")))
         if c["speed_ratio_other_over_env"]:
             r = c["speed_ratio_other_over_env"]
-            lines.append(f"  speed {other.name}/{env.name}: prompt x{r['prefill']:.2f}, decode x{r['decode']:.2f}")
+            decode = f"x{r['decode']:.2f}" if r["decode"] else "n/a (too noisy)"
+            lines.append(f"  speed {other.name}/{env.name}: prompt x{r['prefill']:.2f}, decode {decode}")
     lines.append("PASSED" if ok else "FAILED")
     out.result(doc, "\n".join(lines))
     return int(ExitCode.OK if ok else ExitCode.CHECK_FAILED)
