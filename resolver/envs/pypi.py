@@ -133,10 +133,7 @@ def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = l
         env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode != 0 or not report.is_file():
-            raise ResolverError(f"pip could not resolve the PyPI part ({_pip_reason(proc.stderr)})",
-                                fix="check the pins in pixi.toml and the sources (RESOLVER_FIND_LINKS, "
-                                    "RESOLVER_TORCH_INDEX, [tool.resolver]); pip's message is above",
-                                because=proc.stderr[-2000:])
+            raise _resolution_failure(proc.stderr, skipped)
         data = json.loads(report.read_text(encoding="utf-8"))
     artifacts = [_artifact(item, cache) for item in data.get("install", [])]
     return PipResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped),
@@ -156,9 +153,29 @@ def _older_glibc(target: str | None) -> bool:
         return False
 
 
+def _resolution_failure(stderr: str, skipped: list[str]) -> ResolverError:
+    """pip's failure as one sentence; when an index was out of reach, that is almost always the cause."""
+    reason = _pip_reason(stderr)
+    if skipped:
+        where = ", ".join(skipped)
+        return ResolverError(f"pip could not resolve the PyPI part ({reason}): {where} cannot be reached from here "
+                             "and no other configured source has the pinned builds",
+                             fix=f"lock on a machine that reaches {where}, or mirror its wheels and pass "
+                                 "--find-links DIR or --torch-index URL (also RESOLVER_FIND_LINKS / RESOLVER_TORCH_INDEX)",
+                             because=stderr[-2000:])
+    return ResolverError(f"pip could not resolve the PyPI part ({reason})",
+                         fix="check the pins in pixi.toml and the sources (RESOLVER_FIND_LINKS, RESOLVER_TORCH_INDEX, "
+                             "[tool.resolver])",
+                         because=stderr[-2000:])
+
+
 def _pip_reason(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip().startswith("ERROR")]
-    return (lines[-1] if lines else (stderr.strip().splitlines() or ["no output"])[-1])[:300]
+    """The most telling ERROR line: the unmet requirement rather than pip's generic closing line."""
+    errors = [ln.strip()[len("ERROR:"):].strip() for ln in stderr.splitlines() if ln.strip().startswith("ERROR")]
+    specific = [e for e in errors if not e.startswith("ResolutionImpossible")]
+    if specific:
+        return specific[0][:300]
+    return (errors[-1] if errors else (stderr.strip().splitlines() or ["no output"])[-1])[:300]
 
 
 def _artifact(item: dict, cache: Path) -> PypiArtifact:
