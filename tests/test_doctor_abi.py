@@ -106,3 +106,23 @@ def test_doctor_names_the_abi_mismatch(tmp_path, cpu_project, other_torch_env, t
     assert "cholesky_out" in finding["detail"]  # demangled when c++filt is installed
     assert "built for torch 2.13" in finding["detail"] and "2.14.1" in finding["detail"]
     assert "--no-build-isolation" in finding["fix"]
+
+
+@pytest.mark.slow
+def test_verify_fails_on_the_abi_mismatch_and_names_the_torch(tmp_path, cpu_project, other_torch_env, tinyabi_site):
+    project = tmp_path
+    (project / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
+    (project / ".resolver" / "envs").mkdir(parents=True)
+    (project / ".resolver" / "envs" / "other").symlink_to(other_torch_env, target_is_directory=True)
+    done = subprocess.run([sys.executable, "-m", "resolver", "verify", "--env", "other", "--extension", "tinyabi", "--json"],
+                          capture_output=True, text=True, timeout=600, cwd=project,
+                          env=dict(os.environ, RESOLVER_PROJECT=str(project), PYTHONPATH=str(tinyabi_site)))
+    assert done.returncode == 1, done.stderr[-2000:]
+    doc = json.loads(done.stdout)
+    check = next(c for c in doc["checks"] if c["name"] == "load:tinyabi")
+    assert check["status"] == "fail" and check["built_for_torch"] == "2.13"
+    assert "ABI mismatch" in check["detail"] and "cholesky_out" in check["detail"]
+    assert doc["diagnoses"][0]["id"] == "undefined-aten-symbol"
+    assert doc["diagnoses"][0]["fix"] == "python -m resolver build --env other --no-prebuilt"
+    # everything else in that environment still passed: the failure is the extension alone
+    assert all(c["status"] != "fail" for c in doc["checks"] if c["name"] != "load:tinyabi")

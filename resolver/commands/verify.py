@@ -20,6 +20,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even when a GPU is visible")
     parser.add_argument("--prompt-len", type=int, default=16, help="prompt length in tokens (default 16)")
     parser.add_argument("--new-tokens", type=int, default=8, help="greedy tokens to generate (default 8)")
+    parser.add_argument("--extension", metavar="MODULE", action="append", default=[],
+                        help="also check that this compiled extension module loads (repeatable)")
 
 
 def run(args, out) -> int:
@@ -40,6 +42,8 @@ def run(args, out) -> int:
         extra += ["--dtypes", args.dtypes]
     if args.cpu:
         extra.append("--cpu")
+    for name in args.extension:
+        extra += ["--extension", name]
     result = run_in_env(env, model, extra)
     doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
     out.result(doc, rep.human(doc))

@@ -174,6 +174,7 @@ def run(args, report: dict) -> dict:
 
     report["timings"]["import_torch_s"] = round(time.perf_counter() - t0, 3)
     facts = facts_mod.collect(torch)
+    facts["extensions"].update(facts_mod.extra_extensions(args.extension))
     report["facts"] = facts
     device_kind = facts["device"]["kind"]
     gpu = device_kind in ("cuda", "rocm") and not args.cpu
@@ -182,14 +183,18 @@ def run(args, report: dict) -> dict:
 
     # 1. kernel extensions
     exts = facts["extensions"]
-    installed = {n: e for n, e in exts.items() if e["installed"]}
+    installed = {n: e for n, e in exts.items() if e["installed"] and n in facts_mod.EXTENSIONS}
     if not installed:
         checks.append(_check("kernel_extensions", "skip", "the kernel packages (causal-conv1d, mamba-ssm) are not "
                              "installed in this environment"))
-    elif len(installed) < len(exts):
-        for name in sorted(set(exts) - set(installed)):
+    else:
+        for name in sorted(set(facts_mod.EXTENSIONS) - set(installed)):
             checks.append(_check(f"load:{name}", "skip", f"{name} is not installed ({facts_mod.EXTENSIONS[name]})"))
-    for name, ext in installed.items():
+    for name in args.extension:
+        if not exts[name]["installed"]:
+            checks.append(_check(f"load:{name}", "fail", f"{name} is not importable from this environment"))
+    asked = {n: exts[n] for n in args.extension if exts[n]["installed"]}
+    for name, ext in {**installed, **asked}.items():
         if ext["loaded"]:
             archs = ext.get("built_for_archs") or []
             carries = f"; carries {' '.join(archs)}" if archs else ""
@@ -397,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--library", choices=("auto", "transformers"), default="auto")
     p.add_argument("--dump-logits", default="", help="write the library's logits (float32) to this file")
     p.add_argument("--skip-reference-bench", action="store_true")
+    p.add_argument("--extension", action="append", default=[], help="also check that this compiled module loads")
     return p
 
 
