@@ -279,6 +279,7 @@ def environment_findings(project: ProjectPaths, env: Environment, facts: dict, p
         out.append(Finding("torch-backend", "warn", "torch is a CPU build but this machine has a GPU: nothing will run on it",
                            "python -m resolver lock --target auto && python -m resolver install"))
     driver_cuda = str(profile.nvidia.cuda_driver_version) if profile is not None and profile.nvidia and profile.nvidia.cuda_driver_version else None
+    driver_cuda = driver_cuda or (facts.get("device") or {}).get("driver_cuda")  # torch's own view, when the probe has none
     out.append(cuda_vs_driver(t.get("cuda"), driver_cuda, ctx))
     if t.get("hip"):
         rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None

@@ -156,10 +156,11 @@ def device_facts(torch) -> dict:
             devices.append({"index": index, "name": props.name, "capability": f"{major}.{minor}",
                             "arch": f"sm_{major}{minor}", "memory_gib": round(props.total_memory / 2**30, 1)})
     facts = {"kind": "rocm" if hip else "cuda", "count": len(devices), "devices": devices}
-    try:
-        facts["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None
-    except Exception:  # noqa: BLE001
-        facts["driver"] = None
+    try:  # the CUDA version the driver supports, e.g. 13000 -> "13.0" (the driver API, as nvidia-smi shows it)
+        raw = torch._C._cuda_getDriverVersion() if not hip else None
+        facts["driver_cuda"] = f"{raw // 1000}.{raw % 1000 // 10}" if raw else None
+    except Exception:  # noqa: BLE001 - private API; absent in some builds
+        facts["driver_cuda"] = None
     return facts
 
 
