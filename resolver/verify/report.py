@@ -63,6 +63,8 @@ def document(report: dict, *, env_name: str, wall_s: float, driver: dict) -> dic
     """The stable JSON shape of `verify --json` (keys documented in docs/verify-doctor.md)."""
     facts = report.get("facts", {})
     torch = facts.get("torch", {})
+    if not driver and (facts.get("device") or {}).get("driver_cuda"):
+        driver = {"cuda_driver_api": facts["device"]["driver_cuda"], "source": "torch"}
     return {
         "ok": exit_code(report) == 0,
         "env": env_name,
