@@ -162,3 +162,25 @@ def test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch(
     assert applies(m, FixContext(torch="2.13.0+cpu"))
     assert not applies(m, FixContext(torch="2.7.0+cu126"))
     assert applies(m, FixContext())  # torch unknown: keep the diagnosis
+
+
+def test_rocm_60_header_check_asks_the_patch_stage(tmp_path):
+    """ROCm 6.0.x with the shipped amd_hip_bf16.h (the patch stage's fixture tree): fail, fix `resolver patch`."""
+    from resolver.doctor.checks import rocm_header_finding
+    from resolver.paths import ProjectPaths
+    from resolver.profile import AmdInfo, HardwareProfile
+    from resolver.versions import DottedVersion
+
+    root = tmp_path / "rocm"
+    shutil.copytree(REPO / "tests" / "fixtures" / "rocm" / "root-6.0", root)
+    project = ProjectPaths(tmp_path / "project")
+
+    def profile(version):
+        amd = AmdInfo(rocm_version=DottedVersion.parse(version), rocm_root=str(root)) if version else None
+        return HardwareProfile(platform="linux-64", python=DottedVersion.parse("3.11"), amd=amd)
+
+    finding = rocm_header_finding(project, profile("6.0.2"))
+    assert finding.status == "fail" and finding.fix == "python -m resolver patch"
+    assert rocm_header_finding(project, profile("6.1.2")).status == "ok"
+    assert rocm_header_finding(project, profile(None)).status == "skip"
+    assert sorted(p.name for p in root.rglob("*")) == sorted(p.name for p in (REPO / "tests/fixtures/rocm/root-6.0").rglob("*"))

@@ -187,7 +187,8 @@ def rocm_header_finding(project: ProjectPaths, profile) -> Finding:
     try:
         from resolver.patching.engine import PatchRequest, run_patches
 
-        report = run_patches(project, PatchRequest(check=True))
+        root = Path(profile.amd.rocm_root) if profile.amd.rocm_root else None
+        report = run_patches(project, PatchRequest(rocm_root=root, check=True))
     except Exception as exc:  # noqa: BLE001 - the patch stage may be absent or fail; say so, do not crash
         return Finding("rocm-header", "warn", f"ROCm {rocm} needs the bf16 header fix; the patch check could not run ({exc})",
                        "python -m resolver patch --check")
