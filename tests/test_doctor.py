@@ -184,3 +184,27 @@ def test_rocm_60_header_check_asks_the_patch_stage(tmp_path):
     assert rocm_header_finding(project, profile("6.1.2")).status == "ok"
     assert rocm_header_finding(project, profile(None)).status == "skip"
     assert sorted(p.name for p in root.rglob("*")) == sorted(p.name for p in (REPO / "tests/fixtures/rocm/root-6.0").rglob("*"))
+
+
+@pytest.mark.slow
+def test_doctor_judges_an_environment_against_a_captured_machine(tmp_path, other_torch_env):
+    """torch 2.14.1+cu130 on the captured GTX 1080 Ti / driver 460 machine: CUDA 13 cannot start on that
+    driver, and torch carries no sm_61 code; on the captured H100 the architecture is fine."""
+    project = tmp_path
+    (project / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
+    (project / ".resolver" / "envs").mkdir(parents=True)
+    (project / ".resolver" / "envs" / "cu").symlink_to(other_torch_env, target_is_directory=True)
+    machines = REPO / "tests" / "machines"
+    pascal = json.loads(_cli(project, "doctor", "--sysroot", str(machines / "gtx1080ti-driver460-ubuntu2004"), "--json").stdout)
+    status = {f["name"]: f for f in pascal["findings"]}
+    assert status["cuda-vs-driver"]["status"] == "fail" and "13.0" in status["cuda-vs-driver"]["detail"]
+    assert status["gpu-arch:torch:sm_61"]["status"] == "fail" and "sm_75" in status["gpu-arch:torch:sm_61"]["detail"]
+    assert pascal["context"]["arch"] == "6.1"
+    hopper = json.loads(_cli(project, "doctor", "--sysroot", str(machines / "h100-8x-ubuntu2204"), "--json").stdout)
+    arch = [f for f in hopper["findings"] if f["name"].startswith("gpu-arch:torch")]
+    assert len(arch) == 1 and arch[0]["status"] == "ok" and arch[0]["detail"].startswith("8 x ")
+
+
+def test_doctor_refuses_a_missing_sysroot(tmp_path):
+    done = _cli(tmp_path, "doctor", "--sysroot", str(tmp_path / "nope"))
+    assert done.returncode == 3 and len(done.stderr.decode().strip().splitlines()) == 1

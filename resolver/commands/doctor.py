@@ -20,12 +20,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--log", metavar="FILE", help="a log to diagnose; - reads stdin")
     parser.add_argument("--extension", metavar="MODULE", action="append", default=[],
                         help="also check that this compiled extension module loads (repeatable)")
+    parser.add_argument("--sysroot", metavar="DIR",
+                        help="judge the environment against a captured machine (`probe --capture`) instead of this one")
 
 
 _MARK = {"ok": "ok  ", "fail": "FAIL", "warn": "warn", "skip": "skip"}
 
 
 def run(args, out) -> int:
+    from pathlib import Path
+
     from resolver.doctor import checks
     from resolver.doctor.context import FixContext, applies, build_context
     from resolver.doctor.signatures import load_signatures, match_log
@@ -34,6 +38,10 @@ def run(args, out) -> int:
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
+    if args.sysroot and not Path(args.sysroot).is_dir():
+        from resolver.errors import BadInput
+
+        raise BadInput(f"--sysroot {args.sysroot} is not a folder", fix="pass a folder made by `python -m resolver probe --capture`")
     log_name, log_text = checks.read_log(args.log) if args.log else (None, None)
     check_env = args.env is not None or args.log is None
     env = facts = None
@@ -42,7 +50,7 @@ def run(args, out) -> int:
     except EnvironmentProblem:
         if check_env and args.log is None:
             raise
-    profile = checks.probe_profile() if check_env or env is not None else None
+    profile = checks.probe_profile(args.sysroot) if check_env or env is not None else None
     findings = []
     if env is not None and check_env:
         out.info(f"checking environment '{env.name}' (its Python reports torch, the GPUs and the extensions) ...")

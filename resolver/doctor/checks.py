@@ -61,6 +61,17 @@ def cuda_vs_driver(torch_cuda: str | None, driver_cuda: str | None, ctx: FixCont
     return Finding("cuda-vs-driver", "ok", f"torch's CUDA {torch_cuda} <= the driver's CUDA {driver_cuda}")
 
 
+def driver_cuda_from_floors(driver) -> str | None:
+    """The newest CUDA a driver version runs, from the knowledge tables' driver floors (lazy import)."""
+    try:
+        from resolver.knowledge import Knowledge
+
+        found = Knowledge.load().newest_cuda_for_driver(driver)
+    except Exception:  # noqa: BLE001 - the knowledge stage is optional here
+        return None
+    return str(found) if found else None
+
+
 def hip_vs_rocm(torch_hip: str | None, rocm: str | None) -> Finding:
     t, r = _mm(torch_hip), _mm(rocm)
     if t is None:
@@ -90,6 +101,10 @@ def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
             devices += [(g.name, str(g.gfx_arch)) for g in profile.amd.gpus]
     if not devices:
         return [Finding("gpu-arch", "skip", "no GPU here: nothing to compare architectures against")]
+    counts: dict = {}
+    for dev in devices:
+        counts[dev] = counts.get(dev, 0) + 1
+    devices = [(f"{count} x {name}" if count > 1 else name, arch) for (name, arch), count in counts.items()]
     out = []
     arch_list = (facts.get("torch") or {}).get("arch_list") or []
     for name, arch in devices:
@@ -99,7 +114,7 @@ def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
         else:
             out.append(Finding(f"gpu-arch:torch:{arch}", "ok" if ok else "fail",
                                f"{name} is {arch}; torch {ctx.torch} was compiled for {' '.join(arch_list)}",
-                               None if ok else f"python -m resolver plan && python -m resolver lock --target {ctx.target}"))
+                               None if ok else "python -m resolver plan && python -m resolver lock --target auto"))
         for ext_name, ext in (facts.get("extensions") or {}).items():
             built = ext.get("built_for_archs") or []
             if not ext.get("installed") or not built:
@@ -281,6 +296,8 @@ def environment_findings(project: ProjectPaths, env: Environment, facts: dict, p
                            "python -m resolver lock --target auto && python -m resolver install"))
     driver_cuda = str(profile.nvidia.cuda_driver_version) if profile is not None and profile.nvidia and profile.nvidia.cuda_driver_version else None
     driver_cuda = driver_cuda or (facts.get("device") or {}).get("driver_cuda")  # torch's own view, when the probe has none
+    if not driver_cuda and profile is not None and profile.nvidia and profile.nvidia.driver_version:
+        driver_cuda = driver_cuda_from_floors(profile.nvidia.driver_version)
     out.append(cuda_vs_driver(t.get("cuda"), driver_cuda, ctx))
     if t.get("hip"):
         rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None
@@ -294,13 +311,16 @@ def environment_findings(project: ProjectPaths, env: Environment, facts: dict, p
     return out
 
 
-def probe_profile():
-    """The probe's HardwareProfile, or None when the probe stage is unavailable."""
+def probe_profile(sysroot: str | None = None):
+    """The probe's HardwareProfile (of this machine, or of a captured --sysroot), or None when the probe
+    stage is unavailable."""
     try:
         from resolver.probe import probe_machine
 
-        return probe_machine()
+        return probe_machine(sysroot)
     except Exception:  # noqa: BLE001
+        if sysroot:
+            raise
         return None
 
 
