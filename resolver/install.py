@@ -201,7 +201,18 @@ def _build(env: LockedEnv, kind: str, python: str, interpreter: str | None, cond
         _run([*_pip_for(tmp / "bin" / "python"), "install", "--no-deps", "--no-index", "--no-compile",
               "--disable-pip-version-check", "--no-warn-script-location", "--quiet",
               *[str(w) for w in [*seed, *wheels]]], "installing the locked wheels")
+        # Byte-compile on every core (pip compiles one file at a time). Without .pyc files, machines that set
+        # PYTHONDONTWRITEBYTECODE recompile torch + transformers at every start (11 s instead of 4.5 s).
+        # They stay valid after the rename: the loader checks mtime/size and rewrites co_filename.
+        # Best effort, as pip's own compile step: a file written for a newer Python fails and is skipped.
+        info("byte-compiling")
+        subprocess.run([str(tmp / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", *_site_packages(tmp)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     _retarget(tmp, final)
+
+
+def _site_packages(prefix: Path) -> list[str]:
+    return [str(p) for p in sorted(prefix.glob("lib/python3*/site-packages")) + sorted(prefix.glob("Lib/site-packages"))]
 
 
 def _venv(interpreter: str, tmp: Path, *, locked_pip: bool) -> list[Path]:
