@@ -443,7 +443,7 @@ def _tree_hash(folder: Path) -> str:
 
 
 def _file_hash(path: Path) -> str:
-    from resolver.build.sdist import sha256_of
+    from resolver.checksums import sha256_of
 
     return sha256_of(path)
 

@@ -6,22 +6,14 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from resolver.build.packages import Sdist
+from resolver.checksums import sha256_of
 from resolver.errors import BadInput, IntegrityError
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def ensure_sdist(sdist: Sdist, cache: Path, *, timeout: float = 60.0) -> Path:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlsplit
 
+from resolver.checksums import sha256_of
 from resolver.envs.lockfile import PypiArtifact
 from resolver.errors import BadInput, ResolverError
 
@@ -199,14 +200,6 @@ def canonical_name(name: str) -> str:
     import re
 
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def local_path(url: str) -> Path | None:
