@@ -231,6 +231,8 @@ class Manifest:
             entry = tomlkit.inline_table()
             entry["features"] = [name]
             entry["solve-group"] = name
+            # the default feature holds the resolver's own tooling (python + mamba-resolver), not the target's
+            entry["no-default-feature"] = True
             envs[name] = entry
         return name
 
