@@ -12,9 +12,7 @@ import errno
 import importlib
 import os
 import sys
-import tempfile
 import time
-import traceback
 
 from resolver import __version__
 from resolver.errors import ExitCode, ResolverError
@@ -98,6 +96,9 @@ def _report(exc: ResolverError, out: Output) -> int:
 
 
 def _save_traceback() -> str:
+    import tempfile  # the error path only: kept out of every command's start-up
+    import traceback
+
     text = traceback.format_exc()
     for folder in (os.path.join(os.getcwd(), ".resolver", "logs"), tempfile.gettempdir()):
         try:
