@@ -19,6 +19,7 @@ from resolver.paths import ProjectPaths
 from resolver.pipeline import StepLog, StepReport, Stamps, digest, jsonable, project_lock, tree_digest
 from resolver.plan import Plan, Request
 from resolver.profile import HardwareProfile
+from resolver.ui import Output
 
 STEPS = ("probe", "plan", "lock", "install", "patch", "build", "verify")
 
@@ -49,10 +50,11 @@ class SetupResult:
 class Setup:
     """One run of the pipeline for one project; holds no state beyond the run."""
 
-    def __init__(self, project: ProjectPaths, options: SetupOptions, log: StepLog) -> None:
+    def __init__(self, project: ProjectPaths, options: SetupOptions, log: StepLog, out: Output) -> None:
         self.project = project
         self.options = options
         self.log = log
+        self.out = out
         self.stamps = Stamps(project.stamps / "steps")
         self.result = SetupResult(steps=log.reports, log_file=log.log_file)
 
@@ -110,7 +112,7 @@ class Setup:
                 reason = "pixi.lock is missing" if not self.project.lockfile.is_file() else \
                     f"pixi.lock is stale for environment {plan.env_name}"
                 return "would-run", reason, None
-            summary = locking.lock_plans(self.project, [plan])
+            summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
             return "done", f"locked environment {plan.env_name} into pixi.lock", jsonable(summary)
         self.log.timed("lock", action)
 
@@ -127,7 +129,8 @@ class Setup:
                 return "skipped", f"{env_path} matches pixi.lock", None
             if self.options.dry_run:
                 return "would-run", f"environment {name} is missing or differs from pixi.lock", None
-            summary = installing.install_environment(self.project, name)
+            summary = installing.install_environment(self.project, name, info=self._detail("install"),
+                                                     progress=self.out.progress)
             new_inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
                                 env_path / READY_MARKER)
             self.stamps.write("install", new_inputs, jsonable(summary))
@@ -158,7 +161,7 @@ class Setup:
                 return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
             from resolver.build import build_for_plan
 
-            summary = build_for_plan(self.project, plan, env)
+            summary = build_for_plan(self.project, plan, env, self.out)
             return "done", f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy})", jsonable(summary)
         self.log.timed("build", action)
 
@@ -181,6 +184,10 @@ class Setup:
             self.stamps.write("verify", inputs, report)
             return "done", report.get("summary", "passed"), report
         self.log.timed("verify", action)
+
+    def _detail(self, step: str):
+        """Lines a long step prints while it works, indented under the step list."""
+        return lambda text: self.out.info(f"      {step}: {text.strip()}")
 
     def _remaining_on_target(self, plan: Plan) -> list[str]:
         todo = [f"copy this project (pixi.toml, pixi.lock) to the {plan.backend} machine",
@@ -241,8 +248,9 @@ def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = Fal
     project.logs.mkdir(parents=True, exist_ok=True)
     log = StepLog(quiet=quiet, to_stderr=json_mode,
                   log_file=project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    out = Output(json_mode=json_mode, quiet=quiet)
     with project_lock(project.stamps, wait=options.wait, on_wait=on_wait):
-        return Setup(project, options, log).run()
+        return Setup(project, options, log, out).run()
 
 
 def summary_text(result: SetupResult) -> str:

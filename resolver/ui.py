@@ -16,6 +16,7 @@ class Output:
     json_mode: bool = False
     quiet: bool = False
     stream: TextIO = field(default_factory=lambda: sys.stdout)
+    _last_print: dict[str, float] = field(default_factory=dict, repr=False)  # label -> when last printed
 
     def result(self, data: Any, human: str | None = None) -> None:
         """The command's answer: JSON on stdout with --json, else the human text."""
@@ -29,16 +30,22 @@ class Output:
             print(text, file=sys.stderr if self.json_mode else self.stream)
 
     def progress(self, label: str, done: int, total: int | None, started: float) -> None:
-        """One overwriting progress line on a terminal; a plain line every 10 % otherwise."""
+        """Progress of long work: one overwriting line on a terminal; in a log (not a terminal) a line
+        every 10 s while it runs and one when it ends, and nothing for work that took under a second."""
         if self.quiet or self.json_mode:
             return
         elapsed = time.monotonic() - started
+        finished = bool(total) and done >= total
         if total:
             eta = elapsed / done * (total - done) if done else 0.0
             text = f"{label}: {done}/{total} ({100 * done // total}%) {elapsed:.0f}s elapsed, ~{eta:.0f}s left"
         else:
             text = f"{label}: {done} {elapsed:.0f}s elapsed"
         if sys.stderr.isatty():
-            print("\r" + text, end="\n" if total and done >= total else "", file=sys.stderr, flush=True)
-        elif not total or done == total or done % max(1, total // 10) == 0:
+            print("\r\033[K" + text, end="\n" if finished else "", file=sys.stderr, flush=True)
+            return
+        last = self._last_print.get(label)
+        now = time.monotonic()
+        if (finished and elapsed >= 1.0) or (not finished and now - (last if last is not None else started) >= 10.0):
+            self._last_print[label] = now
             print(text, file=sys.stderr, flush=True)

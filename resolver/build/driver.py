@@ -124,12 +124,12 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     return summary
 
 
-def build_for_plan(project: ProjectPaths, plan, env) -> dict[str, Any]:
-    """Entry for ``setup``: build what the plan asks for into ``env``."""
+def build_for_plan(project: ProjectPaths, plan, env, out=None) -> dict[str, Any]:
+    """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``)."""
     options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
                            plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
                            plan_toolkit=plan.kernels.toolkit)
-    return build(project, options).to_json()
+    return build(project, options, out).to_json()
 
 
 def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: KernelPackage, overlay: Path | None,
