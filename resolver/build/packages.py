@@ -19,8 +19,9 @@ from pathlib import Path
 
 from resolver.build.archs import ArchRule
 from resolver.errors import BadInput
+from resolver.resources import shipped
 
-RECIPES = Path(__file__).resolve().parent.parent.parent / "recipes"
+RECIPES = shipped("recipes")
 COMMON = RECIPES / "common"
 BUILD_EXT = COMMON / "build_ext.py"
 KNOWN = ("causal-conv1d", "mamba-ssm")  # build order: mamba-ssm's Python side imports causal_conv1d

@@ -139,11 +139,13 @@ class Registry:
 
 
 def default_patches_dir() -> Path:
-    """``patches/`` beside the ``resolver`` package (the repository root), unless ``RESOLVER_PATCHES_DIR``."""
+    """The shipped ``patches/`` (repository root, or a wheel's share folder), unless ``RESOLVER_PATCHES_DIR``."""
     override = os.environ.get(PATCHES_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parent.parent.parent / "patches"
+    from resolver.resources import shipped
+
+    return shipped("patches")
 
 
 def load_registry(patches_dir: Path | None = None, extra_tables: Sequence[Path] | None = None) -> Registry:
