@@ -38,15 +38,6 @@ def digest(*parts: Any) -> str:
     return h.hexdigest()
 
 
-def tree_digest(folder: Path) -> str:
-    """sha256 over every file's relative path and content below ``folder`` (sorted)."""
-    h = hashlib.sha256()
-    if folder.is_dir():
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
 @dataclass(frozen=True)
 class Stamps:
     """Per-step records under ``.resolver/state/steps/``."""

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import Busy
-from resolver.pipeline import Stamps, digest, project_lock, tree_digest
+from resolver.checksums import tree_digest
+from resolver.pipeline import Stamps, digest, project_lock
 
 
 def test_stamps_current_only_after_write(tmp_path):

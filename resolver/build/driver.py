@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
@@ -21,7 +20,7 @@ from resolver.build.envprobe import EnvFacts, probe_environment
 from resolver.build.naming import build_string
 from resolver.build.packages import BUILD_EXT, KNOWN, KernelPackage
 from resolver.build.parallelism import Parallelism, fit_parallelism, machine_resources
-from resolver.build.runner import SUBDIR, RecipeRun, index_channel, publish, run_recipe
+from resolver.build.runner import SUBDIR, RecipeRun, publish, run_recipe
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
 from resolver.paths import ProjectPaths
 from resolver.versions import DottedVersion
@@ -435,11 +434,9 @@ def _torch_mm(torch: str) -> str:
 
 
 def _tree_hash(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and "build" not in p.relative_to(folder).parts[:1]):
-        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    from resolver.checksums import tree_digest
+
+    return tree_digest(folder, skip_top=("build",))
 
 
 def _file_hash(path: Path) -> str:
