@@ -520,7 +520,7 @@ def _cuda_plan_from(ctx: _Context, pick: _CudaPick, gpus: list[_Gpu], rejected, 
     release, variant = pick.release, pick.variant
     cuda = variant.version
     ctx.step("torch-release", release.latest,
-             f"the newest torch for which mamba-ssm and causal-conv1d work on this machine" if kernels
+             "the newest torch for which mamba-ssm and causal-conv1d work on this machine" if kernels
              else "the newest torch whose wheels run here")
     driver, driver_cuda = _driver(ctx)
     floor = ctx.k.mvc_floor(cuda.major, ctx.driver_os)
@@ -833,7 +833,7 @@ def _rocm_plan(ctx: _Context, gpus: list[_Gpu]) -> Plan:
     if rocm < minimum:
         ctx.step("rocm-version", "refused", f"ROCm {rocm} < {minimum}")
         raise Refusal(f"ROCm {rocm} is older than {minimum}, the oldest ROCm that mamba-ssm and causal-conv1d build on",
-                      fix=f"upgrade ROCm to 6.1 or newer (6.0 needs the bf16 header fix), or use --target cpu",
+                      fix="upgrade ROCm to 6.1 or newer (6.0 needs the bf16 header fix), or use --target cpu",
                       because=f"mamba-ssm and causal-conv1d refuse ROCm < {minimum}")
     ctx.step("rocm-version", str(rocm), f"ROCm {'installed here' if installed is not None else 'requested'}; "
                                         f">= {minimum}, the Mamba kernels' floor")

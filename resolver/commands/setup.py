@@ -20,7 +20,6 @@ def run(args, out) -> int:
     from resolver.paths import ProjectPaths
     from resolver.plan import Request, Target
     from resolver.setup import SetupOptions, run_setup, summary_text
-    from resolver.versions import DottedVersion
 
     request = Request(target=Target.parse(args.target), python=_python(args.python))
     options = SetupOptions(request=request, profile_file=Path(args.profile) if args.profile else None,

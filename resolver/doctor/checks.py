@@ -256,7 +256,7 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[
         return out
     if not locked:
         out.append(Finding("lock", "warn", f"environment '{env.name}' is not in {project.lockfile.name} for this platform",
-                           f"python -m resolver lock"))
+                           "python -m resolver lock"))
     elif locked != marker.get("lock_digest"):
         out.append(Finding("lock", "fail", f"{project.lockfile.name} changed since '{env.name}' was installed: the environment "
                            "does not match the lock", f"python -m resolver install --env {env.name}"))
