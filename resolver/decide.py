@@ -44,6 +44,7 @@ from resolver.profile import HardwareProfile
 from resolver.versions import ComputeCapability, DottedVersion, GfxArch
 
 KERNEL_PACKAGES = ("causal-conv1d", "mamba-ssm")
+PYPI_SIMPLE = "https://pypi.org/simple"
 _MACHINES = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
 # How far a candidate got before a rule stopped it; the refusal reports the furthest one.
 _STAGES = ("python", "glibc", "kernels", "confirmed", "toolkit", "driver", "nvcc-arch", "wheel-arch", "rocm")
@@ -186,6 +187,12 @@ def _decide(ctx: _Context) -> Plan:
     if target.backend == "cpu":
         ctx.step("backend", "cpu", "requested with --target cpu")
         return _cpu_plan(ctx, "--target cpu")
+    unknown = profile.nvidia.unidentified_gpus if profile.nvidia else ()
+    if unknown and target.backend in ("auto", "cuda") and not (target.backend == "auto" and amd and not nvidia):
+        raise Refusal(f"the compute capability of NVIDIA GPU {unknown[0]!r} is unknown (nvidia-smi did not print it "
+                      f"and resolver/data/gpus.toml does not list it), so no kernels can be chosen for it",
+                      fix="add the GPU to resolver/data/gpus.toml, or plan from a profile that states its "
+                          "compute_capability (`probe --json`, edited, then --profile FILE)")
     if target.backend == "cuda":
         if ctx.os == "osx":
             raise Refusal(f"--target {target} cannot run on macOS: PyTorch publishes no CUDA builds for it",
@@ -281,19 +288,26 @@ def _torch_choice(ctx: _Context, release: TorchRelease, variant: TorchVariant,
                   conda: CondaChoice | None) -> TorchChoice:
     if ctx.os == "osx":
         return TorchChoice(version=release.latest, variant="cpu",
-                           source=TorchSource("pypi", "https://pypi.org/simple"), conda=conda,
+                           source=TorchSource("pypi", PYPI_SIMPLE), conda=conda,
                            cxx11_abi=release.cxx11_abi, local_version=None)
-    local: str | None = variant.tag
     if ctx.profile.platform == "linux-64" and variant.tag == release.pypi_default:
-        # PyPI's linux-64 wheel of this release *is* this build, published without the +local label; a plain
-        # ==X.Y.Z pin matches it and download.pytorch.org's X.Y.Z+tag alike (PEP 440 ignores the label).
-        local = None
+        # PyPI's own linux-64 wheel of this release *is* this build (published without the +local label):
+        # taken from PyPI, it locks wherever PyPI or a PyPI mirror answers, no PyTorch index needed.
         ctx.step("torch-pin", f"torch=={release.latest}", f"{variant.tag} is PyPI's default linux-64 build of "
-                                                          f"torch {release.name}: the plain pin matches PyPI and "
-                                                          f"download.pytorch.org/whl/{variant.tag} alike")
+                                                          f"torch {release.name}: pinned without the +{variant.tag} "
+                                                          f"label ({_first_source(release.pypi_default_source)})")
+        ctx.step("torch-source", "PyPI", f"torch {release.latest}+{variant.tag} comes from PyPI itself, so it locks "
+                                         f"through PyPI or any PyPI mirror; download.pytorch.org/whl/{variant.tag} "
+                                         f"serves the same build")
+        return TorchChoice(version=release.latest, variant=variant.tag, source=TorchSource("pypi", PYPI_SIMPLE),
+                           conda=conda, cxx11_abi=release.cxx11_abi, local_version=None)
     return TorchChoice(version=release.latest, variant=variant.tag,
                        source=TorchSource("pypi-index", f"https://download.pytorch.org/whl/{variant.tag}"),
-                       conda=conda, cxx11_abi=release.cxx11_abi, local_version=local)
+                       conda=conda, cxx11_abi=release.cxx11_abi, local_version=variant.tag)
+
+
+def _first_source(source: str) -> str:
+    return source.split(";")[0].strip() or "torch.toml"
 
 
 def _glibc_note(ctx: _Context) -> None:
@@ -545,7 +559,8 @@ def _cuda_plan_from(ctx: _Context, pick: _CudaPick, gpus: list[_Gpu], rejected, 
     names = _gpu_summary(gpus)
     why = f"{highlight[0]} is out: {highlight[1]}. " if highlight else ""
     kernel_text = _kernel_text(kernel_choice)
-    summary = (f"torch {release.latest}+{variant.tag} (CUDA {cuda}) from download.pytorch.org for {names}"
+    where = "PyPI" if torch.source.kind == "pypi" else "download.pytorch.org"
+    summary = (f"torch {release.latest}+{variant.tag} (CUDA {cuda}) from {where} for {names}"
                f"{' on driver ' + driver_text(driver) if driver else ''}: the newest PyTorch whose wheels carry kernels "
                f"for every GPU here and whose CUDA runtime this driver runs. {why}{kernel_text}")
     return Plan(backend="cuda", backend_version=str(cuda), python=python_text(ctx.python), platform=ctx.profile.platform,
@@ -611,7 +626,7 @@ def _cuda_kernels(ctx: _Context, release: TorchRelease, cuda: DottedVersion, gpu
                              f"{', '.join(c.sm for c in cubins)}")
             continue
         wheels.append((package, found[0]))
-    toolkit = f"nvcc {cuda}"
+    toolkit, toolkit_source = _kernel_compiler(ctx, "nvcc", cuda, ctx.profile.cuda_toolkit)
     for line in uncovered:
         ctx.step("prebuilt", "unusable", line)
     if len(wheels) == len(packages):
@@ -625,12 +640,30 @@ def _cuda_kernels(ctx: _Context, release: TorchRelease, cuda: DottedVersion, gpu
                                      f"cp{python_text(ctx.python).replace('.', '')}: compile with {toolkit}")
         strategy = "build"
         wheels = []
-    system = ctx.profile.cuda_toolkit
-    if system is not None and system.major != cuda.major:
-        ctx.warn(f"the system nvcc is CUDA {system}, torch is CUDA {cuda}: the kernels need nvcc {cuda.major}.x "
-                 f"(the environment gets its own cuda-nvcc {cuda})")
     return KernelChoice(strategy=strategy, arch_list=arch_list, packages=packages, toolkit=toolkit,
-                        prebuilt_wheels=tuple(wheels))
+                        prebuilt_wheels=tuple(wheels), toolkit_source=toolkit_source)
+
+
+def _kernel_compiler(ctx: _Context, name: str, torch_version: DottedVersion,
+                     system: DottedVersion | None) -> tuple[str, str]:
+    """The compiler the kernels will be built with and where it comes from (``system`` or ``missing``).
+
+    torch's extension builder refuses a compiler of another major than torch's CUDA/HIP, so a plan
+    that builds here promises only a compiler the probe found; one missing is said now, before anything
+    is installed, not at build time."""
+    want = torch_version.major
+    label = "ROCm" if name == "hipcc" else "CUDA"
+    if system is not None and system.major == want:
+        ctx.step("kernels-compiler", f"system {name} {system.truncate(2)}",
+                 f"the {name} the probe found ({system}) matches torch's {label} {torch_version.truncate(2)} major")
+        return f"{name} {system.truncate(2)}", "system"
+    found = f"{name} {system}" if system is not None else f"no {name}"
+    ctx.step("kernels-compiler", "missing", f"the kernels need {name} {want}.x to match torch's {label} "
+                                            f"{torch_version.truncate(2)}; this machine has {found}")
+    ctx.warn(f"the kernels need {name} {want}.x (torch is {label} {torch_version.truncate(2)}) and this machine has "
+             f"{found}: install the {label} {want} toolkit (or point {'ROCM_PATH' if name == 'hipcc' else 'CUDA_HOME'} "
+             f"at it) before building")
+    return f"{name} {torch_version.truncate(2)}", "missing"
 
 
 def _conda_cuda(ctx: _Context, release: TorchRelease, cuda: DottedVersion, gpus: list[_Gpu]) -> CondaChoice:
@@ -789,7 +822,8 @@ def _cuda_plan_elsewhere(ctx: _Context) -> Plan:
         conda = _conda_cuda(ctx, release, cuda, [])
         torch = _torch_choice(ctx, release, variant, conda)
         kernel_choice = KernelChoice(strategy="build" if kernels else "none", arch_list=arch_list if kernels else (),
-                                     packages=packages, toolkit=f"nvcc {cuda}" if kernels else None)
+                                     packages=packages, toolkit=f"nvcc {cuda}" if kernels else None,
+                                     toolkit_source="target" if kernels else None)
         summary = (f"A plan for another machine: torch {release.latest}+{variant.tag} (CUDA {cuda}) for Python "
                    f"{python_text(ctx.python)}; no NVIDIA GPU here, so the driver and GPU checks happen on the target. "
                    + _kernel_text(kernel_choice))
@@ -930,14 +964,18 @@ def _rocm_plan_from(ctx: _Context, release: TorchRelease, variant: TorchVariant,
         ctx.warn(f"no AMD GPU here: this plan is for another machine with ROCm {rocm}; the kernels get built on it "
                  f"(or for {', '.join(arch_list)})")
     packages = _kernel_versions(ctx, release)
-    toolkit = f"hipcc {rocm.truncate(2)}"
+    if here:
+        toolkit, toolkit_source = _kernel_compiler(ctx, "hipcc", rocm, ctx.profile.rocm_toolkit)
+    else:
+        toolkit, toolkit_source = f"hipcc {rocm.truncate(2)}", "target"
     ctx.step("kernels", "build", f"upstream ships no ROCm wheels; compile with the system {toolkit} for "
                                  f"{', '.join(arch_list)}")
     _cxx_note(ctx, release)
     ctx.step("conda", "none", "conda-forge has no ROCm builds of pytorch; torch comes from "
                               f"download.pytorch.org/whl/{variant.tag}")
     torch = _torch_choice(ctx, release, variant, None)
-    kernels = KernelChoice(strategy="build", arch_list=arch_list, packages=packages, toolkit=toolkit)
+    kernels = KernelChoice(strategy="build", arch_list=arch_list, packages=packages, toolkit=toolkit,
+                           toolkit_source=toolkit_source)
     patch_text = f" ROCm {rocm} needs the header fix {patches[0].id} ({patches[0].file}) before the build." if patches else ""
     summary = (f"torch {release.latest}+{variant.tag} for {_gpu_summary(gpus) if gpus else 'another machine'} with ROCm "
                f"{rocm}: the wheel variant must match the installed ROCm because the kernels compile with its hipcc."
@@ -965,7 +1003,11 @@ def _kernel_text(kernels: KernelChoice) -> str:
     packages = ", ".join(f"{n} {v}" for n, v in kernels.packages)
     how = "installed from upstream's prebuilt wheels when reachable, else built" if kernels.strategy == "prebuilt" \
         else "built"
-    return f"Mamba kernels ({packages}) are {how} with {kernels.toolkit} for {', '.join(kernels.arch_list)} only."
+    where = {"system": f"this machine's {kernels.toolkit}", "environment": f"the environment's own {kernels.toolkit}",
+             "target": f"{kernels.toolkit} on the target machine",
+             "missing": f"{kernels.toolkit}, which this machine lacks (see the warning)"}.get(
+        kernels.toolkit_source or "", str(kernels.toolkit))
+    return f"Mamba kernels ({packages}) are {how} with {where} for {', '.join(kernels.arch_list)} only."
 
 
 def _s(value: object | None) -> str | None:

@@ -110,11 +110,12 @@ class TorchRelease(NamedTuple):
     glibc_min: DottedVersion
     cxx11_abi: bool
     cxx_standard: int
-    pypi_default: str
+    pypi_default: str  # the variant PyPI's own linux-64 wheel is (published without the +local label)
     confirmed: bool
     source: str
     variants: tuple[TorchVariant, ...]
     notes: str = ""
+    pypi_default_source: str = ""
 
     @property
     def name(self) -> str:
@@ -757,7 +758,8 @@ def _build(raw: dict[str, dict]) -> Knowledge:
             version=version, latest=row.str("latest"), released=row.str("released"), python=row.strs("python"),
             glibc_min=row.version("glibc_min"), cxx11_abi=row.bool("cxx11_abi"), cxx_standard=row.int("cxx_standard"),
             pypi_default=row.str("pypi_default"), confirmed=row.confirmed(), source=row.str("source"),
-            variants=tuple(variants), notes=row.opt_str("notes") or ""))
+            variants=tuple(variants), notes=row.opt_str("notes") or "",
+            pypi_default_source=row.opt_str("pypi_default_source") or row.str("source")))
 
     mvc = []
     for i, data in enumerate(_rows(cuda, "minor_version_compat", "cuda.toml")):

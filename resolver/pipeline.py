@@ -114,10 +114,11 @@ class StepReport:
     detail: str = ""
     seconds: float = 0.0
     result: Any = None
+    peak_rss_mib: int | None = None  # the largest process of the run so far (this one or a child), at the step's end
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "detail": self.detail,
-                "seconds": round(self.seconds, 3), "result": jsonable(self.result)}
+                "seconds": round(self.seconds, 3), "peak_rss_mib": self.peak_rss_mib, "result": jsonable(self.result)}
 
 
 def jsonable(value: Any) -> Any:
@@ -172,4 +173,16 @@ class StepLog:
                                 time.monotonic() - started))
             raise ResolverError(f"the '{name}' stage is not built yet in this version of the resolver",
                                 fix="update mamba-resolver", code=ExitCode.INTERNAL) from None
-        return self.add(StepReport(name, status, detail, time.monotonic() - started, result))
+        return self.add(StepReport(name, status, detail, time.monotonic() - started, result, peak_rss_mib()))
+
+
+def peak_rss_mib() -> int | None:
+    """The peak resident memory of this process or of its largest finished child (compilers included,
+    since each level waits for its own children), in MiB; None where the OS does not say."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    return peak * unit // (1 << 20)

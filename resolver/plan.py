@@ -130,10 +130,14 @@ class KernelChoice:
     packages: tuple[tuple[str, str], ...] = ()  # (name, version) for causal-conv1d and mamba-ssm
     toolkit: str | None = None  # "nvcc 12.6" / "hipcc 6.0" / None
     prebuilt_wheels: tuple[tuple[str, str], ...] = ()  # (name, wheel file name) when strategy == "prebuilt"
+    # where ``toolkit`` comes from: "system" (found by the probe), "environment" (the environment's own
+    # toolkit packages), "target" (a plan for another machine: its own), "missing" (nothing matches torch)
+    toolkit_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "arch_list": list(self.arch_list), "packages": dict(self.packages),
-                "toolkit": self.toolkit, "prebuilt_wheels": dict(self.prebuilt_wheels)}
+                "toolkit": self.toolkit, "toolkit_source": self.toolkit_source,
+                "prebuilt_wheels": dict(self.prebuilt_wheels)}
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,8 @@ class Plan:
                 kernels=KernelChoice(
                     strategy=kernels["strategy"], arch_list=tuple(kernels["arch_list"]),
                     packages=tuple(sorted(kernels.get("packages", {}).items())), toolkit=kernels.get("toolkit"),
-                    prebuilt_wheels=tuple(sorted((kernels.get("prebuilt_wheels") or {}).items()))),
+                    prebuilt_wheels=tuple(sorted((kernels.get("prebuilt_wheels") or {}).items())),
+                    toolkit_source=kernels.get("toolkit_source")),
                 patches=tuple(PatchRef(**p) for p in data.get("patches", [])),
                 warnings=tuple(data.get("warnings", [])),
                 trace=tuple(TraceStep(**t) for t in data.get("trace", [])),

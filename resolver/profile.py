@@ -46,10 +46,12 @@ class NvidiaInfo:
     gpus: tuple[NvidiaGpu, ...] = ()
     cuda_driver_version: DottedVersion | None = None  # newest CUDA the driver supports (nvidia-smi "CUDA Version")
     sources: tuple[str, ...] = ()
+    unidentified_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nothing could tell
 
     def to_json(self) -> dict[str, Any]:
         return {"driver_version": _s(self.driver_version), "cuda_driver_version": _s(self.cuda_driver_version),
-                "gpus": [g.to_json() for g in self.gpus], "sources": list(self.sources)}
+                "gpus": [g.to_json() for g in self.gpus], "unidentified_gpus": list(self.unidentified_gpus),
+                "sources": list(self.sources)}
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,8 @@ class HardwareProfile:
                     compute_capability=reader.parsed(g, "compute_capability", ComputeCapability.parse),
                     memory_mib=reader.optional_int(g, "memory_mib"),
                     uuid=g.get("uuid")) for g in reader.objects(nvidia, "gpus", "nvidia.gpus")),
-                sources=tuple(nvidia.get("sources") or ())),
+                sources=tuple(nvidia.get("sources") or ()),
+                unidentified_gpus=reader.strings(nvidia, "unidentified_gpus")),
             amd=None if amd is None else AmdInfo(
                 rocm_version=reader.version(reader.obj(amd, "amd"), "rocm_version"),
                 rocm_root=amd.get("rocm_root"),
@@ -203,6 +206,12 @@ class _Reader:
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise self._bad(f"'{label}' must be a list of objects")
         return items
+
+    def strings(self, data: dict, key: str) -> tuple[str, ...]:
+        items = data.get(key) or []
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise self._bad(f"'{key}' must be a list of strings")
+        return tuple(items)
 
     def required_str(self, data: dict, key: str, label: str | None = None) -> str:
         value = data.get(key)

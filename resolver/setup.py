@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.environment import READY_MARKER, Environment
-from resolver.errors import ResolverError
+from resolver.errors import EnvironmentProblem, ResolverError
 from resolver.paths import ProjectPaths
 from resolver.pipeline import StepLog, StepReport, Stamps, digest, jsonable, project_lock
 from resolver.plan import Plan, Request
@@ -56,6 +56,7 @@ class Setup:
         self.log = log
         self.out = out
         self.stamps = Stamps(project.stamps / "steps")
+        self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
         self.result = SetupResult(steps=log.reports, log_file=log.log_file)
 
     # -- the run ------------------------------------------------------------------------------
@@ -98,6 +99,8 @@ class Setup:
             if outcome.plan is None:
                 raise outcome.refusal
             plan = outcome.plan
+            if self._builds_here(plan) and plan.kernels.toolkit_source == "missing":
+                raise missing_compiler(plan, profile)
             return "done", f"{plan.backend} {plan.torch.variant}, torch {plan.torch.version}, " \
                            f"kernels: {plan.kernels.strategy}", plan
         return self.log.timed("plan", action).result
@@ -162,12 +165,16 @@ class Setup:
             from resolver.build import build_for_plan
 
             summary = build_for_plan(self.project, plan, env, self.out)
-            return "done", f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy})", jsonable(summary)
+            self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
+            compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
+            return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "
+                            f"{compiled} compiled, {len(summary.get('packages', ())) - compiled} from the channel)"), \
+                jsonable(summary)
         self.log.timed("build", action)
 
     def _verify(self, plan: Plan, env: Environment | None) -> None:
         env_marker = self.project.env(plan.env_name) / READY_MARKER
-        inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json())
+        inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
 
         def action():
             if not self.options.force and self.stamps.is_current("verify", inputs):
@@ -176,7 +183,8 @@ class Setup:
                 return "skipped", "verified earlier with the same environment and kernels", previous
             if self.options.dry_run:
                 return "would-run", "load a Mamba checkpoint and compare against the reference", None
-            report = verify_environment(self.project, env)
+            report = verify_environment(self.project, env, extensions=self.kernel_modules,
+                                        expect_archs=plan.kernels.arch_list if self.kernel_modules else ())
             self.result.verify = report
             if not report.get("ok"):
                 raise ResolverError(f"verify found problems: {report.get('summary', 'see the report')}",
@@ -184,6 +192,9 @@ class Setup:
             self.stamps.write("verify", inputs, report)
             return "done", report.get("summary", "passed"), report
         self.log.timed("verify", action)
+
+    def _builds_here(self, plan: Plan) -> bool:
+        return plan.runnable_here and self.options.profile_file is None and plan.kernels.strategy != "none"
 
     def _detail(self, step: str):
         """Lines a long step prints while it works, indented under the step list."""
@@ -201,18 +212,36 @@ class Setup:
         return todo
 
 
+def missing_compiler(plan: Plan, profile: HardwareProfile) -> EnvironmentProblem:
+    """The kernels cannot be built here: said before anything is locked or installed."""
+    name, version = (plan.kernels.toolkit or "nvcc ?").split(" ", 1)
+    major = version.split(".")[0]
+    have = profile.cuda_toolkit if name == "nvcc" else profile.rocm_toolkit
+    other = f", or plan for the {name} you have with --target {plan.backend}{have.major}" if have else ""
+    home = "CUDA_HOME" if name == "nvcc" else "ROCM_PATH"
+    return EnvironmentProblem(
+        f"the kernels need {name} {major}.x to match torch {plan.torch.version}+{plan.torch.variant}, and this machine "
+        f"has {f'{name} {have}' if have else f'no {name}'}",
+        fix=f"install the {'CUDA' if name == 'nvcc' else 'ROCm'} {major} toolkit (or point {home} at one){other}")
+
+
 def channel_digest(channel: Path) -> str:
     """What the local kernel channel holds, cheaply: its indexes list every package with its sha256,
     so hashing them stands for hashing the packages (tens of MB) on every warm run."""
     return digest(*sorted(channel.glob("*/repodata.json")))
 
 
-def verify_environment(project: ProjectPaths, env: Environment) -> dict[str, Any]:
-    """Run ``verify`` on the default checkpoint inside ``env``; its JSON document plus a one-line summary."""
+def verify_environment(project: ProjectPaths, env: Environment, *, extensions: tuple[str, ...] = (),
+                       expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run ``verify`` on the default checkpoint inside ``env``: the modules the build installed must
+    load and carry exactly ``expect_archs``; its JSON document plus a one-line summary."""
     from resolver.verify import report as rep
     from resolver.verify.runner import resolve_model, run_in_env
 
-    result = run_in_env(env, resolve_model(project, None), [])
+    extra = [arg for module in extensions for arg in ("--extension", module)]
+    if expect_archs:
+        extra += ["--expect-archs", ",".join(expect_archs)]
+    result = run_in_env(env, resolve_model(project, None), extra)
     doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
     checks = doc.get("checks", [])
     passed = sum(1 for c in checks if c.get("status") == "pass")

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def build_for_plan(project, plan, env) -> dict[str, Any]:
-    """Build and install what ``plan.kernels`` asks for into ``env``; the summary's JSON form."""
+def build_for_plan(project, plan, env, out=None) -> dict[str, Any]:
+    """Build and install what ``plan.kernels`` asks for into ``env`` (progress lines through ``out``);
+    the summary's JSON form."""
     from resolver.build.driver import build_for_plan as run
 
-    return run(project, plan, env)
+    return run(project, plan, env, out)

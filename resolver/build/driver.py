@@ -18,7 +18,7 @@ from resolver.build.archs import apply_rules, parse_arch_list
 from resolver.build.cachekey import BuildKey
 from resolver.build.envprobe import EnvFacts, probe_environment
 from resolver.build.naming import build_string
-from resolver.build.packages import BUILD_EXT, KNOWN, KernelPackage
+from resolver.build.packages import BUILD_EXT, KNOWN, KernelPackage, selected_packages
 from resolver.build.parallelism import Parallelism, fit_parallelism, machine_resources
 from resolver.build.runner import SUBDIR, RecipeRun, publish, run_recipe
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
@@ -92,8 +92,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
 
     started = time.monotonic()
     env = Environment.find(project, options.env_name)
-    packages = ([KernelPackage.load(d) for d in options.recipe_dirs] if options.recipe_dirs
-                else [KernelPackage.named(n) for n in options.packages])
+    packages = selected_packages(options.packages, options.recipe_dirs)
     facts = probe_environment(env, project.cache / "build")
     needs_torch = any(p.needs_torch for p in packages)
     if needs_torch and not facts.torch:

@@ -13,9 +13,12 @@ every build's cache key, so editing a fix rebuilds.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from resolver.build.archs import ArchRule
 from resolver.errors import BadInput
@@ -25,6 +28,33 @@ RECIPES = shipped("recipes")
 COMMON = RECIPES / "common"
 BUILD_EXT = COMMON / "build_ext.py"
 KNOWN = ("causal-conv1d", "mamba-ssm")  # build order: mamba-ssm's Python side imports causal_conv1d
+# Recipe folders built instead of KNOWN (separated by commas, whitespace or os.pathsep): a fork's own
+# kernels, or the tests' tiny extension going through the whole GPU journey.
+RECIPES_VAR = "RESOLVER_KERNEL_RECIPES"
+
+
+def configured_recipe_dirs(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The recipe folders ``RESOLVER_KERNEL_RECIPES`` names (resolved), or () when it is unset.
+
+    >>> configured_recipe_dirs({RECIPES_VAR: "/a/recipe, /b/recipe"})
+    (PosixPath('/a/recipe'), PosixPath('/b/recipe'))
+    """
+    text = (os.environ if environ is None else environ).get(RECIPES_VAR, "")
+    folders = tuple(Path(part).expanduser().resolve() for part in re.split(rf"[,\s{re.escape(os.pathsep)}]+", text)
+                    if part)
+    for folder in folders:
+        if not (folder / "recipe.yaml").is_file():
+            raise BadInput(f"{RECIPES_VAR} names {folder}, which holds no recipe.yaml",
+                           fix=f"point {RECIPES_VAR} at recipe folders (recipe.yaml + resolver.toml), or unset it")
+    return folders
+
+
+def selected_packages(names: tuple[str, ...] = KNOWN, recipe_dirs: tuple[Path, ...] = ()) -> list["KernelPackage"]:
+    """The packages a build makes: explicit recipe folders, else RESOLVER_KERNEL_RECIPES, else ``names``."""
+    folders = recipe_dirs or configured_recipe_dirs()
+    if folders:
+        return [KernelPackage.load(folder) for folder in folders]
+    return [KernelPackage.named(name) for name in names]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="list the steps that would run, and why")
     parser.add_argument("--no-wait", action="store_true", help="exit (code 6) instead of waiting for another run")
     parser.add_argument("--force", action="store_true", help="run every step even when its stamp is current")
+    parser.add_argument("--sysroot", metavar="DIR",
+                        help="a machine double: the GPUs, drivers and ROCm of the capture in DIR (docs/sysroot.md), "
+                             "everything else from this machine; same as RESOLVER_SYSROOT=DIR")
 
 
 def run(args, out) -> int:
@@ -21,6 +24,13 @@ def run(args, out) -> int:
     from resolver.plan import Request, Target
     from resolver.setup import SetupOptions, run_setup, summary_text
 
+    if args.sysroot:
+        import os
+
+        from resolver.probe.double import SYSROOT_VAR
+
+        # every probe of this run (and of its child processes) sees the double, not just setup's own
+        os.environ[SYSROOT_VAR] = str(Path(args.sysroot).resolve())
     request = Request(target=Target.parse(args.target), python=_python(args.python))
     options = SetupOptions(request=request, profile_file=Path(args.profile) if args.profile else None,
                            dry_run=args.dry_run, wait=not args.no_wait, force=args.force)

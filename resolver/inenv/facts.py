@@ -103,7 +103,8 @@ def load_extension(name: str) -> dict:
     info: dict = {"module": name, "installed": True, "file": spec.origin, "owner": _owner(spec.origin)}
     label = " ".join(str(info["owner"].get(k) or "") for k in ("version", "build"))
     info["built_for_torch"] = parse_expected_torch(label)
-    info["built_for_archs"] = (parse_archs(info["owner"].get("build") or "") or archs_of_library(spec.origin)
+    info["fatbin_archs"] = archs_of_library(spec.origin) if spec.origin.endswith((".so", ".pyd", ".dylib")) else []
+    info["built_for_archs"] = (parse_archs(info["owner"].get("build") or "") or info["fatbin_archs"]
                                or _cuobjdump_archs(spec.origin))
     started = time.perf_counter()
     try:
@@ -211,6 +212,36 @@ def bytecode_facts(torch) -> dict:
     cached = Path(iu.cache_from_source(str(init))).is_file()
     return {"torch_cached": cached, "dont_write_bytecode": bool(sys.flags.dont_write_bytecode),
             "writable": os.access(init.parent, os.W_OK), "site_packages": str(init.parent.parent)}
+
+
+def plan_arch_names(archs: list[str]) -> list[str]:
+    """A plan's arch list as fat binaries name them: ``9.0`` -> ``sm_90``; gfx targets unchanged.
+
+    >>> plan_arch_names(["9.0", "10.0", "gfx90a"])
+    ['sm_90', 'sm_100', 'gfx90a']
+    """
+    return [f"sm_{a.replace('.', '')}" if re.fullmatch(r"\d+\.\d+[a-z]?", a) else a for a in archs]
+
+
+def arch_mismatch(carried: list[str], expected: list[str]) -> str | None:
+    """Why the cubins a module carries differ from the plan's architectures, or None when they match.
+
+    >>> arch_mismatch(["sm_90"], ["sm_90"]) is None
+    True
+    >>> arch_mismatch(["sm_80", "sm_90"], ["sm_90"])
+    'it also carries sm_80, which the plan did not ask for'
+    >>> arch_mismatch(["sm_80"], ["sm_90"])
+    'it lacks sm_90 and carries sm_80, which the plan did not ask for'
+    """
+    cubins = {a for a in carried if not a.startswith("compute_")}
+    missing = [a for a in expected if a not in cubins]
+    extra = sorted(cubins - set(expected))
+    parts = []
+    if missing:
+        parts.append(f"lacks {' '.join(missing)}")
+    if extra:
+        parts.append(f"{'also ' if not missing else ''}carries {' '.join(extra)}, which the plan did not ask for")
+    return ("it " + " and ".join(parts)) if parts else None
 
 
 def extra_extensions(names: list[str]) -> dict:

@@ -222,6 +222,8 @@ def run(args, report: dict) -> dict:
         else:
             checks.append(_check(f"import:{module}", "pass", f"`import {module}` works "
                                  f"({time.perf_counter() - started:.2f} s)"))
+    if args.expect_archs:
+        checks.extend(_plan_arch_checks({**installed, **asked}, args.expect_archs.split(",")))
     kernels_loaded = bool(installed) and all(e["loaded"] for e in installed.values())
     report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded,
                          "can_run_here": gpu and kernels_loaded}
@@ -341,6 +343,31 @@ def run(args, report: dict) -> dict:
     return report
 
 
+def _plan_arch_checks(extensions: dict, plan_archs: list[str]) -> list[dict]:
+    """The GPU code each compiled module carries (read from its fat binary) against the plan's list:
+    runs anywhere, GPU or not, so a build for the wrong GPUs is caught before a kernel is launched."""
+    from resolver.inenv import facts as facts_mod
+
+    expected = facts_mod.plan_arch_names([a for a in plan_archs if a])
+    out = []
+    for name, ext in sorted(extensions.items()):
+        if not ext.get("file", "").endswith((".so", ".pyd", ".dylib")):
+            continue  # a pure-Python package: no GPU code to read
+        carried = ext.get("fatbin_archs") or []
+        if not carried:
+            out.append(_check(f"archs:{name}", "skip", f"no fat binary could be read from {ext.get('file')}; "
+                              f"the plan asked for {' '.join(expected)}"))
+            continue
+        why = facts_mod.arch_mismatch(carried, expected)
+        if why is None:
+            out.append(_check(f"archs:{name}", "pass", f"{name} carries {' '.join(sorted(carried))} (read from its "
+                              f"fat binary), exactly the plan's {' '.join(expected)}", carried=carried))
+        else:
+            out.append(_check(f"archs:{name}", "fail", f"{name} does not match the plan: {why} (read from its fat "
+                              f"binary); rebuild with `python -m resolver build`", carried=carried, expected=expected))
+    return out
+
+
 def _dump(path: Path, logits, tokens) -> None:
     """Raw little-endian float32 logits + a JSON sidecar: readable by the resolver without numpy."""
     import array
@@ -403,6 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-logits", default="", help="write the library's logits (float32) to this file")
     p.add_argument("--skip-reference-bench", action="store_true")
     p.add_argument("--extension", action="append", default=[], help="also check that this compiled module loads")
+    p.add_argument("--expect-archs", default="", help="comma list of the plan's GPU architectures (9.0, gfx90a): "
+                   "each compiled module's fat binary must carry exactly these")
     return p
 
 

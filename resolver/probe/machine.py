@@ -7,6 +7,7 @@ True
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
@@ -37,9 +38,26 @@ def probe_machine(sysroot: str | Path | None = None, environ: Mapping[str, str] 
     ``sysroot``: a captured machine (docs/sysroot.md); nothing live is read then.
     ``environ``: the environment to use (default: the process's, or the sysroot's ``[environ]``).
     ``system``: an already built :class:`System` (used by ``--capture`` to record a live probe).
+    Without ``sysroot`` or ``system``, ``RESOLVER_SYSROOT`` names a machine double
+    (:mod:`resolver.probe.double`): that capture's GPUs on this machine.
     """
+    if sysroot is None and system is None:
+        from resolver.probe.double import probe_double, sysroot_from_environ
+
+        double = sysroot_from_environ(os.environ if environ is None else environ)
+        if double is not None:
+            return probe_double(double, environ)
     system = system or make_system(sysroot, environ)
     findings = Findings()
+    profile = read_machine(system, findings)
+    profile = apply_overrides(profile, system.environ, findings)
+    return replace(profile, notes=findings.notes, sources=findings.sources)
+
+
+def read_machine(system: System, findings: Findings, *, hardware: System | None = None) -> HardwareProfile:
+    """The profile of ``system``, before overrides; ``hardware``, when given, answers for the GPUs,
+    their drivers and ROCm instead (a machine double)."""
+    gpus = hardware or system
     name, machine = system.uname()
     platform = host.conda_subdir(name, machine)
     if platform is None:
@@ -48,14 +66,14 @@ def probe_machine(sysroot: str | Path | None = None, environ: Mapping[str, str] 
     python = DottedVersion.parse(system.python_version())
     is_linux = platform.startswith("linux")
     glibc = host.glibc(system, findings) if is_linux else None
-    nvidia = detect_nvidia(system, findings) if platform.split("-")[0] in ("linux", "win") else None
-    amd = detect_amd(system, findings) if is_linux else None
+    nvidia = detect_nvidia(gpus, findings) if platform.split("-")[0] in ("linux", "win") else None
+    amd = detect_amd(gpus, findings) if is_linux else None
     cuda_toolkit = toolkits.cuda_toolkit(system, findings) if not platform.startswith("osx") else None
     rocm_toolkit = toolkits.rocm_toolkit(system, findings, amd.rocm_root if amd else None) if is_linux else None
     container = host.container(system) if is_linux else None
     if container:
         findings.source(f"container: {container}")
-    profile = HardwareProfile(
+    return HardwareProfile(
         platform=platform,
         python=python,
         glibc=DottedVersion.parse(glibc) if glibc else None,
@@ -63,13 +81,11 @@ def probe_machine(sysroot: str | Path | None = None, environ: Mapping[str, str] 
         amd=amd,
         cuda_toolkit=DottedVersion.parse(cuda_toolkit) if cuda_toolkit else None,
         rocm_toolkit=DottedVersion.parse(rocm_toolkit) if rocm_toolkit else None,
-        wsl=is_linux and host.is_wsl(system),
+        wsl=is_linux and host.is_wsl(gpus),
         container=container is not None,
         cpu_count=host.cpu_count(system),
         memory_available_mib=host.memory_available_mib(system) if is_linux else None,
     )
-    profile = apply_overrides(profile, system.environ, findings)
-    return replace(profile, notes=findings.notes, sources=findings.sources)
 
 
 def apply_overrides(profile: HardwareProfile, environ: Mapping[str, str], findings: Findings) -> HardwareProfile:

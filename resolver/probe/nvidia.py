@@ -197,7 +197,7 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
         return None
     if partial.cuda is None:
         findings.note("NVIDIA: the driver's CUDA version is unknown (it comes from nvidia-smi or NVML)")
-    gpus = []
+    gpus, unidentified = [], []
     table = _NameTable()
     for gpu in partial.gpus:
         cc, source = gpu.compute_capability, None
@@ -205,12 +205,14 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
             cc, why = table.compute_capability(gpu.name)
             if cc is None:
                 findings.note(f"NVIDIA GPU {gpu.name!r} left out: no tool reported its compute capability and {why}")
+                unidentified.append(gpu.name)
                 continue
             source = f"compute capability of {gpu.name!r}: {why}"
         try:
             capability = ComputeCapability.parse(cc)
         except ValueError:
             findings.note(f"NVIDIA GPU {gpu.name!r} left out: compute capability {cc!r} is not readable")
+            unidentified.append(gpu.name)
             continue
         if source and source not in partial.sources:
             partial.sources.append(source)
@@ -220,4 +222,5 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
         gpus=tuple(gpus),
         cuda_driver_version=DottedVersion.parse(partial.cuda) if partial.cuda else None,
         sources=tuple(partial.sources),
+        unidentified_gpus=tuple(unidentified),
     )
