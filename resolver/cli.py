@@ -15,7 +15,7 @@ import sys
 import time
 
 from resolver import __version__
-from resolver.errors import ExitCode, ResolverError
+from resolver.errors import BadInput, ExitCode, InternalError, ResolverError, UsageError
 from resolver.ui import Output
 
 COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "verify", "doctor", "bench")
@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one sentence with the fix (exit 2), like every failure."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ResolverError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`", code=ExitCode.REFUSED)
+        raise UsageError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno not in _WRITE_ERRNOS:
             return _report(_internal(), out)
         where = exc.filename or "the project folder"
-        return _report(ResolverError(f"cannot write {where}: {exc.strerror}",
+        return _report(BadInput(f"cannot write {where}: {exc.strerror}",
                                      fix="run from a writable project folder (or set RESOLVER_PROJECT to one) "
-                                         "and check free disk space", code=ExitCode.BAD_INPUT), out)
+                                         "and check free disk space"), out)
     except KeyboardInterrupt:
         print("interrupted; run the same command again to resume.", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
@@ -82,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
 _WRITE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.ENOTDIR, errno.EDQUOT}
 
 
-def _internal() -> ResolverError:
+def _internal() -> InternalError:
     log = _save_traceback()
-    return ResolverError(f"internal error in the resolver ({sys.exc_info()[1]!r:.200})",
-                         fix=f"please report it with the log {log}", code=ExitCode.INTERNAL)
+    return InternalError(f"internal error in the resolver ({sys.exc_info()[1]!r:.200})",
+                         fix=f"please report it with the log {log}")
 
 
 def _report(exc: ResolverError, out: Output) -> int:

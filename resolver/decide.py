@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from resolver.errors import Refusal
+from resolver.platforms import PLATFORMS
 from resolver.knowledge import Knowledge, TorchRelease, TorchVariant, driver_text
 from resolver.plan import (CondaChoice, KernelChoice, PatchRef, Plan, PlanOutcome, Request, TorchChoice,
                            TorchSource, TraceStep)
@@ -45,7 +46,6 @@ from resolver.versions import ComputeCapability, DottedVersion, GfxArch
 
 KERNEL_PACKAGES = ("causal-conv1d", "mamba-ssm")
 PYPI_SIMPLE = "https://pypi.org/simple"
-_MACHINES = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}
 # How far a candidate got before a rule stopped it; the refusal reports the furthest one.
 _STAGES = ("python", "glibc", "kernels", "confirmed", "toolkit", "driver", "nvcc-arch", "wheel-arch", "rocm")
 
@@ -153,21 +153,8 @@ def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
 
 
 def _probe_here() -> HardwareProfile:
-    try:
-        from resolver.probe import probe_machine
-    except ImportError:  # the probe stage not installed: the minimum this interpreter knows
-        import platform as _platform
-        import sys
+    from resolver.probe import probe_machine
 
-        machine = _platform.machine().lower()
-        system = sys.platform
-        subdir = {("linux", "x86_64"): "linux-64", ("linux", "aarch64"): "linux-aarch64",
-                  ("darwin", "arm64"): "osx-arm64", ("darwin", "x86_64"): "osx-64",
-                  ("win32", "amd64"): "win-64"}.get((system, machine), "linux-64")
-        libc, version = _platform.libc_ver()
-        return HardwareProfile(platform=subdir, python=DottedVersion.parse(_platform.python_version()),
-                               glibc=DottedVersion.parse(version) if libc == "glibc" and version else None,
-                               notes=("the probe stage is not installed: no GPU detection",))
     return probe_machine()
 
 
@@ -610,7 +597,7 @@ def _cuda_kernels(ctx: _Context, release: TorchRelease, cuda: DottedVersion, gpu
     if below:
         ctx.warn(f"{', '.join(sorted({g.short for g in below}))}: {below[0].cc.sm} is below the architectures upstream "
                  f"builds and tests (>= {upstream_min.sm}); the kernels are built for it, but upstream does not test it")
-    machine = _MACHINES.get(ctx.profile.platform)
+    machine = PLATFORMS[ctx.profile.platform].wheel_machine if ctx.os == "linux" else None
     wheels = []
     uncovered: list[str] = []
     for package, version in packages:

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.envs.lockfile import LockedEnv, PypiArtifact, read_lock
-from resolver.envs.pypi import fetch, find_interpreter, host_subdir, sha256_of
+from resolver.envs.pypi import fetch, find_interpreter, sha256_of
+from resolver.platforms import host_subdir
 from resolver.environment import READY_MARKER
 from resolver.errors import BuildFailed, EnvironmentProblem, IntegrityError, ResolverError
 from resolver.paths import ProjectPaths

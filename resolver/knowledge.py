@@ -30,17 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from resolver.errors import ExitCode, ResolverError
+from resolver.errors import InternalError
+from resolver.fs import write_text_atomic
 from resolver.versions import ComputeCapability, CudaVariant, DottedVersion, GfxArch
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 TABLE_FILES = ("torch.toml", "cuda.toml", "gpus.toml", "mamba.toml", "rocm.toml", "conda_forge.toml")
 
 
-class KnowledgeError(ResolverError):
+class KnowledgeError(InternalError):
     """A data table is malformed: a bug in the shipped data (or a bad local edit)."""
 
-    code = ExitCode.INTERNAL
+    id = "knowledge-data"
 
 
 # --------------------------------------------------------------------------------------------- torch
@@ -610,10 +611,7 @@ def _read_tables(folder: Path, cache: bool) -> dict[str, dict]:
     raw = {name: _parse_toml(folder / name, blob) for name, blob in blobs.items()}
     if cached is not None:
         try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            temporary = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(raw), encoding="utf-8")
-            os.replace(temporary, cached)
+            write_text_atomic(cached, json.dumps(raw), label="knowledge-cache")
         except OSError:  # a read-only home: parse every time
             pass
     return raw

@@ -22,15 +22,14 @@ import datetime
 import hashlib
 import json
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from resolver.envs.lockfile import LockedEnv, LockedPlatform, read_lock, write_lock
-from resolver.errors import BadInput, Refusal, ResolverError
+from resolver.errors import BadInput, Refusal, ResolverError, SourceUnreachable
 from resolver.manifest import Manifest
+from resolver.net import probe_status
 from resolver.paths import ProjectPaths
 from resolver.plan import Plan
 from resolver.sources import Sources, is_remote
@@ -241,17 +240,11 @@ def check_channel(url: str, platform: str, timeout: float = 5.0) -> None:
                                "or point the channel setting at an indexed mirror")
         return
     if is_remote(url):
-        probe = url.rstrip("/") + "/noarch/repodata.json"
-        try:
-            with urllib.request.urlopen(urllib.request.Request(probe, method="HEAD"), timeout=timeout):
-                return
-        except urllib.error.HTTPError as exc:
-            if exc.code < 500 and exc.code != 404:
-                return
-            reason = f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError) as exc:
-            reason = str(getattr(exc, "reason", exc))
-        raise ResolverError(f"conda channel {url} cannot be reached ({reason})",
+        status = probe_status(url.rstrip("/") + "/noarch/repodata.json", timeout=timeout)
+        if isinstance(status, int) and status < 500 and status != 404:
+            return
+        reason = f"HTTP {status}" if isinstance(status, int) else status
+        raise SourceUnreachable(f"conda channel {url} cannot be reached ({reason})",
                             fix="set a mirror (RESOLVER_CONDA_CHANNELS=/path/to/mirror or [tool.resolver] "
                                 "conda-channels / mirrors in pixi.toml), or lock without the conda part: --no-conda")
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.errors import BadInput
+from resolver.fs import write_text_atomic
 from resolver.plan import Plan
 
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
@@ -100,9 +101,7 @@ class Manifest:
         target = path or self.path
         if target is None:
             raise ValueError("no path to save the manifest to")
-        tmp = target.with_name(f".{target.name}.tmp-{_pid()}")
-        tmp.write_text(self.dumps(), encoding="utf-8")
-        tmp.replace(target)
+        write_text_atomic(target, self.dumps(), label="manifest")
         return target
 
     # -- reading ------------------------------------------------------------------------------
@@ -255,8 +254,3 @@ def _pypi_spec(spec: Any) -> dict[str, Any]:
                 "extras": [str(e) for e in spec.get("extras", [])]}
     return {"version": str(spec)}
 
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from resolver.errors import Busy, ExitCode, ResolverError
+from resolver.errors import Busy, InternalError, ResolverError
+from resolver.fs import write_json_atomic
 
 
 def digest(*parts: Any) -> str:
@@ -58,12 +59,7 @@ class Stamps:
         return bool(record and record.get("inputs") == inputs)
 
     def write(self, step: str, inputs: str, result: Any = None) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self._path(step)
-        tmp = target.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps({"inputs": inputs, "result": result, "at": time.time()}, default=str),
-                       encoding="utf-8")
-        os.replace(tmp, target)
+        write_json_atomic(self._path(step), {"inputs": inputs, "result": result, "at": time.time()}, label="stamp")
 
     def clear(self, step: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -171,8 +167,8 @@ class StepLog:
                 raise
             self.add(StepReport(name, "not-built", f"this stage is not built yet ({missing})",
                                 time.monotonic() - started))
-            raise ResolverError(f"the '{name}' stage is not built yet in this version of the resolver",
-                                fix="update mamba-resolver", code=ExitCode.INTERNAL) from None
+            raise InternalError(f"the '{name}' stage is not built yet in this version of the resolver",
+                                fix="update mamba-resolver") from None
         return self.add(StepReport(name, status, detail, time.monotonic() - started, result, peak_rss_mib()))
 
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from resolver.errors import BadInput, Refusal
+from resolver.errors import BadInput, Refusal, UsageError
 from resolver.versions import DottedVersion
 
 _TARGET = re.compile(r"^(auto|cpu|cuda(\d+(?:\.\d+)?)|rocm(\d+(?:\.\d+){0,2}))$")
@@ -44,9 +44,8 @@ class Target:
         if not match:
             close = difflib.get_close_matches(cleaned, _EXAMPLES, n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise BadInput(f"unknown target {text!r}",
-                           fix=f"{hint}use one of {', '.join(TARGET_FORMS)} (e.g. cuda12.6, rocm6.2)",
-                           code=Refusal.code)
+            raise UsageError(f"unknown target {text!r}",
+                             fix=f"{hint}use one of {', '.join(TARGET_FORMS)} (e.g. cuda12.6, rocm6.2)")
         if match.group(2):
             return cls("cuda", DottedVersion.parse(match.group(2)))
         if match.group(3):

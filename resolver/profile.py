@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from resolver.errors import BadInput
+from resolver.platforms import KNOWN
 from resolver.versions import ComputeCapability, DottedVersion, GfxArch
 
-KNOWN_PLATFORMS = ("linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64", "win-arm64")
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ class HardwareProfile:
             raise BadInput(f"{origin} is not a JSON object",
                            fix="pass a file written by `python -m resolver probe --json`")
         platform = reader.required_str(data, "platform")
-        if platform not in KNOWN_PLATFORMS:
-            raise BadInput(f"{origin}: unknown platform {platform!r} (expected one of {', '.join(KNOWN_PLATFORMS)})",
+        if platform not in KNOWN:
+            raise BadInput(f"{origin}: unknown platform {platform!r} (expected one of {', '.join(KNOWN)})",
                            fix="use a conda subdir name such as linux-64")
         nvidia = data.get("nvidia")
         amd = data.get("amd")

@@ -17,11 +17,11 @@ import sys
 import time
 from typing import Any, Coroutine
 
+from resolver.platforms import PLATFORMS
+
 DEFAULT_LINUX = "4.18"  # pixi's default __linux for a bare linux platform
 DEFAULT_GLIBC = "2.28"  # pixi's default __glibc (docs/workspace/system_requirements.md)
 DEFAULT_OSX = "11.0"
-_ARCHSPEC = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le",
-             "osx-64": "x86_64", "osx-arm64": "m1", "win-64": "x86_64", "win-arm64": "aarch64"}
 
 
 def rattler() -> Any:
@@ -49,7 +49,7 @@ def virtual_package_strings(platform: str, *, glibc: str | None = None, cuda: st
     >>> virtual_package_strings("osx-arm64")
     ['__archspec=1=m1', '__osx=11.0=0', '__unix=0=0']
     """
-    out = [f"__archspec=1={_ARCHSPEC.get(platform, 'x86_64')}"]
+    out = [f"__archspec=1={PLATFORMS[platform].archspec}"]
     if platform.startswith("linux"):
         out += [f"__glibc={glibc or DEFAULT_GLIBC}=0", f"__linux={linux or DEFAULT_LINUX}=0", "__unix=0=0"]
         if cuda:

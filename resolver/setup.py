@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.environment import READY_MARKER, Environment
-from resolver.errors import EnvironmentProblem, ResolverError
+from resolver.errors import CheckFailed, EnvironmentProblem
 from resolver.paths import ProjectPaths
 from resolver.pipeline import StepLog, StepReport, Stamps, digest, jsonable, project_lock
 from resolver.plan import Plan, Request
@@ -187,7 +187,7 @@ class Setup:
                                         expect_archs=plan.kernels.arch_list if self.kernel_modules else ())
             self.result.verify = report
             if not report.get("ok"):
-                raise ResolverError(f"verify found problems: {report.get('summary', 'see the report')}",
+                raise CheckFailed(f"verify found problems: {report.get('summary', 'see the report')}",
                                     fix=f"run `python -m resolver doctor --env {plan.env_name}`")
             self.stamps.write("verify", inputs, report)
             return "done", report.get("summary", "passed"), report

@@ -192,9 +192,15 @@ def test_toolkit_version_parsing_from_real_output():
 
 
 def test_missing_nvcc_names_cuda_home(tmp_path):
-    with pytest.raises(EnvironmentProblem) as info:
-        find_toolkit("cuda", environ={"PATH": str(tmp_path)})
-    assert "CUDA_HOME" in info.value.fix
+    from resolver.probe.sysroot import SysrootSystem
+    from resolver.probe.toolkits import find_cuda
+
+    (tmp_path / "_meta.toml").write_text('system = "Linux"\nmachine = "x86_64"\npython = "3.11.7"\n')
+    assert find_cuda(SysrootSystem(tmp_path)) is None  # a machine without any nvcc
+    if not Path("/usr/local/cuda/bin/nvcc").exists():  # here the last fallback would answer
+        with pytest.raises(EnvironmentProblem) as info:
+            find_toolkit("cuda", environ={"PATH": str(tmp_path)})
+        assert "CUDA_HOME" in info.value.fix
     with pytest.raises(EnvironmentProblem) as info:
         find_toolkit("rocm", environ={"PATH": str(tmp_path)})
     assert "ROCM_PATH" in info.value.fix
@@ -204,8 +210,8 @@ def test_missing_nvcc_names_cuda_home(tmp_path):
 def test_real_nvcc_home_has_headers():
     toolkit = find_toolkit("cuda")
     assert toolkit.version.count(".") == 2
-    assert (toolkit.home / "bin" / "nvcc").exists()
-    assert any(toolkit.home.glob("**/cuda_runtime_api.h"))
+    assert (Path(toolkit.home) / "bin" / "nvcc").exists()
+    assert any(Path(toolkit.home).glob("**/cuda_runtime_api.h"))
 
 
 # --- recipes ---------------------------------------------------------------------------------------
@@ -367,7 +373,7 @@ def test_plan_toolkit_mismatch_is_a_warning_sentence():
     from resolver.build.driver import toolkit_mismatch
     from resolver.build.toolkit import Toolkit
 
-    found = Toolkit("cuda", Path("/usr/local/cuda-13.0/bin/nvcc"), "13.0.88", Path("/usr/local/cuda-13.0"))
+    found = Toolkit("cuda", "/usr/local/cuda-13.0/bin/nvcc", "13.0.88", "/usr/local/cuda-13.0")
     assert toolkit_mismatch("nvcc 13.0", found) is None
     assert toolkit_mismatch("nvcc 13.0.88", found) is None
     warning = toolkit_mismatch("nvcc 12.6", found)

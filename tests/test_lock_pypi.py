@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
 from resolver.envs import pypi  # noqa: E402
+from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 from resolver.errors import ResolverError  # noqa: E402
 
 
@@ -30,7 +31,7 @@ def wheels(tmp_path_factory):
 
 def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
-    result = pypi.resolve(pypi.PipRequest(("torch==2.13.0+cpu", "rtpy"), python=py, platform=pypi.host_subdir(),
+    result = pypi.resolve(pypi.PipRequest(("torch==2.13.0+cpu", "rtpy"), python=py, platform=host_subdir(),
                                           find_links=(str(wheels),)), tmp_path)
     assert not result.cross
     got = {a.name: a for a in result.artifacts}
@@ -47,16 +48,16 @@ def test_other_platform_resolves_with_pips_platform_options(wheels, tmp_path):
 
 def test_unreachable_index_is_left_out_and_missing_pin_is_one_sentence(wheels, tmp_path):
     result = pypi.resolve(pypi.PipRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
-                                          platform=pypi.host_subdir(), extra_index_urls=("http://127.0.0.1:9/simple",),
+                                          platform=host_subdir(), extra_index_urls=("http://127.0.0.1:9/simple",),
                                           find_links=(str(wheels),)), tmp_path)
     assert result.skipped_indexes == ("http://127.0.0.1:9/simple",)
     with pytest.raises(ResolverError, match="pip could not resolve the PyPI part") as info:
-        pypi.resolve(pypi.PipRequest(("torch==9.9.9",), python="3.11", platform=pypi.host_subdir(),
+        pypi.resolve(pypi.PipRequest(("torch==9.9.9",), python="3.11", platform=host_subdir(),
                                      find_links=(str(wheels),)), tmp_path)
     assert "\n" not in str(info.value)
 
 
 def test_platform_tags_cover_older_manylinux_and_macos():
-    tags = pypi.platform_tags("linux-64", "2.28")
+    tags = wheel_platform_tags("linux-64", "2.28")
     assert tags[0] == "manylinux_2_28_x86_64" and "manylinux_2_17_x86_64" in tags and "manylinux2014_x86_64" in tags
-    assert "macosx_11_0_arm64" in pypi.platform_tags("osx-arm64", None)
+    assert "macosx_11_0_arm64" in wheel_platform_tags("osx-arm64", None)

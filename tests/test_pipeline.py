@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import Busy
-from resolver.checksums import tree_digest
+from resolver.fs import tree_digest
 from resolver.pipeline import Stamps, digest, project_lock
 
 

@@ -219,7 +219,8 @@ def test_nvcc_version() -> None:
     text = ("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2021 NVIDIA Corporation\n"
             "Built on Mon_May__3_19:15:13_PDT_2021\nCuda compilation tools, release 11.3, V11.3.109\n"
             "Build cuda_11.3.r11.3/compiler.29920130_0\n")
-    assert toolkits.parse_nvcc_version(text) == "11.3"
+    assert toolkits.parse_nvcc_version(text) == "11.3.109"
+    assert toolkits.parse_nvcc_version("Cuda compilation tools, release 11.3") == "11.3"
     assert toolkits.parse_nvcc_version("nvcc fatal   : No input files specified") is None
 
 

@@ -333,10 +333,10 @@ def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit) -> P
     from resolver import patching
 
     try:
-        return patching.overlay_include_dir(project, toolkit.home)
+        return patching.overlay_include_dir(project, Path(toolkit.home))
     except EnvironmentProblem:
-        patching.ensure_overlay(project, env, rocm_root=toolkit.home)
-        return patching.overlay_include_dir(project, toolkit.home)
+        patching.ensure_overlay(project, env, rocm_root=Path(toolkit.home))
+        return patching.overlay_include_dir(project, Path(toolkit.home))
 
 
 def _prebuilt_wheel(project, package: KernelPackage, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:
@@ -433,13 +433,13 @@ def _torch_mm(torch: str) -> str:
 
 
 def _tree_hash(folder: Path) -> str:
-    from resolver.checksums import tree_digest
+    from resolver.fs import tree_digest
 
     return tree_digest(folder, skip_top=("build",))
 
 
 def _file_hash(path: Path) -> str:
-    from resolver.checksums import sha256_of
+    from resolver.fs import sha256_of
 
     return sha256_of(path)
 

@@ -12,9 +12,10 @@ request with a few seconds' timeout, and any failure means "build from source".
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from resolver import net
+from resolver.net import probe_status
 
 
 def wheel_file_name(template: str, *, version: str, backend: str, toolkit_or_torch_cuda: str, torch: str,
@@ -26,22 +27,11 @@ def wheel_file_name(template: str, *, version: str, backend: str, toolkit_or_tor
                            abi=str(bool(cxx11_abi)).upper(), py=python.replace(".", ""))
 
 
-def reachable(url: str, *, timeout: float = 3.0) -> bool:
-    """True when a HEAD request for ``url`` answers 2xx/3xx within ``timeout`` seconds."""
-    request = urllib.request.Request(url, method="HEAD")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status = getattr(response, "status", None) or 200  # file:// answers without a status
-            return 200 <= status < 400
-    except (urllib.error.URLError, OSError, TimeoutError, ValueError):
-        return False
+def reachable(url: str, *, timeout: float = 5.0) -> bool:
+    """Whether ``url`` answers with a success or a redirect right now (offline: quickly False)."""
+    status = probe_status(url, timeout=timeout)
+    return isinstance(status, int) and 200 <= status < 400
 
 
 def download(url: str, target: Path, *, timeout: float = 30.0) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".part")
-    with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as sink:
-        while block := response.read(1 << 20):
-            sink.write(block)
-    partial.replace(target)
-    return target
+    return net.download(url, target, timeout=timeout)

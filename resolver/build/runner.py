@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from resolver.build.logparse import NinjaProgress, first_error
 from resolver.errors import BuildFailed
+from resolver.fs import atomic_stream
 
 SUBDIR = "linux-64"
 
@@ -222,10 +223,8 @@ def publish(package: Path, channel: Path) -> Path:
     target_dir.mkdir(parents=True, exist_ok=True)
     (channel / "noarch").mkdir(exist_ok=True)
     target = target_dir / package.name
-    partial = target.with_name(target.name + ".part")
-    shutil.copy2(package, partial)
-    partial.chmod(0o644)  # rattler-build writes 0600; a channel is shared
-    partial.replace(target)
+    with open(package, "rb") as source, atomic_stream(target, mode=0o644, label="publish") as sink:  # a channel is shared
+        shutil.copyfileobj(source, sink)
     index_channel(channel)
     return target
 

@@ -6,14 +6,12 @@ True
 
 from __future__ import annotations
 
-import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from resolver.build.packages import Sdist
-from resolver.checksums import sha256_of
-from resolver.errors import BadInput, IntegrityError
+from resolver.errors import BadInput, IntegrityError, SourceUnreachable
+from resolver.fs import sha256_of
+from resolver.net import download
 
 
 def ensure_sdist(sdist: Sdist, cache: Path, *, timeout: float = 60.0) -> Path:
@@ -28,20 +26,8 @@ def ensure_sdist(sdist: Sdist, cache: Path, *, timeout: float = 60.0) -> Path:
     if not sdist.url:
         raise BadInput(f"{sdist.file_name} is not in {cache} and the recipe names no URL",
                        fix=f"copy {sdist.file_name} into {cache}")
-    cache.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(target.suffix + ".part")
     try:
-        with urllib.request.urlopen(sdist.url, timeout=timeout) as response, open(partial, "wb") as sink:
-            while block := response.read(1 << 20):
-                sink.write(block)
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        partial.unlink(missing_ok=True)
-        raise BadInput(f"could not download {sdist.file_name} from PyPI ({exc})",
-                       fix=f"check the network, or copy the file (sha256 {sdist.sha256}) into {cache}") from None
-    actual = sha256_of(partial)
-    if actual != sdist.sha256:
-        partial.unlink(missing_ok=True)
-        raise IntegrityError(f"the download of {sdist.file_name} has sha256 {actual[:12]}…, the recipe pins "
-                             f"{sdist.sha256[:12]}…", fix="retry; if it persists the index serves a different file")
-    os.replace(partial, target)
-    return target
+        return download(sdist.url, target, expected_sha256=sdist.sha256, timeout=timeout)
+    except SourceUnreachable as exc:
+        raise SourceUnreachable(f"could not download {sdist.file_name} from PyPI ({exc.message})",
+                                fix=f"check the network, or copy the file (sha256 {sdist.sha256}) into {cache}") from None

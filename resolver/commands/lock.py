@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
     """One Plan per target, from ``resolver.decide.plan_for`` (stored plans when no target is given)."""
-    from resolver.errors import ResolverError
+    from resolver.errors import InternalError
     from resolver.plan import Request, Target
 
     if not targets:
@@ -47,7 +47,7 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
     try:
         from resolver.decide import plan_for
     except ImportError:
-        raise ResolverError("the plan stage (resolver.decide) is not available in this installation",
+        raise InternalError("the plan stage (resolver.decide) is not available in this installation",
                             fix="reinstall mamba-resolver") from None
     profile = None
     if profile_file is not None:

@@ -45,14 +45,13 @@ def run(args, out) -> int:
 def _python(text):
     if text is None:
         return None
-    from resolver.errors import BadInput
+    from resolver.errors import UsageError
     from resolver.versions import DottedVersion
 
     try:
         return DottedVersion.parse(text).truncate(2)
     except ValueError:
-        raise BadInput(f"--python {text!r} is not a Python version", fix="use X.Y, e.g. --python 3.11",
-                       code=BadInput.code) from None
+        raise UsageError(f"--python {text!r} is not a Python version", fix="use X.Y, e.g. --python 3.11") from None
 
 
 def result_json(result) -> dict:

@@ -15,7 +15,6 @@ py-rattler writes the layout pixi reads; we then post-process its text, determin
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from resolver.errors import BadInput
+from resolver.fs import temp_path, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,13 @@ def write_lock(path: Path, envs: list[LockedEnv], root: Path) -> str:
             lock.add_pypi_package(env.name, plat, art.name, art.version, art.location)
             extras[art.location] = art
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    lock.to_path(str(tmp))
-    text = postprocess(tmp.read_text(encoding="utf-8"), extras, root)
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    raw = temp_path(path)
+    try:
+        lock.to_path(str(raw))
+        text = postprocess(raw.read_text(encoding="utf-8"), extras, root)
+    finally:
+        raw.unlink(missing_ok=True)
+    write_text_atomic(path, text, label="lock")
     return text
 
 

@@ -7,8 +7,8 @@ indexes that cannot be reached are left out with a warning instead of costing mi
 Every artefact gets a sha256: the index's when it gives one, else computed from the file
 (a remote file is downloaded once into the cache for that).
 
->>> platform_tags("linux-64", "2.28")[:2]
-['manylinux_2_28_x86_64', 'manylinux_2_27_x86_64']
+>>> canonical_name("Typing_Extensions")
+'typing-extensions'
 """
 
 from __future__ import annotations
@@ -20,20 +20,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlsplit
 
-from resolver.checksums import sha256_of
+from resolver.fs import sha256_of
+from resolver.net import download, reachable
 from resolver.envs.lockfile import PypiArtifact
-from resolver.errors import BadInput, ResolverError
+from resolver.platforms import host_subdir, wheel_platform_tags
+from resolver.errors import BadInput, ResolverError, SourceUnreachable
 
-HOST_SUBDIR = {("linux", "x86_64"): "linux-64", ("linux", "aarch64"): "linux-aarch64",
-               ("darwin", "arm64"): "osx-arm64", ("darwin", "x86_64"): "osx-64"}
 
 
 @dataclass(frozen=True)
@@ -55,45 +52,11 @@ class PipResolution:
     cross: bool  # resolved with --platform/--python-version for another machine
 
 
-def host_subdir() -> str:
-    """This machine's conda subdir, e.g. ``linux-64``."""
-    import platform
-
-    return HOST_SUBDIR.get((sys.platform, platform.machine()), "linux-64")
-
-
 def find_interpreter(python: str) -> str | None:
     """An interpreter of this host for Python ``X.Y``: the running one, else ``pythonX.Y`` on PATH."""
     if f"{sys.version_info.major}.{sys.version_info.minor}" == python:
         return sys.executable
     return shutil.which(f"python{python}")
-
-
-def platform_tags(platform: str, glibc: str | None) -> list[str]:
-    """Wheel platform tags a target of this conda subdir accepts (pip's --platform, explicit)."""
-    if platform.startswith("linux"):
-        arch = {"linux-64": "x86_64", "linux-aarch64": "aarch64", "linux-ppc64le": "ppc64le"}[platform]
-        top = int((glibc or "2.28").split(".")[1])
-        tags = [f"manylinux_2_{minor}_{arch}" for minor in range(top, 16, -1)]
-        return tags + [f"manylinux2014_{arch}", f"linux_{arch}"]
-    if platform.startswith("osx"):
-        arch = "arm64" if platform == "osx-arm64" else "x86_64"
-        return [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1)] + \
-               ([f"macosx_10_{minor}_x86_64" for minor in range(15, 8, -1)] if arch == "x86_64" else [])
-    if platform.startswith("win"):
-        return ["win_amd64"]
-    raise BadInput(f"cannot resolve wheels for platform {platform}", fix="use linux-64, linux-aarch64 or osx-arm64")
-
-
-def reachable(url: str, timeout: float = 5.0) -> bool:
-    """Whether a remote index answers at all (any HTTP status counts as an answer)."""
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url.rstrip("/") + "/", method="HEAD"), timeout=timeout):
-            return True
-    except urllib.error.HTTPError:
-        return True
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
 
 
 def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = lambda text: None) -> PipResolution:
@@ -122,7 +85,7 @@ def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = l
             major, minor = request.python.split(".")[:2]
             cmd += ["--target", str(Path(tmp) / "target"), "--python-version", request.python,
                     "--implementation", "cp", "--abi", f"cp{major}{minor}", "--abi", "abi3", "--abi", "none"]
-            for tag in platform_tags(request.platform, request.glibc):
+            for tag in wheel_platform_tags(request.platform, request.glibc):
                 cmd += ["--platform", tag]
         if index_url:
             cmd += ["--index-url", index_url]
@@ -159,12 +122,12 @@ def _resolution_failure(stderr: str, skipped: list[str]) -> ResolverError:
     reason = _pip_reason(stderr)
     if skipped:
         where = ", ".join(skipped)
-        return ResolverError(f"pip could not resolve the PyPI part ({reason}): {where} cannot be reached from here "
+        return SourceUnreachable(f"pip could not resolve the PyPI part ({reason}): {where} cannot be reached from here "
                              "and no other configured source has the pinned builds",
                              fix=f"lock on a machine that reaches {where}, or mirror its wheels and pass "
                                  "--find-links DIR or --torch-index URL (also RESOLVER_FIND_LINKS / RESOLVER_TORCH_INDEX)",
                              because=stderr[-2000:])
-    return ResolverError(f"pip could not resolve the PyPI part ({reason})",
+    return BadInput(f"pip could not resolve the PyPI part ({reason})",
                          fix="check the pins in pixi.toml and the sources (RESOLVER_FIND_LINKS, RESOLVER_TORCH_INDEX, "
                              "[tool.resolver])",
                          because=stderr[-2000:])
@@ -224,24 +187,7 @@ def fetch(url: str, cache: Path, expected_sha256: str | None = None,
                            fix="restore the wheelhouse/channel it came from, or run `python -m resolver lock` again")
         return path
     name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
-    folder = cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:16]
-    target = folder / name
+    target = cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:16] / name
     if target.is_file() and (expected_sha256 is None or sha256_of(target) == expected_sha256):
         return target
-    folder.mkdir(parents=True, exist_ok=True)
-    part = folder / f".{name}.part-{os.getpid()}"
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response, open(part, "wb") as handle:
-            total = int(response.headers.get("Content-Length") or 0) or None
-            done, started = 0, time.monotonic()
-            for block in iter(lambda: response.read(1 << 20), b""):
-                handle.write(block)
-                done += len(block)
-                if progress is not None:
-                    progress(f"downloading {name}", done >> 20, total >> 20 if total else None, started)
-    except (urllib.error.URLError, OSError) as exc:
-        part.unlink(missing_ok=True)
-        raise ResolverError(f"cannot download {url} ({exc})",
-                            fix="check the network or point a mirror at it ([tool.resolver] mirrors)") from None
-    part.replace(target)
-    return target
+    return download(url, target, expected_sha256=expected_sha256, progress=progress)

@@ -26,8 +26,9 @@ from typing import Any
 
 from resolver.errors import EnvironmentProblem, IntegrityError, ResolverError
 from resolver.paths import ProjectPaths
-from resolver.patching.files import (link_or_copy, read_json, remove_stale_temps, sha256_bytes, sha256_file,
-                                     write_atomic, write_json_atomic)
+from resolver.fs import (read_json, remove_stale_temps, sha256_bytes, sha256_file, write_atomic,
+                         write_json_atomic)
+from resolver.patching.files import link_or_copy
 from resolver.patching.overlay import RECORD_NAME, default_overlay, quoted_siblings
 from resolver.patching.registry import KnownHeader, PatchSpec, Registry, load_registry
 from resolver.patching.rocm import RocmRoot, locate_rocm

@@ -15,6 +15,7 @@ import re
 from resolver.probe import amd_parse as parse
 from resolver.probe.findings import Findings
 from resolver.probe.system import System
+from resolver.probe.toolkits import ROCM_HOME_VARS
 from resolver.profile import AmdGpu, AmdInfo
 from resolver.versions import DottedVersion, GfxArch
 
@@ -22,9 +23,9 @@ KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 
 
 def rocm_roots(system: System) -> list[str]:
-    """Candidate ROCm install folders, most specific first: ROCM_PATH, ROCM_HOME, /opt/rocm, then
+    """Candidate ROCm install folders, most specific first: ROCM_HOME, ROCM_PATH (torch's order), /opt/rocm, then
     /opt/rocm-X.Y.Z (newest first)."""
-    roots = [system.environ[k].rstrip("/") for k in ("ROCM_PATH", "ROCM_HOME") if system.environ.get(k)]
+    roots = [system.environ[k].rstrip("/") for k in ROCM_HOME_VARS if system.environ.get(k)]
     roots.append("/opt/rocm")
     versioned = [p for p in system.glob("/opt/rocm-*") if re.fullmatch(r"/opt/rocm-\d+(\.\d+)*", p)]
     versioned.sort(key=lambda p: DottedVersion.parse(p.rsplit("-", 1)[1]), reverse=True)
@@ -44,7 +45,7 @@ def _rocm_version(system: System, findings: Findings) -> tuple[str | None, str |
             if version:
                 return version, root, f"{root}/{rel}"
             findings.note(f"{root}/{rel}: no version in it")
-        from_environment = any(system.environ.get(k, "").rstrip("/") == root for k in ("ROCM_PATH", "ROCM_HOME"))
+        from_environment = any(system.environ.get(k, "").rstrip("/") == root for k in ROCM_HOME_VARS)
         if from_environment and root != "/opt/rocm":
             findings.note(f"ROCm root {root} (from the environment) has no .info/version")
     return None, None, None
@@ -135,6 +136,6 @@ def detect_amd(system: System, findings: Findings) -> AmdInfo | None:
     if version is None and not gpus:
         return None
     if version is None:
-        findings.note("AMD GPU found but no ROCm install: no .info/version under ROCM_PATH, ROCM_HOME or /opt/rocm*")
+        findings.note("AMD GPU found but no ROCm install: no .info/version under ROCM_HOME, ROCM_PATH or /opt/rocm*")
     return AmdInfo(rocm_version=DottedVersion.parse(version) if version else None, gpus=tuple(gpus),
                    rocm_root=root, sources=tuple(sources))

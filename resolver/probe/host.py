@@ -10,22 +10,16 @@ from __future__ import annotations
 
 import re
 
+from resolver.platforms import subdir_for
 from resolver.probe.findings import Findings
 from resolver.probe.system import System
 
-_SUBDIRS = {
-    ("linux", "x86_64"): "linux-64", ("linux", "amd64"): "linux-64",
-    ("linux", "aarch64"): "linux-aarch64", ("linux", "arm64"): "linux-aarch64",
-    ("linux", "ppc64le"): "linux-ppc64le",
-    ("darwin", "x86_64"): "osx-64", ("darwin", "arm64"): "osx-arm64",
-    ("windows", "amd64"): "win-64", ("windows", "x86_64"): "win-64", ("windows", "arm64"): "win-arm64",
-}
 _CONTAINER_CGROUP = re.compile(r"docker|kubepods|containerd|libpod|lxc|/ecs/|garden", re.IGNORECASE)
 
 
 def conda_subdir(system_name: str, machine: str) -> str | None:
     """The conda platform (subdir) for ``uname``'s system and machine, or None when conda has none."""
-    return _SUBDIRS.get((system_name.lower(), machine.lower()))
+    return subdir_for(system_name, machine)
 
 
 def parse_ldd_version(text: str) -> str | None:

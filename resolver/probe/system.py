@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
-# subprocess, glob and platform are imported where they are used: probe start-up time matters
+# the process gateway, glob and platform are imported where they are used: probe start-up time matters
 # (``probe``/``plan`` must start within a few times a bare ``python -c pass``).
 
 # A hung driver can make nvidia-smi block for minutes; the probe must stay fast and never hang.
@@ -115,16 +115,10 @@ class LiveSystem:
         exe = self._resolve(argv[0])
         if exe is None:
             return None
-        import subprocess
+        from resolver import proc
 
-        try:
-            done = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, errors="replace",
-                                  timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            return CommandResult(tuple(argv), 124, _text(exc.stdout), _text(exc.stderr), timed_out=True)
-        except OSError as exc:  # present but not runnable (wrong arch, no permission)
-            return CommandResult(tuple(argv), 126, "", str(exc))
-        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+        done = proc.run([exe, *argv[1:]], timeout=TOOL_TIMEOUT_S, env=self.environ)
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr, timed_out=done.timed_out)
 
     def uname(self) -> tuple[str, str]:
         if hasattr(os, "uname"):
@@ -156,8 +150,3 @@ class LiveSystem:
 def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
-
-def _text(value: str | bytes | None) -> str:
-    if value is None:
-        return ""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value

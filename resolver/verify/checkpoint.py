@@ -17,12 +17,13 @@ import array
 import hashlib
 import json
 import math
-import os
 import random
 import struct
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from resolver.fs import write_atomic
 
 FORMAT = 2  # bump when the generated weights or config change, so cached copies are rewritten
 CONFIG_FILE = "config.json"
@@ -127,9 +128,7 @@ def write_tiny_checkpoint(folder: Path, spec: TinySpec | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for filename, payload in ((WEIGHTS_FILE, safetensors_bytes(tensors)),
                               (CONFIG_FILE, (json.dumps(spec.config(), indent=2) + "\n").encode())):
-        tmp = folder / f".{filename}.{os.getpid()}.tmp"
-        tmp.write_bytes(payload)
-        os.replace(tmp, folder / filename)
+        write_atomic(folder / filename, payload, label="checkpoint")
     return folder
 
 

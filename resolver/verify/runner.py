@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.environment import Environment
-from resolver.errors import EnvironmentProblem, ExitCode, ResolverError
+from resolver.errors import BadInput, EnvironmentProblem
 from resolver.paths import ProjectPaths
 
 MARKER = "RESOLVER-JSON "
@@ -45,18 +45,17 @@ def resolve_model(project: ProjectPaths, model: str | None) -> Path:
         return default_checkpoint(project.cache)
     folder = Path(model).expanduser().resolve()
     if not folder.is_dir():
-        raise ResolverError(f"--model {model} is not a folder", fix="pass a folder holding config.json and model.safetensors",
-                            code=ExitCode.BAD_INPUT)
+        raise BadInput(f"--model {model} is not a folder", fix="pass a folder holding config.json and model.safetensors")
     if not (folder / "config.json").is_file() or not (list(folder.glob("*.safetensors"))
                                                        or (folder / "pytorch_model.bin").is_file()):
-        raise ResolverError(f"--model {model} has no config.json with *.safetensors or pytorch_model.bin",
+        raise BadInput(f"--model {model} has no config.json with *.safetensors or pytorch_model.bin",
                             fix="save the model with `save_pretrained(...)` or omit --model to use the built-in "
-                                "tiny checkpoint", code=ExitCode.BAD_INPUT)
+                                "tiny checkpoint")
     try:
         json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ResolverError(f"{folder / 'config.json'} is not valid JSON ({exc})",
-                            fix="restore the file from the model's source", code=ExitCode.BAD_INPUT) from exc
+        raise BadInput(f"{folder / 'config.json'} is not valid JSON ({exc})",
+                            fix="restore the file from the model's source") from exc
     return folder
 
 

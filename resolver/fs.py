@@ -1,0 +1,211 @@
+"""Files: atomic writes, bounded reads, streamed sha256 — one definition each, for every stage.
+
+Every write goes to a temporary file in the same folder, is flushed, then renamed over the target
+(``os.replace`` is atomic on POSIX), so a crash leaves the old content or the new, never a torn
+file. ``RESOLVER_CRASH_AT=<label>`` makes the process exit abruptly (``os._exit``, like
+``kill -9``) at a named point, so tests can interrupt a real run between two writes.
+
+>>> import tempfile, pathlib
+>>> target = pathlib.Path(tempfile.mkdtemp()) / "a.h"
+>>> write_atomic(target, b"int x;\\n")
+>>> sha256_of(target)[:12]
+'7c725f30854a'
+>>> read_text_bounded(target, limit=100, what="the header")
+'int x;\\n'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from resolver.errors import BadInput
+
+CRASH_ENV = "RESOLVER_CRASH_AT"
+TEMP_MARK = ".resolver-tmp-"
+MiB = 1 << 20
+
+
+# ------------------------------------------------------------------------------------------ digests
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB)."""
+    import hashlib  # here, not at import: OpenSSL's import costs more than a whole `plan`
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(MiB), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | Path) -> str | None:
+    """:func:`sha256_of`, or None when ``path`` is not a readable regular file."""
+    try:
+        return sha256_of(path) if Path(path).is_file() else None
+    except OSError:
+        return None
+
+
+def tree_digest(folder: str | Path, *, skip_top: tuple[str, ...] = ()) -> str:
+    """sha256 over every file's relative path and content below ``folder`` (sorted; ``__pycache__``
+    and the top-level folders named in ``skip_top`` left out). Content-addressed: renames count."""
+    import hashlib
+
+    folder = Path(folder)
+    digest = hashlib.sha256()
+    if folder.is_dir():
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                           and p.relative_to(folder).parts[0] not in skip_top):
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------- writes
+
+
+def crash_point(label: str) -> None:
+    """Exit at once, without cleanup, when ``RESOLVER_CRASH_AT`` names this point (tests only)."""
+    if os.environ.get(CRASH_ENV) == label:
+        os._exit(137)
+
+
+def temp_path(path: Path) -> Path:
+    """Where a write to ``path`` goes first: a hidden sibling named after this process."""
+    return path.parent / f".{path.name}{TEMP_MARK}{os.getpid()}"
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Temporary files a killed run left beside ``path``; removed, and returned."""
+    removed = []
+    try:
+        entries = list(path.parent.iterdir())
+    except OSError:
+        return removed
+    prefix = f".{path.name}{TEMP_MARK}"
+    for entry in entries:
+        if entry.name.startswith(prefix):
+            with contextlib.suppress(OSError):
+                entry.unlink()
+                removed.append(entry)
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") -> Iterator[BinaryIO]:
+    """Write ``path`` through a handle: the content appears under its name only when the block ends
+    without an exception (a download cut short leaves no partial file behind)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        crash_point(f"{label}:after-temp")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+    crash_point(f"{label}:after-replace")
+
+
+def write_atomic(path: str | Path, data: bytes, *, mode: int = 0o644, label: str = "write") -> None:
+    """Replace ``path`` by ``data`` through a temporary file and a rename."""
+    with atomic_stream(path, mode=mode, label=label) as handle:
+        handle.write(data)
+
+
+def write_text_atomic(path: str | Path, text: str, *, label: str = "write") -> None:
+    write_atomic(path, text.encode("utf-8"), label=label)
+
+
+def write_json_atomic(path: str | Path, data: Any, *, label: str = "record") -> None:
+    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label)
+
+
+def read_json(path: str | Path) -> dict[str, Any] | None:
+    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable or not an object."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -------------------------------------------------------------------------------------------- reads
+
+
+def read_bytes_bounded(path: str | Path, *, limit: int, what: str) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
+
+    Input that comes from users or shared files (logs, captured tool output, headers, configs) is
+    read through here: a FIFO or device file (``/dev/zero``) is refused without reading, and a file
+    past the bound is refused instead of filling memory.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise BadInput(f"{what} {path} does not exist", fix="check the path") from None
+    except IsADirectoryError:
+        raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISDIR(info.st_mode):
+            raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                           fix="pass a regular file (save the text to a file first)")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
+    return data
+
+
+def read_text_bounded(path: str | Path, *, limit: int, what: str) -> str:
+    """:func:`read_bytes_bounded` decoded as UTF-8 (undecodable bytes replaced)."""
+    return read_bytes_bounded(path, limit=limit, what=what).decode("utf-8", errors="replace")
+
+
+def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str) -> bytes:
+    """At most ``limit`` bytes of an open stream (stdin); more is one :class:`BadInput`."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput(f"{what} is larger than {_size(limit)}", fix=f"pass at most {_size(limit)}")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n // MiB} MiB" if n >= MiB else f"{n} bytes"

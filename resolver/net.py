@@ -1,0 +1,65 @@
+"""The network, in one place: is a URL reachable, and download it (hashed as it streams, atomically).
+
+Every stage that touches the network (channels, indexes, sdists, upstream wheels, locked artefacts)
+comes through here, so timeouts, the error sentence and the "nothing half-downloaded under the real
+name" rule are the same everywhere.
+
+>>> reachable("http://127.0.0.1:9/nothing", timeout=1)
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+from resolver.errors import IntegrityError, SourceUnreachable
+from resolver.fs import MiB, atomic_stream
+
+Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
+
+
+def probe_status(url: str, *, timeout: float = 5.0) -> int | str:
+    """The HTTP status a HEAD request gets (any answer counts), or the reason there was none."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
+            return int(getattr(response, "status", 200))
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return str(getattr(exc, "reason", exc)) or type(exc).__name__
+
+
+def reachable(url: str, *, timeout: float = 5.0) -> bool:
+    """Whether anything answers at ``url`` (an HTTP error status is still an answer)."""
+    return isinstance(probe_status(url, timeout=timeout), int)
+
+
+def download(url: str, target: Path, *, expected_sha256: str | None = None, timeout: float = 60.0,
+             progress: Progress | None = None, what: str | None = None) -> Path:
+    """``url`` saved as ``target``; the file appears only complete, and only with ``expected_sha256``."""
+    label = what or target.name
+    digest = hashlib.sha256()
+    try:
+        with atomic_stream(target, label="download") as sink, urllib.request.urlopen(url, timeout=timeout) as response:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            done, started = 0, time.monotonic()
+            for block in iter(lambda: response.read(MiB), b""):
+                sink.write(block)
+                digest.update(block)
+                done += len(block)
+                if progress is not None:
+                    progress(f"downloading {label}", done >> 20, total >> 20 if total else None, started)
+            if expected_sha256 and digest.hexdigest() != expected_sha256:
+                raise IntegrityError(f"the download of {label} has sha256 {digest.hexdigest()[:12]}…, expected "
+                                     f"{expected_sha256[:12]}… ({url})",
+                                     fix="retry; if it persists the server (or a mirror in front of it) serves a "
+                                         "different file")
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        raise SourceUnreachable(f"cannot download {url} ({getattr(exc, 'reason', exc)})",
+                                fix="check the network or point a mirror at it ([tool.resolver] mirrors)") from None
+    return target

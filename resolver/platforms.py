@@ -1,0 +1,64 @@
+"""Conda platforms (subdirs): the one table of what each is called by uname, archspec and wheel tags.
+
+>>> subdir_for("Linux", "x86_64"), subdir_for("Darwin", "arm64"), subdir_for("Windows", "AMD64")
+('linux-64', 'osx-arm64', 'win-64')
+>>> PLATFORMS["linux-aarch64"].wheel_machine, PLATFORMS["osx-arm64"].archspec
+('aarch64', 'm1')
+>>> wheel_platform_tags("linux-64", "2.28")[:2]
+['manylinux_2_28_x86_64', 'manylinux_2_27_x86_64']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Platform:
+    subdir: str  # conda's name: linux-64
+    os: str  # linux | osx | win
+    uname: tuple[tuple[str, str], ...]  # (system, machine) spellings of os.uname() / platform, lowercased
+    archspec: str  # the __archspec virtual package's build string
+    wheel_machine: str  # the machine part of wheel platform tags: x86_64, aarch64, arm64, amd64
+
+
+PLATFORMS: dict[str, Platform] = {p.subdir: p for p in (
+    Platform("linux-64", "linux", (("linux", "x86_64"), ("linux", "amd64")), "x86_64", "x86_64"),
+    Platform("linux-aarch64", "linux", (("linux", "aarch64"), ("linux", "arm64")), "aarch64", "aarch64"),
+    Platform("linux-ppc64le", "linux", (("linux", "ppc64le"),), "ppc64le", "ppc64le"),
+    Platform("osx-64", "osx", (("darwin", "x86_64"),), "x86_64", "x86_64"),
+    Platform("osx-arm64", "osx", (("darwin", "arm64"),), "m1", "arm64"),
+    Platform("win-64", "win", (("windows", "amd64"), ("windows", "x86_64"), ("win32", "amd64")), "x86_64", "amd64"),
+    Platform("win-arm64", "win", (("windows", "arm64"),), "aarch64", "arm64"),
+)}
+KNOWN = tuple(PLATFORMS)
+
+
+def subdir_for(system: str, machine: str) -> str | None:
+    """The subdir for ``uname``'s system and machine (any case), or None when conda has none."""
+    key = (system.lower(), machine.lower())
+    return next((p.subdir for p in PLATFORMS.values() if key in p.uname), None)
+
+
+def host_subdir() -> str:
+    """This machine's subdir (``linux-64`` when conda has no name for it)."""
+    import os
+    import platform
+
+    system, machine = (os.uname().sysname, os.uname().machine) if hasattr(os, "uname") else \
+        (platform.system(), platform.machine())
+    return subdir_for(system, machine) or "linux-64"
+
+
+def wheel_platform_tags(subdir: str, glibc: str | None) -> list[str]:
+    """Wheel platform tags a machine of ``subdir`` (and ``glibc``, default pixi's 2.28) accepts, best first."""
+    platform = PLATFORMS[subdir]
+    arch = platform.wheel_machine
+    if platform.os == "linux":
+        top = int((glibc or "2.28").split(".")[1])
+        return [f"manylinux_2_{minor}_{arch}" for minor in range(top, 16, -1)] + [f"manylinux2014_{arch}",
+                                                                                   f"linux_{arch}"]
+    if platform.os == "osx":
+        modern = [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1)]
+        return modern + ([f"macosx_10_{minor}_x86_64" for minor in range(15, 8, -1)] if arch == "x86_64" else [])
+    return [f"win_{arch}"]

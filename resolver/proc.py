@@ -1,0 +1,140 @@
+"""Child processes, in one place: every tool the resolver runs goes through :func:`run` or :func:`spawn`.
+
+The rules they enforce, so no call site can forget one:
+
+* a timeout on every run; a child past it is stopped with everything it started;
+* each child leads a process group of its own, and on Linux dies with the resolver
+  (``PR_SET_PDEATHSIG``), so a killed or interrupted resolver leaves no pip, compiler or
+  byte-compiler writing into a half-made environment; Ctrl-C and SIGTERM stop the whole group;
+* output is captured as text (undecodable bytes replaced); a missing program is a result with exit
+  code 127, never an exception the caller has to remember.
+
+Code that runs *inside* an environment (``resolver/inenv``) is a separate program with its own
+rules and may use :mod:`subprocess` directly.
+
+>>> run(["sh", "-c", "echo hi; exit 3"], timeout=10).returncode, run(["sh", "-c", "echo hi"], timeout=10).stdout
+(3, 'hi\\n')
+>>> run(["no-such-program-here"], timeout=10).returncode
+127
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import IO, Mapping, Sequence
+
+from resolver.errors import BuildFailed
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What one child did."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str = ""
+    timed_out: bool = False
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def tail(self, lines: int = 3, width: int = 400) -> str:
+        """The last lines of stderr (else stdout), joined: what a one-sentence error quotes."""
+        text = (self.stderr or self.stdout).strip().splitlines()
+        return " ".join(text[-lines:])[:width] or f"exit {self.returncode}"
+
+
+def _child_setup():
+    """What a child runs between fork and exec: lead a new process group and, on Linux, receive SIGKILL
+    when the resolver dies. ``prctl`` is looked up here, in the parent: importing in a forked child
+    can deadlock."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            prctl = None
+
+    def setup() -> None:
+        os.setpgid(0, 0)
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    return setup
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
+          stdin: int | IO | None = subprocess.DEVNULL, stdout: int | IO | None = subprocess.PIPE,
+          stderr: int | IO | None = subprocess.PIPE) -> subprocess.Popen:
+    """Start ``argv`` in a process group of its own that dies with the resolver; the caller waits for it
+    (and calls :func:`stop` on the way out when it does not finish normally)."""
+    return subprocess.Popen([str(a) for a in argv], env=None if env is None else dict(env), cwd=cwd, stdin=stdin,
+                            stdout=stdout, stderr=stderr, text=True, errors="replace",
+                            preexec_fn=_child_setup() if os.name == "posix" else None)
+
+
+def stop(child: subprocess.Popen, *, grace: float = 5.0) -> None:
+    """SIGTERM the child's whole process group, then SIGKILL whatever is left of it (stragglers keep a
+    group alive after its leader exits)."""
+    if os.name != "posix":  # pragma: no cover - Windows
+        child.kill()
+        child.wait()
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+        try:
+            os.killpg(child.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            child.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:
+            time.sleep(0.1)  # let the group's other members see the signal before the final sweep
+    try:
+        child.wait(timeout=grace)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process in uninterruptible sleep
+        pass
+
+
+def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike | None = None, input: str | None = None) -> Completed:
+    """Run ``argv`` to completion (at most ``timeout`` seconds) and capture its output."""
+    argv = tuple(str(a) for a in argv)
+    started = time.monotonic()
+    try:
+        child = spawn(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+    except OSError as exc:  # not installed, not executable, wrong architecture
+        return Completed(argv, 127 if isinstance(exc, FileNotFoundError) else 126, "", str(exc))
+    try:
+        stdout, stderr = child.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(child)
+        stdout, stderr = child.communicate()
+        return Completed(argv, 124, stdout or "", stderr or "", timed_out=True, seconds=time.monotonic() - started)
+    except BaseException:  # Ctrl-C, SIGTERM turned into an exception, SystemExit: take the group down too
+        stop(child)
+        raise
+    return Completed(argv, child.returncode, stdout or "", stderr or "", seconds=time.monotonic() - started)
+
+
+def run_checked(argv: Sequence[str], *, timeout: float, what: str, fix: str,
+                env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None) -> Completed:
+    """:func:`run`, and one :class:`BuildFailed` sentence naming ``what`` when it fails or times out."""
+    done = run(argv, timeout=timeout, env=env, cwd=cwd)
+    if done.timed_out:
+        raise BuildFailed(f"{what} did not finish within {timeout:.0f} s", fix=fix)
+    if done.returncode != 0:
+        raise BuildFailed(f"{what} failed ({done.tail()})", fix=fix)
+    return done
