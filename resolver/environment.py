@@ -10,12 +10,14 @@ and a virtual environment (``pyvenv.cfg`` present, the host interpreter of the p
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
+from resolver import proc
 from resolver.errors import EnvironmentProblem
 from resolver.paths import ProjectPaths
+from resolver.proc import Completed
 
 READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
 
@@ -48,15 +50,25 @@ class Environment:
     def ready(self) -> bool:
         return (self.path / READY_MARKER).is_file()
 
-    def run_python(self, args: list[str], *, timeout: float | None = None, env: dict[str, str] | None = None,
-                   **kwargs) -> subprocess.CompletedProcess:
-        """Run this environment's Python with the resolver package importable (for in-environment helpers)."""
+    def child_environ(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The variables a child in this environment runs with: the resolver package importable (for the
+        in-environment helpers), no PYTHONHOME of ours."""
         merged = dict(os.environ if env is None else env)
         package_parent = str(Path(__file__).resolve().parent.parent)
         merged["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, merged.get("PYTHONPATH")) if p)
         merged.pop("PYTHONHOME", None)
-        return subprocess.run([str(self.python), *args], env=merged, timeout=timeout, capture_output=True,
-                              text=True, **kwargs)
+        return merged
+
+    def run_python(self, args: list[str], *, timeout: float, env: Mapping[str, str] | None = None) -> Completed:
+        """Run this environment's Python (through the process gateway) with the resolver importable."""
+        return proc.run([str(self.python), *args], timeout=timeout, env=self.child_environ(env))
+
+    def call(self, module: str, args: list[str] = (), *, timeout: float) -> "Answer":
+        """Run ``python -m module args`` here and read its answer (resolver.inenv.protocol)."""
+        from resolver.inenv.protocol import parse
+
+        done = self.run_python(["-m", module, *args], timeout=timeout)
+        return Answer(parse(done.stdout), done)
 
     @classmethod
     def find(cls, project: ProjectPaths, name: str | None = None) -> "Environment":
@@ -81,3 +93,19 @@ class Environment:
             raise EnvironmentProblem(f"environment '{name}' at {path} has no Python",
                                      fix=f"run `python -m resolver install --env {name}` to repair it")
         return env
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What an in-environment helper handed back: its document (None when it gave none) and the run."""
+
+    document: dict | None
+    completed: Completed
+
+    @property
+    def failure(self) -> str:
+        """Why there is no document, in a few words (the last line the child printed)."""
+        if self.completed.timed_out:
+            return f"no answer within {self.completed.seconds:.0f} s"
+        lines = [line.strip() for line in (self.completed.stderr or self.completed.stdout).splitlines() if line.strip()]
+        return (lines[-1] if lines else f"exit {self.completed.returncode}, no output")[:300]

@@ -20,13 +20,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from resolver import proc
 from resolver.envs.lockfile import LockedEnv, PypiArtifact, read_lock
 from resolver.envs.pypi import fetch, find_interpreter, sha256_of
 from resolver.platforms import host_subdir
@@ -167,11 +167,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    try:
-        check = subprocess.run([str(final / "bin" / "python"), "-c", "import sys; print(sys.prefix)"],
-                               capture_output=True, text=True)
-    except OSError as exc:  # the interpreter itself is missing
-        check = subprocess.CompletedProcess([], 127, "", str(exc))
+    check = proc.run([str(final / "bin" / "python"), "-c", "import sys; print(sys.prefix)"], timeout=120)
     if check.returncode != 0 or Path(check.stdout.strip()).resolve() != final.resolve():
         if from_cache:  # e.g. the interpreter the cached venv points at is gone: drop it, build afresh
             shutil.rmtree(template, ignore_errors=True)
@@ -207,8 +203,8 @@ def _build(env: LockedEnv, kind: str, python: str, interpreter: str | None, cond
         # They stay valid after the rename: the loader checks mtime/size and rewrites co_filename.
         # Best effort, as pip's own compile step: a file written for a newer Python fails and is skipped.
         info("byte-compiling")
-        subprocess.run([str(tmp / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", *_site_packages(tmp)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        proc.run([str(tmp / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", *_site_packages(tmp)],
+                 timeout=1800)
     _retarget(tmp, final)
 
 
@@ -231,11 +227,10 @@ def _venv(interpreter: str, tmp: Path, *, locked_pip: bool) -> list[Path]:
 
 
 def _bundled_pip(interpreter: str) -> Path | None:
-    proc = subprocess.run([interpreter, "-c", "import ensurepip, os; print(os.path.dirname(ensurepip.__file__))"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
+    done = proc.run([interpreter, "-c", "import ensurepip, os; print(os.path.dirname(ensurepip.__file__))"], timeout=120)
+    if done.returncode != 0:
         return None
-    found = sorted(Path(proc.stdout.strip(), "_bundled").glob("pip-*.whl"))
+    found = sorted(Path(done.stdout.strip(), "_bundled").glob("pip-*.whl"))
     return found[-1] if found else None
 
 
@@ -342,10 +337,8 @@ def _link_conda(project: ProjectPaths, env: LockedEnv, files: list[Path], prefix
 
 
 def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, PIP_NO_INPUT="1"))
-    if proc.returncode != 0:
-        tail = " ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])[:400]
-        raise BuildFailed(f"{what} failed ({tail})", fix="read the message above; run install again to retry")
+    proc.run_checked(cmd, timeout=3600, what=what, env=dict(os.environ, PIP_NO_INPUT="1"),
+                     fix="read the message above; run install again to retry")
 
 
 def _retarget(tmp: Path, final: Path, *, old: Path | None = None) -> None:

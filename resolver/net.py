@@ -27,7 +27,7 @@ def probe_status(url: str, *, timeout: float = 5.0) -> int | str:
     """The HTTP status a HEAD request gets (any answer counts), or the reason there was none."""
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
-            return int(getattr(response, "status", 200))
+            return int(getattr(response, "status", None) or 200)  # a file:// answer carries no status
     except urllib.error.HTTPError as exc:
         return int(exc.code)
     except (urllib.error.URLError, OSError, ValueError) as exc:

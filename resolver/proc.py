@@ -31,6 +31,7 @@ from typing import IO, Mapping, Sequence
 from resolver.errors import BuildFailed
 
 _PR_SET_PDEATHSIG = 1
+PIPE, STDOUT, DEVNULL = subprocess.PIPE, subprocess.STDOUT, subprocess.DEVNULL
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from resolver.verify.checkpoint import TinySpec, default_checkpoint, tensor_shapes, write_tiny_checkpoint
-from resolver.verify.runner import parse_output
+from resolver.inenv.protocol import parse as parse_output
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,27 +10,10 @@ are read by running a few lines in that interpreter (the resolver never imports 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from resolver.errors import EnvironmentProblem
-
-_PROBE = r"""
-import json, os, sys, sysconfig
-facts = {"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable,
-         "platlib": os.path.relpath(sysconfig.get_paths()["platlib"], sys.prefix),
-         "torch": None, "torch_cuda": None, "torch_hip": None, "cxx11_abi": None, "torch_error": None}
-try:
-    import torch
-    facts["torch"] = torch.__version__
-    facts["torch_cuda"] = torch.version.cuda
-    facts["torch_hip"] = getattr(torch.version, "hip", None)
-    facts["cxx11_abi"] = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
-except Exception as exc:
-    facts["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
-print("RESOLVER-FACTS " + json.dumps(facts))
-"""
-
+from resolver.fs import read_json, write_json_atomic
 
 @dataclass(frozen=True)
 class EnvFacts:
@@ -85,33 +68,24 @@ def probe_environment(env, cache_dir=None) -> EnvFacts:
     With ``cache_dir`` the answer is kept beside the environment's :func:`fingerprint` and reused
     while it holds, so a cached build does not pay for importing torch.
     """
-    import subprocess
-
     stored = None
     if cache_dir is not None:
         stored = cache_dir / f"envfacts-{env.name}.json"
         current = fingerprint(env)
-        try:
-            data = json.loads(stored.read_text(encoding="utf-8"))
-            if data.get("fingerprint") == current and data.get("path") == str(env.path):
+        data = read_json(stored) or {}
+        if data.get("fingerprint") == current and data.get("path") == str(env.path):
+            try:
                 return EnvFacts.from_json(data["facts"])
-        except (OSError, ValueError, KeyError):
-            pass
-
-    try:
-        done = env.run_python(["-c", _PROBE], timeout=120)
-    except subprocess.TimeoutExpired:
-        raise EnvironmentProblem(f"the Python of environment '{env.name}' did not answer within 120 s",
-                                 fix=f"check `{env.python} -c 'import torch'` by hand") from None
-    line = next((l for l in done.stdout.splitlines() if l.startswith("RESOLVER-FACTS ")), None)
-    if done.returncode != 0 or line is None:
-        raise EnvironmentProblem(f"the Python of environment '{env.name}' failed to start ({done.stderr.strip()[-200:]})",
-                                 fix=f"run `python -m resolver install --env {env.name}` to repair it")
-    facts = EnvFacts.from_json(json.loads(line.split(" ", 1)[1]))
+            except (KeyError, TypeError):
+                pass
+    answer = env.call("resolver.inenv.interpreter", timeout=120)
+    if answer.document is None:
+        raise EnvironmentProblem(f"the Python of environment '{env.name}' did not describe itself ({answer.failure})",
+                                 fix=f"check `{env.python} -c 'import torch'` by hand; "
+                                     f"`python -m resolver install --env {env.name}` repairs a broken environment")
+    facts = EnvFacts.from_json(answer.document)
     if stored is not None:
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        stored.write_text(json.dumps({"fingerprint": current, "path": str(env.path), "facts": _raw(facts)}),
-                          encoding="utf-8")
+        write_json_atomic(stored, {"fingerprint": current, "path": str(env.path), "facts": _raw(facts)})
     return facts
 
 

@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.build.logparse import NinjaProgress, first_error
+from resolver import proc
 from resolver.errors import BuildFailed
 from resolver.fs import atomic_stream
 
@@ -77,8 +77,8 @@ def run_recipe(run: RecipeRun, *, package_label: str,
     """
     request = json.dumps({"recipe": str(run.recipe), "variant": run.variant, "context": run.context,
                           "work_dir": str(run.work_dir), "log_path": str(run.log_path), "label": package_label})
-    child = subprocess.Popen([sys.executable, "-m", "resolver.build.runner"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    child = proc.spawn([sys.executable, "-m", "resolver.build.runner"], stdin=proc.PIPE, stdout=proc.PIPE,
+                       stderr=proc.STDOUT)
 
     def on_term(signum, frame) -> None:
         raise KeyboardInterrupt
@@ -101,7 +101,7 @@ def run_recipe(run: RecipeRun, *, package_label: str,
                 stray.append(line.rstrip())
         child.wait()
     except KeyboardInterrupt:
-        _stop_session(child)
+        proc.stop(child)
         with open(run.log_path, "a", encoding="utf-8") as log:
             log.write("# interrupted: the build and its compilers were stopped\n")
         raise
@@ -118,27 +118,6 @@ def run_recipe(run: RecipeRun, *, package_label: str,
 
 _PROGRESS = "RESOLVER-PROGRESS "
 _ANSWER = "RESOLVER-ANSWER "
-
-
-def _stop_session(child: subprocess.Popen) -> None:
-    """SIGTERM the child's whole session (build script, ninja, nvcc …), then SIGKILL what is left of it."""
-    try:
-        os.killpg(child.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return
-    try:
-        child.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-    time.sleep(0.2)
-    try:
-        os.killpg(child.pid, signal.SIGKILL)  # stragglers keep the group alive after the leader exits
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        child.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _child_main() -> int:

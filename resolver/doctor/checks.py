@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,18 +266,9 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[
 
 def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> dict:
     """Run ``resolver.inenv.facts`` in the environment; a failure to start is itself a fact."""
-    args = ["-m", "resolver.inenv.facts", *[a for name in extra_extensions for a in ("--extension", name)]]
-    try:
-        proc = env.run_python(args, timeout=timeout)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return {"run_error": f"{type(exc).__name__}: {exc}"}
-    line = next((l for l in reversed(proc.stdout.splitlines()) if l.startswith("{")), None)
-    if proc.returncode != 0 or line is None:
-        return {"run_error": (proc.stderr or proc.stdout or "no output").strip().splitlines()[-1][:500] if (proc.stderr or proc.stdout) else "no output"}
-    try:
-        return json.loads(line)
-    except ValueError:
-        return {"run_error": "unreadable output from the environment"}
+    answer = env.call("resolver.inenv.facts", [a for name in extra_extensions for a in ("--extension", name)],
+                      timeout=timeout)
+    return answer.document if answer.document is not None else {"run_error": answer.failure}
 
 
 def environment_findings(project: ProjectPaths, env: Environment, facts: dict, profile, ctx: FixContext) -> list[Finding]:

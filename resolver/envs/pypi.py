@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -25,12 +24,16 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlsplit
 
+from resolver import proc
 from resolver.fs import sha256_of
 from resolver.net import download, reachable
 from resolver.envs.lockfile import PypiArtifact
 from resolver.platforms import host_subdir, wheel_platform_tags
 from resolver.errors import BadInput, ResolverError, SourceUnreachable
 
+
+
+RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build downloads metadata of ~60 wheels
 
 
 @dataclass(frozen=True)
@@ -95,9 +98,13 @@ def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = l
             cmd += ["--find-links", link]
         cmd += list(request.requirements)
         env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0 or not report.is_file():
-            raise _resolution_failure(proc.stderr, skipped)
+        done = proc.run(cmd, timeout=RESOLVE_TIMEOUT_S, env=env)
+        if done.timed_out:
+            raise SourceUnreachable(f"pip did not finish resolving the PyPI part within {RESOLVE_TIMEOUT_S // 60} "
+                                    "minutes", fix="check that the configured indexes answer (pip config list), "
+                                                   "or point the sources at a mirror ([tool.resolver])")
+        if done.returncode != 0 or not report.is_file():
+            raise _resolution_failure(done.stderr, skipped)
         data = json.loads(report.read_text(encoding="utf-8"))
     artifacts = [_artifact(item, cache) for item in data.get("install", [])]
     return PipResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped),

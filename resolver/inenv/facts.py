@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from resolver.inenv.protocol import emit
 from resolver.verify.fatbin import archs_of_library
 
 # The compiled modules of the two kernel packages, and the distribution that ships each.
@@ -258,13 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except Exception as exc:  # noqa: BLE001 - report, do not crash
-        print(json.dumps({"torch_import_error": f"{type(exc).__name__}: {exc}"[:1000], "python": platform.python_version(),
-                          "packages": package_versions(), "prefix": sys.prefix}))
+        emit({"torch_import_error": f"{type(exc).__name__}: {exc}"[:1000], "python": platform.python_version(),
+              "packages": package_versions(), "prefix": sys.prefix})
         return 0
     facts = collect(torch)
     facts["extensions"].update(extra_extensions(args.extension))
     facts["torch_import_seconds"] = round(time.perf_counter() - started - facts["seconds"], 3)
-    print(json.dumps(facts))
+    emit(facts)
     return 0
 
 

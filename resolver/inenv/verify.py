@@ -24,7 +24,8 @@ import time
 import traceback
 from pathlib import Path
 
-MARKER = "RESOLVER-JSON "
+from resolver.inenv.protocol import emit
+
 # Relative tolerance on logits (max |lib - ref| / max |ref|), per dtype. float32 kernels and the
 # reference differ only in summation order; half precisions round every intermediate.
 TOLERANCE = {"float32": 1e-3, "bfloat16": 4e-2, "float16": 1e-2}
@@ -444,8 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         run(args, report)
     except Exception as exc:  # noqa: BLE001 - always hand back a document, with what was learned so far
         report.update(ok=False, fatal=f"{type(exc).__name__}: {exc}"[:2000], traceback=traceback.format_exc()[-6000:])
-    sys.stdout.flush()
-    print(MARKER + json.dumps(report, default=str))
+    emit(report)
     return 0
 
 

@@ -1,13 +1,8 @@
-"""Run the in-environment verifier and read its report (the resolver side: no torch here).
-
->>> parse_output("noise\\nRESOLVER-JSON {\\"ok\\": true}\\n")
-{'ok': True}
-"""
+"""Run the in-environment verifier and read its report (the resolver side: no torch here)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,19 +10,6 @@ from pathlib import Path
 from resolver.environment import Environment
 from resolver.errors import BadInput, EnvironmentProblem
 from resolver.paths import ProjectPaths
-
-MARKER = "RESOLVER-JSON "
-
-
-def parse_output(stdout: str) -> dict | None:
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(MARKER):
-            try:
-                return json.loads(line[len(MARKER):])
-            except ValueError:
-                return None
-    return None
-
 
 @dataclass(frozen=True)
 class InEnvResult:
@@ -60,19 +42,15 @@ def resolve_model(project: ProjectPaths, model: str | None) -> Path:
 
 
 def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: float = 1800) -> InEnvResult:
-    args = ["-m", "resolver.inenv.verify", "--model", str(model), *extra]
     started = time.perf_counter()
-    try:
-        proc = env.run_python(args, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise EnvironmentProblem(f"the check in environment '{env.name}' did not finish within {timeout:.0f} s",
-                                 fix=f"run `python -m resolver doctor --env {env.name}` to find what hangs") from exc
+    answer = env.call("resolver.inenv.verify", ["--model", str(model), *extra], timeout=timeout)
     wall = time.perf_counter() - started
-    report = parse_output(proc.stdout)
+    if answer.completed.timed_out:
+        raise EnvironmentProblem(f"the check in environment '{env.name}' did not finish within {timeout:.0f} s",
+                                 fix=f"run `python -m resolver doctor --env {env.name}` to find what hangs")
+    report = answer.document
     if report is None:
-        tail = (proc.stderr or "")[-2000:]
-        last = next((line for line in reversed(tail.splitlines()) if line.strip()), "no output")
-        raise EnvironmentProblem(f"the Python of environment '{env.name}' could not run the check ({last.strip()[:300]})",
+        raise EnvironmentProblem(f"the Python of environment '{env.name}' could not run the check ({answer.failure})",
                                  fix=f"run `python -m resolver doctor --env {env.name}`; if torch is missing, "
                                      f"`python -m resolver install --env {env.name}`")
     fatal = report.get("fatal")
@@ -82,4 +60,4 @@ def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: floa
                                  because=f"{missing} is not importable in {env.path}",
                                  fix=f"run `python -m resolver install --env {env.name} --force`, then "
                                      f"`python -m resolver doctor --env {env.name}`")
-    return InEnvResult(env, report, wall, (proc.stderr or "")[-4000:])
+    return InEnvResult(env, report, wall, (answer.completed.stderr or "")[-4000:])
