@@ -58,7 +58,7 @@ def main() -> int:
     import channel_factory as cf
     from resolver import lock
     from resolver.paths import ProjectPaths
-    from resolver.plan import KernelChoice, Plan, TorchChoice, TorchSource
+    from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
 
     work = Path(tempfile.mkdtemp(prefix="resolver-install-runs-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "RESOLVER_"))}

@@ -72,7 +72,7 @@ def _record(name, version, build, number, depends):
 
 
 def plans(python: str):
-    from resolver.plan import KernelChoice, Plan, TorchChoice, TorchSource
+    from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
 
     cpu = Plan(backend="cpu", backend_version=None, python=python, platform="linux-64", target="cpu",
                torch=TorchChoice("2.13.0", "cpu", TorchSource("pypi-index", "https://download.pytorch.org/whl/cpu"),
@@ -88,7 +88,7 @@ def plans(python: str):
 def bench_lock(work: Path, repeat: int) -> dict:
     from resolver import lock
     from resolver.paths import ProjectPaths
-    from resolver.rattler_util import rattler, target_virtual_packages
+    from resolver.conda import rattler, target_virtual_packages
 
     r = rattler()
     chan = work / "chan"

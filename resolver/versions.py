@@ -186,3 +186,13 @@ class CudaVariant:
         if self.backend == "cuda":
             return f"cu{self.version.major}{self.version.minor}"
         return f"rocm{self.version}"
+
+
+def driver_text(version: DottedVersion) -> str:
+    """NVIDIA's spelling of a driver version, two-digit middle parts: 450.80.2 -> ``450.80.02``.
+
+    >>> driver_text(DottedVersion.parse("580.65.06"))
+    '580.65.06'
+    """
+    head, *rest = version.parts
+    return ".".join([str(head)] + [f"{p:02d}" for p in rest])

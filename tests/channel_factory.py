@@ -98,7 +98,7 @@ def build_channel(out: Path) -> Path:
 def reindex(channel: Path) -> None:
     import asyncio
 
-    from resolver.rattler_util import rattler
+    from resolver.conda import rattler
 
     rattler()
     from rattler.index import index_fs

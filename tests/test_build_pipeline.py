@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.build.driver import BuildOptions, build
+from resolver.kernels.driver import BuildOptions, build
 from resolver.errors import BuildFailed
 from resolver.paths import ProjectPaths
 
@@ -181,7 +181,7 @@ def test_prebuilt_wheel_is_used_when_the_plan_says_so_and_it_is_reachable(projec
 
 
 def test_offline_reachability_check_never_hangs():
-    from resolver.build.prebuilt import reachable
+    from resolver.kernels.prebuilt import reachable
 
     started = time.monotonic()
     answer = reachable("https://github.com/state-spaces/mamba/releases/download/v2.3.2.post1/none.whl", timeout=2.0)
@@ -219,8 +219,8 @@ def test_install_into_a_conda_prefix_keeps_its_other_packages(project, tmp_path)
     """A conda prefix holds other conda packages: installing a kernel build must not remove them."""
     from rattler_build import Stage0Recipe
 
-    from resolver.build.install import install_into
-    from resolver.build.runner import publish
+    from resolver.conda import add_package
+    from resolver.kernels.recipe_run import publish
 
     other = tmp_path / "other"
     (other / "src").mkdir(parents=True)
@@ -235,12 +235,12 @@ def test_install_into_a_conda_prefix_keeps_its_other_packages(project, tmp_path)
     other_file = publish(Path(built), channel)
     prefix = tmp_path / "conda-prefix"
     (prefix / "conda-meta").mkdir(parents=True)
-    install_into(prefix, other_file)
+    add_package(prefix, other_file, cache_dir=tmp_path / 'cache')
     assert (prefix / "share" / "other-note.txt").read_text() == "kept\n"
 
     tiny = Path(build(project, _options(arch="7.5", install=False)).packages[0].file)
     tiny_copy = publish(tiny, channel)
-    install_into(prefix, tiny_copy)
+    add_package(prefix, cache_dir=tmp_path / 'cache', package_file=tiny_copy)
     records = sorted(p.name.rsplit("-", 2)[0] for p in (prefix / "conda-meta").glob("*.json"))
     assert records == ["other-pkg", "tiny-ext"]
     assert (prefix / "share" / "other-note.txt").is_file()

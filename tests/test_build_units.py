@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from resolver.build.archs import ArchRule, apply_rules, parse_arch_list, upstream_default_archs
-from resolver.build.cachekey import BuildKey
-from resolver.build.logparse import NinjaProgress, classify, first_error
-from resolver.build.naming import build_string
-from resolver.build.packages import BUILD_EXT, KNOWN, RECIPES, KernelPackage
-from resolver.build.parallelism import GiB, PER_COMPILER_BYTES, fit_parallelism
-from resolver.build.toolkit import find_toolkit, parse_hipcc_version, parse_nvcc_version
+from resolver.kernels.archs import apply_rules, parse_arch_list, upstream_default_archs
+from resolver.kernels.cachekey import BuildKey
+from resolver.kernels.logparse import NinjaProgress, classify, first_error
+from resolver.kernels.naming import build_string
+from resolver.kernels.packages import BUILD_EXT, RECIPES, KernelRecipe, known_packages
+from resolver.kernels.parallelism import GiB, PER_COMPILER_BYTES, fit_parallelism
+from resolver.kernels.toolkit import find_toolkit, parse_hipcc_version, parse_nvcc_version
 from resolver.errors import BadInput, EnvironmentProblem
 
 LOGS = Path(__file__).parent / "fixtures" / "build-logs"
@@ -106,7 +106,7 @@ def test_bad_arch_lists_are_one_clear_error(text):
 
 
 def test_causal_conv1d_never_gets_sm103_from_nvcc_13():
-    package = KernelPackage.named("causal-conv1d")
+    package = KernelRecipe.named("causal-conv1d")
     archs = upstream_default_archs("13.0")
     kept, dropped = apply_rules(archs, package.never_archs, "13.0")
     assert "10.3" not in kept and len(kept) == 8
@@ -116,14 +116,18 @@ def test_causal_conv1d_never_gets_sm103_from_nvcc_13():
 
 
 def test_mamba_ssm_keeps_sm103():
-    package = KernelPackage.named("mamba-ssm")
+    package = KernelRecipe.named("mamba-ssm")
     kept, _ = apply_rules(upstream_default_archs("13.0"), package.never_archs, "13.0")
     assert "10.3" in kept
 
 
 def test_arch_rule_window():
-    rule = ArchRule("10.3", "13.0", "14.0", "x")
-    assert rule.applies("13.0") and rule.applies("13.2") and not rule.applies("12.9") and not rule.applies("14.0")
+    from resolver.knowledge import BuildFix
+    from resolver.versions import DottedVersion as V
+
+    rule = BuildFix("x", "p", "nvcc 13", "", "10.3", "10.0", "x", V.parse("13.0"), V.parse("14.0"))
+    assert rule.holds_for_nvcc(V.parse("13.0")) and rule.holds_for_nvcc(V.parse("13.2"))
+    assert not rule.holds_for_nvcc(V.parse("12.9")) and not rule.holds_for_nvcc(V.parse("14.0"))
 
 
 # --- parallelism -----------------------------------------------------------------------------------
@@ -216,9 +220,9 @@ def test_real_nvcc_home_has_headers():
 
 # --- recipes ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", KNOWN)
+@pytest.mark.parametrize("name", known_packages())
 def test_recipes_pin_version_and_sha256(name):
-    package = KernelPackage.named(name)
+    package = KernelRecipe.named(name)
     assert package.sdist is not None and len(package.sdist.sha256) == 64
     assert package.sdist.url and package.sdist.url.endswith("/" + package.sdist.file_name)
     assert package.version in package.sdist.file_name
@@ -253,17 +257,17 @@ def test_variants_file_covers_the_axes():
 def test_fixes_hash_follows_the_recipe_folder(tmp_path):
     copy = tmp_path / "causal-conv1d"
     shutil.copytree(RECIPES / "causal-conv1d", copy)
-    before = KernelPackage.load(copy).fixes_hash()
-    assert before == KernelPackage.named("causal-conv1d").fixes_hash()
+    before = KernelRecipe.load(copy).fixes_hash()
+    assert before == KernelRecipe.named("causal-conv1d").fixes_hash()
     (copy / "resolver.toml").write_text((copy / "resolver.toml").read_text() + "\n# edited\n")
-    assert KernelPackage.load(copy).fixes_hash() != before
+    assert KernelRecipe.load(copy).fixes_hash() != before
 
 
 def test_broken_recipe_folder_is_one_clear_error(tmp_path):
     (tmp_path / "recipe.yaml").write_text("package: [unclosed\n")
     (tmp_path / "resolver.toml").write_text("")
     with pytest.raises(BadInput):
-        KernelPackage.load(tmp_path)
+        KernelRecipe.load(tmp_path)
 
 
 # --- our compile-flag fixes (recipes/common/build_ext.py) -------------------------------------------
@@ -328,7 +332,7 @@ def test_wheel_unpacks_into_the_interpreters_site_packages(build_ext, tmp_path):
 # --- environment facts vs toolkit -----------------------------------------------------------------
 
 def _facts(**kw):
-    from resolver.build.envprobe import EnvFacts
+    from resolver.kernels.envfacts import EnvFacts
 
     base = dict(python="3.11", executable="/e/bin/python", platlib="lib/python3.11/site-packages",
                 torch="2.14.1+cu130", torch_cuda="13.0", torch_hip=None, cxx11_abi=True)
@@ -343,7 +347,7 @@ def test_backend_follows_the_torch_build():
 
 
 def test_a_toolkit_of_another_major_than_torch_is_refused_before_compiling():
-    from resolver.build.driver import _check_toolkit_matches_torch
+    from resolver.kernels.driver import _check_toolkit_matches_torch
 
     _check_toolkit_matches_torch(_facts(), "13.0")  # same major: fine
     _check_toolkit_matches_torch(_facts(torch_cuda="12.6"), "12.9")
@@ -362,7 +366,7 @@ def test_arch_all_on_rocm_asks_for_names():
     ("h100-8x-ubuntu2204", ("9.0",)), ("gfx1100-rocm6.0.2-kfd", ("gfx1100",)), ("cpu-only-ubuntu2410", ()),
 ])
 def test_default_archs_are_the_gpus_of_a_captured_machine(machine, expected):
-    from resolver.build.driver import archs_of
+    from resolver.kernels.driver import archs_of
     from resolver.probe import probe_machine
 
     profile = probe_machine(sysroot=Path(__file__).parent / "machines" / machine)
@@ -370,8 +374,8 @@ def test_default_archs_are_the_gpus_of_a_captured_machine(machine, expected):
 
 
 def test_plan_toolkit_mismatch_is_a_warning_sentence():
-    from resolver.build.driver import toolkit_mismatch
-    from resolver.build.toolkit import Toolkit
+    from resolver.kernels.driver import toolkit_mismatch
+    from resolver.kernels.toolkit import Toolkit
 
     found = Toolkit("cuda", "/usr/local/cuda-13.0/bin/nvcc", "13.0.88", "/usr/local/cuda-13.0")
     assert toolkit_mismatch("nvcc 13.0", found) is None
@@ -382,7 +386,7 @@ def test_plan_toolkit_mismatch_is_a_warning_sentence():
 
 @pytest.mark.parametrize("text", ["sm_banana", "", "9.0,hopper"])
 def test_arch_syntax_is_checked_before_anything_slow(text):
-    from resolver.build.archs import check_arch_syntax
+    from resolver.kernels.archs import check_arch_syntax
 
     with pytest.raises(BadInput):
         check_arch_syntax(text)

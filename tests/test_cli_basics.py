@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from resolver.plan import Target
+from resolver.decide.model import Target
 from resolver.errors import ResolverError
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from resolver.decide import decide
 from resolver.knowledge import Knowledge
-from resolver.plan import Plan, Request, Target
-from resolver.profile import HardwareProfile
+from resolver.decide.model import Plan, Request, Target
+from resolver.probe.profile import HardwareProfile
 from resolver.versions import DottedVersion
 
 KNOWLEDGE = Knowledge.load()
@@ -288,7 +288,7 @@ def test_every_rule_leaves_a_trace() -> None:
 
 
 def test_plan_for_raises_the_refusal() -> None:
-    from resolver.decide import plan_for
+    from resolver.planning import plan_for
     from resolver.errors import Refusal
 
     with pytest.raises(Refusal, match="CUDA 13 dropped sm_70"):

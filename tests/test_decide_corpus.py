@@ -10,7 +10,7 @@ import pytest
 
 from resolver.decide import decide
 from resolver.knowledge import Knowledge
-from resolver.plan import Request
+from resolver.decide.model import Request
 
 MACHINES = Path(__file__).parent / "machines"
 NAMES = sorted(p.name for p in MACHINES.iterdir() if p.is_dir()) if MACHINES.is_dir() else []

@@ -168,7 +168,7 @@ def test_rocm_60_header_check_asks_the_patch_stage(tmp_path):
     """ROCm 6.0.x with the shipped amd_hip_bf16.h (the patch stage's fixture tree): fail, fix `resolver patch`."""
     from resolver.doctor.checks import rocm_header_finding
     from resolver.paths import ProjectPaths
-    from resolver.profile import AmdInfo, HardwareProfile
+    from resolver.probe.profile import AmdInfo, HardwareProfile
     from resolver.versions import DottedVersion
 
     root = tmp_path / "rocm"

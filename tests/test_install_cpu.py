@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 from resolver import install
-from resolver.envs.lockfile import read_lock
-from resolver.envs.pypi import sha256_of, local_path
+from resolver.lock.lockfile import read_lock
+from resolver.fs import sha256_of
+from resolver.install.fetch import local_path
 from resolver.paths import ProjectPaths
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from resolver.decide import decide
 from resolver.knowledge import DATA_DIR, TABLE_FILES, Knowledge, KnowledgeError, driver_text
-from resolver.plan import Request
-from resolver.profile import HardwareProfile
+from resolver.decide.model import Request
+from resolver.probe.profile import HardwareProfile
 from resolver.versions import ComputeCapability, DottedVersion, GfxArch
 
 try:

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
-from resolver.envs import pypi  # noqa: E402
+from resolver.lock import pypi  # noqa: E402
 from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 from resolver.errors import ResolverError  # noqa: E402
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import BadInput
-from resolver.manifest import DEFAULT_PYPI, Manifest
-from resolver.plan import KernelChoice, Plan, TorchChoice, TorchSource
-from resolver.sources import Sources, channel_url
+from resolver.lock.manifest import DEFAULT_PYPI, Manifest
+from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
+from resolver.lock.sources import Sources, channel_url
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -33,8 +33,8 @@ def test_wheel_ships_recipes_and_patches_and_finds_them_installed(tmp_path):
                 target = site / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(zf.read(name))
-    code = ("from resolver.resources import shipped; from resolver.patching import load_registry; "
-            "from resolver.build.packages import RECIPES; "
+    code = ("from resolver.resources import shipped; from resolver.patch import load_registry; "
+            "from resolver.kernels.packages import RECIPES; "
             "print(shipped('patches')); print([p.id for p in load_registry().patches]); "
             "print(RECIPES if (RECIPES / 'mamba-ssm' / 'recipe.yaml').is_file() else 'missing')")
     done = subprocess.run([str(python), "-c", code], cwd=tmp_path, capture_output=True, text=True)

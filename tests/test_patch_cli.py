@@ -12,7 +12,7 @@ import pytest
 from test_patch_support import FIXTURES, HEADER, SIX, make_rocm, run_patch, sha, tree_state
 from resolver.errors import EnvironmentProblem
 from resolver.paths import ProjectPaths
-from resolver.patching import PatchRequest, load_registry, overlay_include_dir, run_patches
+from resolver.patch import PatchRequest, load_registry, overlay_include_dir, run_patches
 
 ORIGINAL_60 = sha(FIXTURES / "root-6.0" / HEADER)
 ORIGINAL_61 = sha(FIXTURES / "amd_hip_bf16-6.1.h")
@@ -324,7 +324,7 @@ def test_overlay_include_dir_for_the_build(tmp_path, project, monkeypatch):
 def test_ensure_overlay_for_setup(tmp_path, project):
     from test_patch_support import TABLE
     from resolver.errors import Refusal
-    from resolver.patching import ensure_overlay
+    from resolver.patch import ensure_overlay
     registry = load_registry(extra_tables=[TABLE])
     root = make_rocm(tmp_path)
     report = ensure_overlay(ProjectPaths(project), None, rocm_root=root, registry=registry)
@@ -356,7 +356,7 @@ def test_corrupt_overlay_record_is_rebuilt_not_trusted(tmp_path, project):
 
 def test_header_already_fixed_by_the_seeds_sudo_patch_is_recognised(tmp_path, project):
     """Someone ran `sudo patch` earlier: the header has the fixed checksum, there is no backup or record."""
-    from resolver.patching.transform import add_static_inline
+    from resolver.patch.transform import add_static_inline
     root = make_rocm(tmp_path)
     header = root / HEADER
     header.write_bytes(add_static_inline(header.read_bytes().decode("latin-1"), SIX).text.encode("latin-1"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from test_patch_support import FIXTURES, HEADER, SIX
-from resolver.patching.transform import add_static_inline
+from resolver.patch.transform import add_static_inline
 
 SOURCE_60 = (FIXTURES / "root-6.0" / HEADER).read_text(encoding="latin-1")
 SOURCE_61 = (FIXTURES / "amd_hip_bf16-6.1.h").read_text(encoding="latin-1")

@@ -101,7 +101,7 @@ def test_cli_replays_a_machine_with_the_contract_keys() -> None:
 @pytest.mark.parametrize("name", MACHINES)
 def test_profile_round_trips_through_json(name: str) -> None:
     """What `probe --json` prints is what `plan --profile` reads back, unchanged (driver spelling included)."""
-    from resolver.profile import HardwareProfile
+    from resolver.probe.profile import HardwareProfile
 
     profile = probe_machine(MACHINES_DIR / name)
     again = HardwareProfile.from_json(json.loads(json.dumps(profile.to_json())))
@@ -112,7 +112,7 @@ def test_every_machine_is_plannable() -> None:
     """probe -> decide across the corpus: a plan for the hardware's own backend, or a refusal, never a crash."""
     from resolver.decide import decide
     from resolver.knowledge import Knowledge
-    from resolver.plan import Request
+    from resolver.decide.model import Request
 
     knowledge = Knowledge.load()
     for name in MACHINES:

@@ -27,7 +27,7 @@ def add_arguments(parser) -> None:
 
 def _one(env, model, args, dump, out) -> dict:
     from resolver.verify import report as rep
-    from resolver.verify.runner import run_in_env
+    from resolver.verify.in_env import run_in_env
 
     extra = ["--mode", "bench", "--batch", str(args.batch), "--prompt-len", str(args.prompt_len),
              "--new-tokens", str(args.new_tokens), "--repeat", str(args.repeat), "--dump-logits", str(dump)]
@@ -64,11 +64,11 @@ def run(args, out) -> int:
     import tempfile
     from pathlib import Path
 
-    from resolver.environment import Environment
+    from resolver.install.environment import Environment
     from resolver.errors import BadInput, ExitCode
     from resolver.paths import ProjectPaths
     from resolver.verify.compare import compare_dumps
-    from resolver.verify.runner import resolve_model
+    from resolver.verify.in_env import resolve_model
 
     if min(args.batch, args.prompt_len, args.new_tokens, args.repeat) < 1:
         raise BadInput("--batch, --prompt-len, --new-tokens and --repeat must be at least 1", fix="pass positive numbers")

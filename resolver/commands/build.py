@@ -7,8 +7,9 @@ HELP = "build the Mamba kernels (causal-conv1d, mamba-ssm) for this environment'
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--package", choices=("causal-conv1d", "mamba-ssm", "all"), default="all",
-                        help="which kernel package to build (default: all, in dependency order)")
+    parser.add_argument("--package", default="all", metavar="NAME",
+                        help="which kernel package to build: causal-conv1d, mamba-ssm (the knowledge base's list) "
+                             "or all (default, in dependency order)")
     parser.add_argument("--arch", default=None,
                         help="architectures, e.g. 9.0 or 8.6,9.0 or gfx90a; 'all' = upstream's list "
                              "(default: the GPUs present, from the plan)")
@@ -24,19 +25,24 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from pathlib import Path
 
-    from resolver.build.driver import BuildOptions, build
-    from resolver.build.packages import KNOWN
+    from resolver.kernels.driver import BuildOptions, build
+    from resolver.kernels.packages import known_packages
     from resolver.paths import ProjectPaths
 
     if args.arch is not None:
-        from resolver.build.archs import check_arch_syntax
+        from resolver.kernels.archs import check_arch_syntax
 
         check_arch_syntax(args.arch)
     if args.jobs is not None and args.jobs < 1:
         from resolver.errors import BadInput
 
         raise BadInput(f"--jobs {args.jobs} is not a positive number", fix="use --jobs 1 or more, or leave it out")
-    packages = KNOWN if args.package == "all" else (args.package,)
+    if args.package != "all" and args.package not in known_packages():
+        from resolver.errors import UsageError
+
+        raise UsageError(f"--package {args.package!r} is not a kernel package",
+                         fix=f"use one of {', '.join(known_packages())} or all")
+    packages = None if args.package == "all" else (args.package,)
     options = BuildOptions(packages=packages, arch=args.arch, env_name=args.env, jobs=args.jobs,
                            prebuilt="never" if args.no_prebuilt else "auto", install=not args.no_install,
                            recipe_dirs=tuple(Path(d).resolve() for d in args.recipe))

@@ -3,7 +3,7 @@
 Without --log: checks the environment (torch imports; torch's CUDA/HIP vs the driver; each GPU vs
 torch's and the kernels' architectures; the kernel extensions' ABI; the ROCm 6.0 header; build
 tools; pixi.lock vs what is installed). With --log: matches the log against known error signatures
-from real upstream reports (resolver/data/error_signatures.toml) and prints the cause and the fix
+from real upstream reports (resolver/doctor/signatures.toml) and prints the cause and the fix
 command for this environment; add --env to check the environment as well.
 
 Exit 0 when nothing is wrong; 1 when a check failed, a known error was found in the log, or the
@@ -33,7 +33,7 @@ def run(args, out) -> int:
     from resolver.doctor import checks
     from resolver.doctor.context import FixContext, applies, build_context
     from resolver.doctor.signatures import load_signatures, match_log
-    from resolver.environment import Environment
+    from resolver.install.environment import Environment
     from resolver.errors import EnvironmentProblem, ExitCode
     from resolver.paths import ProjectPaths
 

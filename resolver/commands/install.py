@@ -17,7 +17,7 @@ def run(args, out) -> int:
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
-    from resolver.pipeline import project_lock
+    from resolver.setup.pipeline import project_lock
 
     if not project.lockfile.is_file():
         from resolver.errors import BadInput

@@ -29,13 +29,13 @@ def add_arguments(parser) -> None:
 
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
-    """One Plan per target, from ``resolver.decide.plan_for`` (stored plans when no target is given)."""
+    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given)."""
     from resolver.errors import InternalError
-    from resolver.plan import Request, Target
+    from resolver.decide.model import Request, Target
 
     if not targets:
         from resolver import lock
-        from resolver.manifest import Manifest
+        from resolver.lock.manifest import Manifest
 
         if project.manifest.is_file() and profile_file is None:
             stored = [lock.stored_plan(project, name) for name in Manifest.load(project.manifest).environment_names()]
@@ -45,13 +45,13 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
         targets = ["auto"]
     parsed = [Target.parse(t) for t in targets]
     try:
-        from resolver.decide import plan_for
+        from resolver.planning import plan_for
     except ImportError:
         raise InternalError("the plan stage (resolver.decide) is not available in this installation",
                             fix="reinstall mamba-resolver") from None
     profile = None
     if profile_file is not None:
-        from resolver.profile import HardwareProfile
+        from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(profile_file)
     return [plan_for(Request(target=t), profile) for t in parsed]
@@ -60,7 +60,7 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
 def run(args, out) -> int:
     from resolver import lock
     from resolver.paths import ProjectPaths
-    from resolver.sources import Sources
+    from resolver.lock.sources import Sources
 
     project = ProjectPaths.discover()
     started = time.monotonic()
@@ -68,7 +68,7 @@ def run(args, out) -> int:
     sources = Sources.load(project.root, flags={
         "conda-channels": args.channel, "torch-index": args.torch_index,
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
-    from resolver.pipeline import project_lock
+    from resolver.setup.pipeline import project_lock
 
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,

@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from resolver.errors import ExitCode, Refusal
     from resolver.paths import ProjectPaths
-    from resolver.patching import PatchRequest, refusal_of, run_patches
+    from resolver.patch import PatchRequest, refusal_of, run_patches
 
     if args.check and args.revert:
         raise Refusal("--check and --revert cannot be combined", fix="use --revert --dry-run to see what a revert would do")

@@ -26,8 +26,8 @@ def run(args, out) -> int:
     from resolver.decide import decide
     from resolver.errors import BadInput
     from resolver.knowledge import Knowledge
-    from resolver.plan import Request, Target
-    from resolver.profile import HardwareProfile
+    from resolver.decide.model import Request, Target
+    from resolver.probe.profile import HardwareProfile
     from resolver.versions import DottedVersion
 
     target = Target.parse(args.target)
@@ -42,9 +42,9 @@ def run(args, out) -> int:
     if args.profile is not None:
         profile = HardwareProfile.from_file(args.profile)
     else:
-        from resolver.decide import _probe_here
+        from resolver.planning import probe_here
 
-        profile = _probe_here()
+        profile = probe_here()
     outcome = decide(profile, Request(target=target, python=python), Knowledge.load())
     if outcome.plan is None:
         raise outcome.refusal

@@ -21,7 +21,7 @@ def run(args, out) -> int:
     from pathlib import Path
 
     from resolver.paths import ProjectPaths
-    from resolver.plan import Request, Target
+    from resolver.decide.model import Request, Target
     from resolver.setup import SetupOptions, run_setup, summary_text
 
     if args.sysroot:

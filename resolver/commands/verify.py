@@ -25,11 +25,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    from resolver.environment import Environment
+    from resolver.install.environment import Environment
     from resolver.errors import BadInput
     from resolver.paths import ProjectPaths
     from resolver.verify import report as rep
-    from resolver.verify.runner import resolve_model, run_in_env
+    from resolver.verify.in_env import resolve_model, run_in_env
 
     if args.prompt_len < 1 or args.new_tokens < 1:
         raise BadInput("--prompt-len and --new-tokens must be at least 1", fix="pass positive numbers")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.doctor.context import FixContext
-from resolver.environment import READY_MARKER, Environment
+from resolver.install.environment import READY_MARKER, Environment
 from resolver.paths import ProjectPaths
 
 
@@ -199,7 +199,7 @@ def rocm_header_finding(project: ProjectPaths, profile) -> Finding:
     if not rocm.startswith("6.0"):
         return Finding("rocm-header", "ok", f"ROCm {rocm} does not need the 6.0 bf16 header fix")
     try:
-        from resolver.patching.engine import PatchRequest, run_patches
+        from resolver.patch.engine import PatchRequest, run_patches
 
         root = Path(profile.amd.rocm_root) if profile.amd.rocm_root else None
         report = run_patches(project, PatchRequest(rocm_root=root, check=True))

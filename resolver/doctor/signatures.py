@@ -1,4 +1,4 @@
-"""Known error signatures (resolver/data/error_signatures.toml) and matching them against a log.
+"""Known error signatures (resolver/doctor/signatures.toml) and matching them against a log.
 
 >>> sigs = load_signatures()
 >>> [m.signature.id for m in match_log("ImportError: x.so: undefined symbol: _ZN3c104cuda9SetDeviceEi", sigs)]
@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "error_signatures.toml"
+DATA_FILE = Path(__file__).resolve().parent / "signatures.toml"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _TAIL_LINES = 5
 

@@ -1,10 +1,10 @@
 """``verify`` and ``bench`` inside the target environment: one process, one JSON document on stdout.
 
 Run as ``python -m resolver.inenv.verify --model DIR [--mode verify|bench] ...`` by the resolver
-(see :mod:`resolver.verify.runner`). It imports torch once, checks the kernel extensions, loads the
+(see :mod:`resolver.verify.in_env`). It imports torch once, checks the kernel extensions, loads the
 checkpoint through the real library present (``mamba_ssm``'s ``MambaLMHeadModel`` when its kernels
 load and a GPU is there; transformers' ``MambaForCausalLM`` otherwise) and through
-:mod:`resolver.reference`, and compares logits and greedy generations. Everything a person needs
+:mod:`resolver.verify.reference`, and compares logits and greedy generations. Everything a person needs
 to read is in the JSON; chatter from libraries goes to stderr.
 
 The last line on stdout is ``RESOLVER-JSON <document>`` so that stray prints cannot corrupt it.
@@ -113,7 +113,7 @@ def load_mamba_ssm(torch, model_dir: Path, spec, state, dtype, device) -> Librar
     from mamba_ssm.models.config_mamba import MambaConfig
     from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
 
-    from resolver.reference import canonical_weights
+    from resolver.verify.reference import canonical_weights
 
     config = MambaConfig(d_model=spec.d_model, n_layer=spec.n_layer, vocab_size=spec.vocab_size,
                          ssm_cfg={"d_state": spec.d_state, "d_conv": spec.d_conv, "expand": spec.expand,
@@ -134,7 +134,7 @@ def load_transformers(torch, model_dir: Path, cfg: dict, spec, state, dtype, dev
     from transformers import MambaConfig, MambaForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from resolver.reference import canonical_weights
+    from resolver.verify.reference import canonical_weights
 
     hf_logging.set_verbosity_error()
     if cfg.get("model_type") == "mamba" or "hidden_size" in cfg:
@@ -251,7 +251,7 @@ def run(args, report: dict) -> dict:
     # 3. the model through the reference and through a real library
     from safetensors.torch import load_file
 
-    from resolver.reference import MambaSpec, ReferenceMambaLM, missing_weights
+    from resolver.verify.reference import MambaSpec, ReferenceMambaLM, missing_weights
 
     model_dir = Path(args.model)
     cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))

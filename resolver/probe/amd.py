@@ -16,7 +16,7 @@ from resolver.probe import amd_parse as parse
 from resolver.probe.findings import Findings
 from resolver.probe.system import System
 from resolver.probe.toolkits import ROCM_HOME_VARS
-from resolver.profile import AmdGpu, AmdInfo
+from resolver.probe.profile import AmdGpu, AmdInfo
 from resolver.versions import DottedVersion, GfxArch
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"

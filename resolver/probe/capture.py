@@ -22,7 +22,7 @@ from typing import Iterator, Mapping
 from resolver.errors import BadInput
 from resolver.probe.sysroot import COMMANDS, META
 from resolver.probe.system import CommandResult, LiveSystem
-from resolver.profile import HardwareProfile
+from resolver.probe.profile import HardwareProfile
 
 
 class _RecordingEnv(Mapping[str, str]):

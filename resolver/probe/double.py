@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping
 
 from resolver.errors import BadInput
-from resolver.profile import HardwareProfile
+from resolver.probe.profile import HardwareProfile
 
 SYSROOT_VAR = "RESOLVER_SYSROOT"
 

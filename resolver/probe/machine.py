@@ -18,7 +18,7 @@ from resolver.probe.amd import detect_amd
 from resolver.probe.findings import Findings
 from resolver.probe.nvidia import detect_nvidia
 from resolver.probe.system import LiveSystem, System
-from resolver.profile import HardwareProfile, NvidiaInfo
+from resolver.probe.profile import HardwareProfile, NvidiaInfo
 from resolver.versions import DottedVersion
 
 

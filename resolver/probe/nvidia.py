@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from resolver.probe import nvidia_parse as parse
 from resolver.probe.findings import Findings
 from resolver.probe.system import CommandResult, System
-from resolver.profile import NvidiaGpu, NvidiaInfo
+from resolver.probe.profile import NvidiaGpu, NvidiaInfo
 from resolver.versions import ComputeCapability, DottedVersion
 
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -153,7 +153,7 @@ def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
 
 
 class _NameTable:
-    """The knowledge base's GPU name table (resolver/data/gpus.toml), loaded only when a GPU needs it.
+    """The knowledge base's GPU name table (resolver/knowledge/data/gpus.toml), loaded only when a GPU needs it.
 
     The table is the knowledge base's; the probe only reads it, and only when no tool reported the
     compute capability (a container without nvidia-smi, a pre-510 driver's nvidia-smi).
@@ -176,8 +176,8 @@ class _NameTable:
             return None, self._error or "the GPU name table is not available"
         model = self._knowledge.nvidia_model(name)
         if model is None:
-            return None, f"{name!r} is not in the GPU name table (resolver/data/gpus.toml)"
-        return str(model.compute_capability), "GPU name table (resolver/data/gpus.toml)"
+            return None, f"{name!r} is not in the GPU name table (resolver/knowledge/data/gpus.toml)"
+        return str(model.compute_capability), "GPU name table (resolver/knowledge/data/gpus.toml)"
 
 
 def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) -> NvidiaInfo | None:

@@ -1,0 +1,44 @@
+"""CPU plans: no GPU, macOS, AMD without ROCm, or ``--target cpu``. Kernels "none": the reference path runs."""
+
+from __future__ import annotations
+
+from resolver.decide.choices import glibc_note, torch_choice
+from resolver.decide.context import Context, python_text, text_or_none
+from resolver.decide.model import CondaChoice, KernelChoice, Plan
+from resolver.decide.rejection import Rejection, Stage
+from resolver.decide.rules import confirmed, release_rejection
+from resolver.decide.search import newest_first
+from resolver.errors import Refusal
+
+
+def cpu_plan(ctx: Context, why: str) -> Plan:
+    glibc_note(ctx)
+
+    def variant_rule(release, variant):
+        if confirmed(release, variant):
+            return None
+        return Rejection(Stage.CONFIRMED, "its cpu wheels are not confirmed by a second source")
+
+    found, rejected = newest_first(ctx, "cpu", release_rule=lambda release: release_rejection(ctx, release, False),
+                                   variant_rule=variant_rule)
+    if found is None:
+        lines = "; ".join(r.line() for r in rejected[:2])
+        raise Refusal(f"no torch release has CPU wheels for Python {python_text(ctx.python)} on {ctx.profile.platform}",
+                      because=lines or None, fix="use --python 3.11 (or another Python torch supports)")
+    release, variant = found
+    for item in rejected:
+        ctx.step("torch-release", "eliminated", item.line())
+    ctx.step("torch-release", release.latest, f"the newest torch with a confirmed cpu build for "
+                                              f"{ctx.profile.platform} and Python {python_text(ctx.python)}")
+    ctx.step("kernels", "none", "no CUDA/ROCm GPU to run the Mamba kernels: the reference (pure PyTorch) path runs")
+    conda = CondaChoice("conda-forge", f"pytorch {release.latest} cpu*")
+    ctx.step("conda", conda.spec, "conda-forge builds pytorch for CPU on every platform "
+                                  f"(the pytorch channel stopped after {ctx.k.conda_forge.pytorch_channel_last})")
+    torch = torch_choice(ctx, release, variant, conda)
+    summary = (f"CPU plan ({why}): torch {release.latest} ({'PyPI' if ctx.os == 'osx' else 'cpu wheels'}) "
+               f"for Python {python_text(ctx.python)} on {ctx.profile.platform}. Mamba's CUDA/ROCm kernels are not "
+               f"installed; models run on the reference path.")
+    return Plan(backend="cpu", backend_version=None, python=python_text(ctx.python), platform=ctx.profile.platform,
+                torch=torch, kernels=KernelChoice(strategy="none"), warnings=tuple(ctx.warnings),
+                trace=tuple(ctx.trace), glibc=text_or_none(ctx.glibc), cuda_driver=None, runnable_here=True,
+                summary=summary, target=str(ctx.request.target))

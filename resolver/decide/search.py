@@ -1,0 +1,50 @@
+"""The one search every backend plans with: torch releases newest first, inside each its wheel
+variants newest toolkit first; the first candidate every rule accepts wins, and every candidate
+turned down is kept (as :class:`Rejected`) for the trace and the refusal.
+
+>>> from resolver.decide.context import Context
+>>> from resolver.decide.model import Request
+>>> from resolver.knowledge import Knowledge
+>>> from resolver.probe.profile import HardwareProfile
+>>> cpu = HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.36", "python": "3.11.7",
+...                                  "nvidia": None, "amd": None, "cuda_toolkit": None})
+>>> ctx = Context(cpu, Request(), Knowledge.load(), cpu.python.truncate(2))
+>>> found, rejected = newest_first(ctx, "cpu", release_rule=lambda r: None, variant_rule=lambda r, v: None)
+>>> found.release.name == Knowledge.load().releases[-1].name, rejected
+(True, [])
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from resolver.decide.context import Context
+from resolver.decide.rejection import Rejected, Rejection
+from resolver.knowledge import TorchRelease, TorchVariant
+
+
+class Candidate(NamedTuple):
+    release: TorchRelease
+    variant: TorchVariant
+
+
+def newest_first(ctx: Context, backend: str, *, release_rule: Callable[[TorchRelease], Rejection | None],
+                 variant_rule: Callable[[TorchRelease, TorchVariant], Rejection | None],
+                 variant_filter: Callable[[TorchVariant], bool] = lambda variant: True,
+                 ) -> tuple[Candidate | None, list[Rejected]]:
+    """The newest (release, variant) of ``backend`` for this platform that both rules accept."""
+    rejected: list[Rejected] = []
+    for release in ctx.k.releases_newest_first():
+        variants = [v for v in release.variants_for(ctx.profile.platform, backend) if variant_filter(v)]
+        if not variants:
+            continue
+        why = release_rule(release)
+        if why is not None:
+            rejected.append(Rejected(release, None, why))
+            continue
+        for variant in variants:
+            why = variant_rule(release, variant)
+            if why is None:
+                return Candidate(release, variant), rejected
+            rejected.append(Rejected(release, variant, why))
+    return None, rejected

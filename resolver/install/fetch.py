@@ -1,0 +1,46 @@
+"""Locked artefacts as local files: local ones read in place, remote ones downloaded once into the cache.
+
+>>> local_path("file:///srv/wheels/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl").name
+'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'
+>>> local_path("https://pypi.org/simple/torch/") is None
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Callable
+from urllib.parse import unquote, urlsplit
+
+from resolver.errors import BadInput
+from resolver.fs import sha256_of
+from resolver.net import download
+
+
+def local_path(url: str) -> Path | None:
+    """The file behind a ``file://`` URL or a plain path; None for remote URLs."""
+    if url.startswith("file://"):
+        return Path(unquote(urlsplit(url).path))
+    if url.startswith("/"):
+        return Path(url)
+    return None
+
+
+def fetch(url: str, cache: Path, expected_sha256: str | None = None,
+          progress: Callable[[str, int, int | None, float], None] | None = None) -> Path:
+    """The artefact at ``url`` as a local file: local files in place, remote ones downloaded once.
+
+    A cached download is reused only while it still has ``expected_sha256``.
+    """
+    path = local_path(url)
+    if path is not None:
+        if not path.is_file():
+            raise BadInput(f"locked file {path} does not exist",
+                           fix="restore the wheelhouse/channel it came from, or run `python -m resolver lock` again")
+        return path
+    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    target = cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:16] / name
+    if target.is_file() and (expected_sha256 is None or sha256_of(target) == expected_sha256):
+        return target
+    return download(url, target, expected_sha256=expected_sha256, progress=progress)

@@ -1,0 +1,17 @@
+"""build: the Mamba kernels from rattler-build recipes (``recipes/``), for the GPUs present, cached per variant.
+
+``python -m resolver build`` drives :func:`resolver.kernels.driver.build`; ``setup`` calls
+:func:`build_for_plan`. See docs/build.md. Importing this package imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def build_for_plan(project, plan, env, out=None) -> dict[str, Any]:
+    """Build and install what ``plan.kernels`` asks for into ``env`` (progress lines through ``out``);
+    the summary's JSON form."""
+    from resolver.kernels.driver import build_for_plan as run
+
+    return run(project, plan, env, out)

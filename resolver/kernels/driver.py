@@ -1,0 +1,471 @@
+"""``build``: for each kernel package, key → cached? → (prebuilt wheel | compile) → channel → install → import.
+
+>>> BuildOptions(packages=("causal-conv1d",)).packages
+('causal-conv1d',)
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.kernels.archs import apply_rules, parse_arch_list
+from resolver.kernels.cachekey import BuildKey
+from resolver.kernels.envfacts import EnvFacts, probe_environment
+from resolver.kernels.naming import build_string
+from resolver.kernels.packages import BUILD_EXT, KernelRecipe, selected_packages
+from resolver.kernels.parallelism import Parallelism, fit_parallelism, machine_resources
+from resolver.kernels.recipe_run import SUBDIR, RecipeRun, publish, run_recipe
+from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
+from resolver.paths import ProjectPaths
+from resolver.versions import DottedVersion
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    packages: tuple[str, ...] | None = None  # None: every known kernel package
+    arch: str | None = None  # --arch text; None = the GPUs of the plan / probe
+    env_name: str | None = None
+    jobs: int | None = None  # cap on ninja jobs (--jobs / MAX_JOBS)
+    prebuilt: str = "auto"  # "auto": use a reachable upstream wheel when the plan says so; "never"
+    install: bool = True
+    recipe_dirs: tuple[Path, ...] = ()  # explicit recipe folders (tests); overrides ``packages``
+    plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
+    plan_strategy: str | None = None
+    plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
+    rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
+
+
+@dataclass
+class PackageOutcome:
+    name: str
+    version: str
+    status: str  # "built" | "cached" | "prebuilt"
+    build_string: str
+    file: str
+    key: str
+    archs: tuple[str, ...]
+    dropped_archs: tuple[str, ...]
+    seconds: float
+    units: tuple[int, int] = (0, 0)
+    log: str | None = None
+    installed: bool = False
+    imports_ok: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "status": self.status, "build_string": self.build_string,
+                "file": self.file, "key": self.key, "archs": list(self.archs), "dropped_archs": list(self.dropped_archs),
+                "seconds": round(self.seconds, 2), "translation_units": {"done": self.units[0], "total": self.units[1]},
+                "log": self.log, "installed": self.installed, "imports_ok": list(self.imports_ok)}
+
+
+@dataclass
+class BuildSummary:
+    environment: str
+    env_path: str
+    facts: EnvFacts
+    toolkit: dict[str, Any] | None
+    archs: tuple[str, ...]
+    parallelism: Parallelism | None
+    channel: str
+    packages: list[PackageOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.environment, "env_path": self.env_path, "env": self.facts.to_json(),
+                "toolkit": self.toolkit, "archs": list(self.archs),
+                "parallelism": self.parallelism.to_json() if self.parallelism else None,
+                "channel": self.channel, "packages": [p.to_json() for p in self.packages],
+                "compiled": sum(1 for p in self.packages if p.status == "built"),
+                "seconds": round(self.seconds, 2), "warnings": list(self.warnings)}
+
+
+def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummary:
+    from resolver.kernels.toolkit import find_toolkit
+    from resolver.install.environment import Environment
+
+    started = time.monotonic()
+    env = Environment.find(project, options.env_name)
+    packages = selected_packages(options.packages, options.recipe_dirs)
+    facts = probe_environment(env, project.cache / "build")
+    needs_torch = any(p.needs_torch for p in packages)
+    if needs_torch and not facts.torch:
+        raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
+                                 fix=f"install torch into it first (`python -m resolver install --env {env.name}`)")
+    if needs_torch and facts.backend == "cpu":
+        raise EnvironmentProblem(f"environment '{env.name}' has a CPU-only torch ({facts.torch}); the kernels need CUDA or ROCm",
+                                 fix="install a CUDA or ROCm build of torch, or skip the kernels (the reference path runs without them)")
+    backend = facts.backend if facts.torch else _toolkit_backend()
+    toolkit = find_toolkit(backend) if backend != "cpu" else None
+    tk_mm = toolkit.major_minor if toolkit else ""
+    if facts.torch:
+        _check_toolkit_matches_torch(facts, tk_mm)
+    archs = _requested_archs(project, options, backend, tk_mm) if backend != "cpu" else ()
+    overlay = _overlay(project, env, options, facts, toolkit)
+    cores, free = machine_resources()
+    summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json() if toolkit else None, archs, None,
+                           str(project.channel))
+    mismatch = toolkit_mismatch(options.plan_toolkit, toolkit)
+    if mismatch:
+        summary.warnings.append(mismatch)
+        _say(out, f"warning: {mismatch}")
+    for package in packages:
+        summary.packages.append(_one(project, env, facts, backend, toolkit, archs, package, overlay, options, cores,
+                                     free, out, summary))
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def build_for_plan(project: ProjectPaths, plan, env, out=None) -> dict[str, Any]:
+    """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``)."""
+    options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
+                           plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
+                           plan_toolkit=plan.kernels.toolkit)
+    return build(project, options, out).to_json()
+
+
+def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: KernelRecipe, overlay: Path | None,
+         options: BuildOptions, cores: int, free: int, out, summary: BuildSummary) -> PackageOutcome:
+    kept, dropped = apply_rules(archs, package.never_archs, toolkit.major_minor if backend == "cuda" else None)
+    if archs and not kept:
+        raise BadInput(f"no architecture is left to build {package.name} for ({'; '.join(dropped)})",
+                       fix="choose other architectures with --arch")
+    cxx_std = ""
+    if package.cxx_std and package.cxx_std_torch_min and facts.torch and (
+            DottedVersion.parse(_torch_base(facts.torch)) >= DottedVersion.parse(package.cxx_std_torch_min)):
+        cxx_std = package.cxx_std
+    sdist_path, sdist_sha = _source(project, package)
+    wheel = _prebuilt_wheel(project, package, facts, toolkit, options, out) if toolkit else None
+    toolkit_version = toolkit.version if toolkit else ""
+    abi = bool(facts.cxx11_abi) if facts.cxx11_abi is not None else True  # no torch: g++'s default ABI
+    key = BuildKey(package=package.name, version=package.version, sdist_sha256=sdist_sha, backend=backend,
+                   toolkit=toolkit_version, torch=facts.torch or "", cxx11_abi=abi, python=facts.python,
+                   archs=kept, cxx_std=cxx_std, fixes=package.fixes_hash(), overlay=_tree_hash(overlay) if overlay else "",
+                   prebuilt_wheel=_file_hash(wheel) if wheel else "")
+    digest = key.digest()
+    bstring = build_string(backend=backend, toolkit=toolkit_version, torch=facts.torch or "",
+                           cxx11_abi=abi, python=facts.python, archs=kept, key_digest=digest)
+    file_name = f"{package.name}-{package.version}-{bstring}.conda"
+    in_channel = project.channel / SUBDIR / file_name
+    outcome = PackageOutcome(package.name, package.version, "cached", bstring, str(in_channel), digest[:16], kept,
+                             dropped, 0.0)
+    started = time.monotonic()
+    if not in_channel.is_file():
+        parallel = fit_parallelism(cores=cores, free_bytes=free, units=package.translation_units, archs=len(kept),
+                                   max_jobs=options.jobs or _env_int("MAX_JOBS"))
+        summary.parallelism = parallel
+        _say(out, f"{package.name} {package.version}: {'unpacking the upstream wheel' if wheel else 'compiling'} for "
+                  f"{', '.join(kept) or 'the host only (no GPU toolkit)'} ({bstring}); {parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): "
+                  f"{parallel.reason}" + (f"; skipping {'; '.join(dropped)}" if dropped else ""))
+        q = shlex.quote  # the values land in the recipe's shell script
+        fix_args = [f"--jobs {parallel.jobs}", f"--nvcc-threads {parallel.nvcc_threads}"]
+        if toolkit:
+            fix_args.append(f"--toolkit-home {q(str(toolkit.home))}")
+        if cxx_std:
+            fix_args.append(f"--cxx-std {q(cxx_std)}")
+        if overlay:
+            fix_args.append(f"--include-first {q(str(overlay))}")
+        if wheel:
+            fix_args.append(f"--wheel {q(str(wheel))}")
+        if package.factory != "torch.utils.cpp_extension:CUDAExtension":
+            fix_args.append(f"--factory {q(package.factory)}")
+        run = RecipeRun(
+            recipe=package.recipe,
+            variant={"backend": backend, "toolkit": toolkit.major_minor if toolkit else "none",
+                     "torch": _torch_mm(facts.torch) if facts.torch else "none",
+                     "cxx11_abi": "1" if abi else "0", "python_version": facts.python,
+                     "archs": ",".join(kept)},
+            context={"resolver_source": sdist_path.as_uri() if package.sdist else str(sdist_path),
+                     "resolver_build_string": bstring, "resolver_python": q(facts.executable),
+                     "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
+            work_dir=project.cache / "build" / f"{package.name}-{digest[:12]}",
+            log_path=project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
+        label_started = time.monotonic()
+
+        def progress(done: int, total: int) -> None:
+            if out is not None:
+                out.progress(f"{package.name}: translation units", done, total, label_started)
+
+        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
+        in_channel = publish(built, project.channel)
+        shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
+        outcome.status = "prebuilt" if wheel else "built"
+        outcome.seconds = seconds
+        outcome.log = str(run.log_path)
+        outcome.file = str(in_channel)
+        outcome.units = _units_from_log(run.log_path)
+        _say(out, f"{package.name}: {outcome.status} in {seconds:.0f}s → {in_channel}")
+    else:
+        _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
+    if options.install:
+        stamp = project.cache / "build" / f"imported-{env.name}-{package.name}.json"
+        verified = _verified(stamp, env, in_channel)
+        if verified is None:
+            _install(project, env, in_channel)
+            outcome.imports_ok = _check_imports(env, package)
+            _write_verified(stamp, env, in_channel, outcome.imports_ok)
+        else:
+            outcome.imports_ok = verified
+        outcome.installed = True
+    outcome.seconds = outcome.seconds or (time.monotonic() - started)
+    return outcome
+
+
+def _verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
+    """The modules checked earlier, when this exact package is still installed in this unchanged env."""
+    import json
+
+    from resolver.kernels.envfacts import fingerprint
+
+    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
+    if not record.is_file():
+        return None
+    try:
+        data = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("package") != package_file.name or data.get("env") != fingerprint(env) \
+            or data.get("record_mtime") != record.stat().st_mtime_ns:
+        return None
+    return tuple(data.get("imports", ()))
+
+
+def _write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...]) -> None:
+    import json
+
+    from resolver.kernels.envfacts import fingerprint
+
+    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
+    if record.is_file():
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps({"package": package_file.name, "env": fingerprint(env),
+                                     "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}),
+                         encoding="utf-8")
+
+
+def _install(project: ProjectPaths, env, package_file: Path) -> None:
+    from resolver.conda import add_package
+
+    add_package(env.path, package_file, cache_dir=project.cache / "rattler")
+
+
+def _check_imports(env, package: KernelRecipe) -> tuple[str, ...]:
+    if not package.imports:
+        return ()
+    code = "import importlib, sys\ntry:\n    import torch\nexcept ImportError:\n    pass\n" + "".join(
+        f"importlib.import_module({name!r})\n" for name in package.imports)
+    done = env.run_python(["-c", code], timeout=300)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise BuildFailed(f"{package.name} installed but `import {', '.join(package.imports)}` fails in '{env.name}': {tail[:240]}",
+                          fix="rebuild against this environment's torch (`python -m resolver build --env "
+                              f"{env.name}`); if it persists run `python -m resolver doctor`")
+    return package.imports
+
+
+def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str, toolkit: str) -> tuple[str, ...]:
+    if options.arch:
+        return parse_arch_list(options.arch, backend=backend, toolkit=toolkit)
+    if options.plan_archs:
+        return parse_arch_list(",".join(options.plan_archs), backend=backend, toolkit=toolkit)
+    present = _archs_from_plan_or_probe(project)
+    if present:
+        return parse_arch_list(",".join(present), backend=backend, toolkit=toolkit)
+    raise BadInput("no GPU was found here to choose the architectures from",
+                   fix="name them with --arch, e.g. --arch 9.0 (H100/H200), --arch 8.6 (RTX 30xx), or --arch all")
+
+
+def _plan(project: ProjectPaths):
+    """This machine's plan (``resolver.planning.plan_for`` for target ``auto``) when that stage can
+    make one here; else None (a refusal included: the probe or --arch answer instead)."""
+    try:
+        from resolver.planning import plan_for
+        from resolver.decide.model import Request
+    except ImportError:
+        return None
+    try:
+        plan = plan_for(Request())
+    except Exception:  # noqa: BLE001 - a plan that cannot be made here leaves the probe to answer
+        return None
+    return getattr(plan, "plan", plan)
+
+
+def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
+    """The plan's arch list, else the GPUs the probe sees; () when none."""
+    plan = _plan(project)
+    if plan is not None and getattr(plan, "kernels", None) and plan.kernels.arch_list:
+        return tuple(plan.kernels.arch_list)
+    try:
+        from resolver.probe import probe_machine
+
+        profile = probe_machine()
+    except Exception:  # noqa: BLE001 - no probe, no default: the caller asks for --arch
+        return ()
+    return archs_of(profile)
+
+
+def archs_of(profile) -> tuple[str, ...]:
+    """The architectures of the GPUs in a HardwareProfile, distinct, in probe order."""
+    archs: list[str] = []
+    if profile.nvidia:
+        archs += [str(g.compute_capability) for g in profile.nvidia.gpus]
+    if profile.amd:
+        archs += [str(g.gfx_arch) for g in profile.amd.gpus]
+    return tuple(dict.fromkeys(archs))
+
+
+def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit) -> Path | None:
+    """The ROCm header overlay's include folder (resolver.patch), first on the include path.
+
+    None on CUDA, and on ROCm versions whose headers need no fix (the patching stage decides, by
+    version and checksum). A needed but missing overlay is created once, as ``setup`` would.
+    """
+    if options.rocm_overlay:
+        return Path(options.rocm_overlay)
+    if facts.backend != "rocm" or toolkit is None:
+        return None
+    from resolver import patch as patching
+
+    try:
+        return patching.overlay_include_dir(project, Path(toolkit.home))
+    except EnvironmentProblem:
+        patching.ensure_overlay(project, env, rocm_root=Path(toolkit.home))
+        return patching.overlay_include_dir(project, Path(toolkit.home))
+
+
+def _prebuilt_wheel(project, package: KernelRecipe, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:
+    if options.prebuilt == "never" or not (package.wheel_name and package.wheel_url):
+        return None
+    strategy = options.plan_strategy
+    if strategy is None:
+        plan = _plan(project)
+        strategy = plan.kernels.strategy if plan is not None and getattr(plan, "kernels", None) else None
+    if strategy != "prebuilt":
+        return None
+    from resolver.kernels.recipe_run import patchelf_available
+
+    if not patchelf_available():
+        _say(out, f"{package.name}: an upstream wheel would fit, but relocating it needs patchelf "
+                  "(pip install patchelf); compiling instead")
+        return None
+    from resolver.kernels import prebuilt
+
+    name = prebuilt.wheel_file_name(package.wheel_name, version=package.version, backend=facts.backend,
+                                    toolkit_or_torch_cuda=facts.torch_cuda or facts.torch_hip or toolkit.major_minor,
+                                    torch=facts.torch or "", cxx11_abi=facts.cxx11_abi is not False,
+                                    python=facts.python)
+    cached = project.cache / "wheels" / name
+    if cached.is_file():
+        return cached
+    url = package.wheel_url.format(version=package.version, wheel=name)
+    if not prebuilt.reachable(url):
+        _say(out, f"{package.name}: upstream wheel {name} is not reachable; compiling instead")
+        return None
+    try:
+        return prebuilt.download(url, cached)
+    except OSError:
+        _say(out, f"{package.name}: downloading {name} failed; compiling instead")
+        return None
+
+
+def _source(project: ProjectPaths, package: KernelRecipe) -> tuple[Path, str]:
+    if package.sdist:
+        from resolver.kernels.sdist import ensure_sdist
+
+        path = ensure_sdist(package.sdist, project.cache / "sdists")
+        return path, package.sdist.sha256
+    assert package.source_dir is not None
+    return package.source_dir, _tree_hash(package.source_dir)
+
+
+def toolkit_mismatch(expected: str | None, toolkit) -> str | None:
+    """A sentence when the plan expected another compiler version than the one found, else None.
+
+    >>> toolkit_mismatch("nvcc 12.6", None) is None, toolkit_mismatch(None, None) is None
+    (True, True)
+    """
+    if not expected or toolkit is None:
+        return None
+    parts = expected.split()
+    if len(parts) != 2:
+        return None
+    name, version = parts
+    found = toolkit.major_minor
+    if ".".join(version.split(".")[:2]) == found:
+        return None
+    return (f"the plan expected {name} {version} but {toolkit.compiler} is {found}; the kernels are built with "
+            f"{found} (re-run `python -m resolver plan` if the toolkit changed on purpose)")
+
+
+def _toolkit_backend() -> str:
+    """For torch-free packages: CUDA when nvcc is there, else a host-only build."""
+    from resolver.kernels.toolkit import find_toolkit
+
+    try:
+        find_toolkit("cuda")
+        return "cuda"
+    except EnvironmentProblem:
+        return "cpu"
+
+
+def _check_toolkit_matches_torch(facts: EnvFacts, toolkit: str) -> None:
+    built_with = facts.torch_cuda if facts.backend == "cuda" else facts.torch_hip
+    if not built_with:
+        return
+    if DottedVersion.parse(built_with.split("-")[0]).major != DottedVersion.parse(toolkit).major:
+        raise EnvironmentProblem(
+            f"torch {facts.torch} was built with {facts.backend.upper()} {built_with} but the compiler here is {toolkit}",
+            fix="put the matching toolkit first (CUDA_HOME / ROCM_PATH) or install the torch build that matches it")
+
+
+def _torch_base(torch: str) -> str:
+    return torch.split("+", 1)[0]
+
+
+def _torch_mm(torch: str) -> str:
+    return ".".join(_torch_base(torch).split(".")[:2])
+
+
+def _tree_hash(folder: Path) -> str:
+    from resolver.fs import tree_digest
+
+    return tree_digest(folder, skip_top=("build",))
+
+
+def _file_hash(path: Path) -> str:
+    from resolver.fs import sha256_of
+
+    return sha256_of(path)
+
+
+def _units_from_log(log: Path) -> tuple[int, int]:
+    from resolver.kernels.logparse import NinjaProgress
+
+    last = (0, 0)
+    try:
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                progress = NinjaProgress.parse(line)
+                if progress:
+                    last = progress
+    except OSError:
+        pass
+    return last
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _say(out, text: str) -> None:
+    if out is not None:
+        out.info(text)

@@ -1,0 +1,96 @@
+"""What the environment's own Python reports about itself and its torch (run inside it).
+
+The build compiles against the environment's torch, so its version, CUDA/HIP version and C++ ABI
+are read by running a few lines in that interpreter (the resolver never imports torch itself).
+
+>>> EnvFacts.from_json({"python": "3.11", "executable": "/e/bin/python", "torch": None, "torch_cuda": None,
+...                     "torch_hip": None, "cxx11_abi": None, "platlib": "lib/python3.11/site-packages"}).backend
+'cpu'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from resolver.errors import EnvironmentProblem
+from resolver.fs import read_json, write_json_atomic
+
+@dataclass(frozen=True)
+class EnvFacts:
+    python: str  # "3.11"
+    executable: str
+    platlib: str  # site-packages relative to the prefix
+    torch: str | None  # "2.14.1+cu130"
+    torch_cuda: str | None  # "13.0"
+    torch_hip: str | None
+    cxx11_abi: bool | None
+    torch_error: str | None = None
+
+    @property
+    def backend(self) -> str:
+        if self.torch_hip:
+            return "rocm"
+        if self.torch_cuda:
+            return "cuda"
+        return "cpu"
+
+    @classmethod
+    def from_json(cls, data: dict) -> "EnvFacts":
+        return cls(python=data["python"], executable=data["executable"], platlib=data["platlib"],
+                   torch=data.get("torch"), torch_cuda=data.get("torch_cuda"), torch_hip=data.get("torch_hip"),
+                   cxx11_abi=data.get("cxx11_abi"), torch_error=data.get("torch_error"))
+
+    def to_json(self) -> dict:
+        return {"python": self.python, "executable": self.executable, "platlib": self.platlib, "torch": self.torch,
+                "torch_cuda": self.torch_cuda, "torch_hip": self.torch_hip, "cxx11_abi": self.cxx11_abi,
+                "backend": self.backend}
+
+
+def fingerprint(env) -> str:
+    """Changes whenever the interpreter or the installed torch changes (no torch import needed):
+    the interpreter's real path and mtime, and every ``torch-*.dist-info`` folder with its mtime."""
+    import glob
+    import hashlib
+    import os
+
+    parts = []
+    python = os.path.realpath(env.python)
+    parts.append(f"{python}:{os.stat(python).st_mtime_ns}")
+    for pattern in ("lib/python*/site-packages/torch-*.dist-info", "Lib/site-packages/torch-*.dist-info"):
+        for folder in sorted(glob.glob(str(env.path / pattern))):
+            parts.append(f"{os.path.basename(folder)}:{os.stat(folder).st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def probe_environment(env, cache_dir=None) -> EnvFacts:
+    """Run the probe in ``env`` (a resolver.install.environment.Environment); 120 s is plenty even for torch's import.
+
+    With ``cache_dir`` the answer is kept beside the environment's :func:`fingerprint` and reused
+    while it holds, so a cached build does not pay for importing torch.
+    """
+    stored = None
+    if cache_dir is not None:
+        stored = cache_dir / f"envfacts-{env.name}.json"
+        current = fingerprint(env)
+        data = read_json(stored) or {}
+        if data.get("fingerprint") == current and data.get("path") == str(env.path):
+            try:
+                return EnvFacts.from_json(data["facts"])
+            except (KeyError, TypeError):
+                pass
+    answer = env.call("resolver.inenv.interpreter", timeout=120)
+    if answer.document is None:
+        raise EnvironmentProblem(f"the Python of environment '{env.name}' did not describe itself ({answer.failure})",
+                                 fix=f"check `{env.python} -c 'import torch'` by hand; "
+                                     f"`python -m resolver install --env {env.name}` repairs a broken environment")
+    facts = EnvFacts.from_json(answer.document)
+    if stored is not None:
+        write_json_atomic(stored, {"fingerprint": current, "path": str(env.path), "facts": _raw(facts)})
+    return facts
+
+
+def _raw(facts: EnvFacts) -> dict:
+    data = facts.to_json()
+    data.pop("backend")
+    data["torch_error"] = facts.torch_error
+    return data

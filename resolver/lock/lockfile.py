@@ -1,0 +1,211 @@
+"""pixi.lock (v7) written and read through py-rattler's ``LockFile``, plus the two things it lacks.
+
+py-rattler writes the layout pixi reads; we then post-process its text, deterministically:
+
+* PyPI entries get ``sha256``, ``requires_dist`` and ``requires_python`` (``add_pypi_package`` records
+  only name, version and location; ../shared/notes/py-rattler.md §0.4);
+* locations inside the project become relative (``./...``), so the lock works on a teammate's
+  machine (v7 allows it; rattler then refuses to build records from them, so :func:`read_lock`
+  rebuilds the records itself, §0.3).
+
+>>> relativize_line("  - conda: file:///p/r/chan/noarch/a.conda", Path("/p/r"))
+'  - conda: ./chan/noarch/a.conda'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+from resolver.errors import BadInput
+from resolver.fs import temp_path, write_text_atomic
+
+
+@dataclass(frozen=True)
+class PypiArtifact:
+    """One locked wheel: where it is and what it must hash to."""
+
+    name: str
+    version: str
+    location: str  # absolute URL or absolute path (relative ones are resolved when read)
+    sha256: str
+    requires_dist: tuple[str, ...] = ()
+    requires_python: str | None = None
+
+    @property
+    def file_name(self) -> str:
+        return unquote(self.location.rstrip("/").rsplit("/", 1)[-1])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "location": self.location, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class LockedPlatform:
+    name: str  # "linux-64", or "linux-64-cuda12" when the env has its own virtual packages
+    subdir: str
+    virtual_packages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LockedEnv:
+    """One environment on one platform, as locked."""
+
+    name: str
+    platform: LockedPlatform
+    channels: tuple[str, ...]
+    conda: tuple[Any, ...] = ()  # rattler RepoDataRecord, urls absolute
+    pypi: tuple[PypiArtifact, ...] = ()
+    indexes: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.name, "platform": self.platform.name, "subdir": self.platform.subdir,
+                "virtual_packages": list(self.platform.virtual_packages), "channels": list(self.channels),
+                "conda": [f"{r.name.normalized}-{r.version}-{r.build}" for r in self.conda],
+                "pypi": [f"{p.name}=={p.version}" for p in self.pypi]}
+
+
+def write_lock(path: Path, envs: list[LockedEnv], root: Path) -> str:
+    """Write ``envs`` to ``path`` as pixi.lock v7; returns the text. Same input → same bytes."""
+    from resolver.conda import rattler
+
+    r = rattler()
+    from rattler.platform import Subdir
+
+    platforms: dict[str, LockedPlatform] = {}
+    for env in envs:
+        seen = platforms.setdefault(env.platform.name, env.platform)
+        if seen != env.platform:
+            raise ValueError(f"platform {env.platform.name} declared twice with different virtual packages")
+    lock_platforms = {name: r.LockPlatform(name, Subdir(p.subdir), list(p.virtual_packages))
+                      for name, p in sorted(platforms.items())}
+    lock = r.LockFile(list(lock_platforms.values()))
+    channels_done: set[str] = set()
+    extras: dict[str, PypiArtifact] = {}
+    for env in sorted(envs, key=lambda e: (e.name, e.platform.name)):
+        if env.name not in channels_done:
+            lock.set_channels(env.name, [r.LockChannel(c) for c in env.channels])
+            channels_done.add(env.name)
+        plat = lock_platforms[env.platform.name]
+        for record in sorted(env.conda, key=lambda rec: rec.url):
+            lock.add_conda_package(env.name, plat, record)
+        for art in sorted(env.pypi, key=lambda a: (a.name, a.location)):
+            lock.add_pypi_package(env.name, plat, art.name, art.version, art.location)
+            extras[art.location] = art
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = temp_path(path)
+    try:
+        lock.to_path(str(raw))
+        text = postprocess(raw.read_text(encoding="utf-8"), extras, root)
+    finally:
+        raw.unlink(missing_ok=True)
+    write_text_atomic(path, text, label="lock")
+    return text
+
+
+def postprocess(text: str, extras: dict[str, PypiArtifact], root: Path) -> str:
+    """Add the PyPI hashes/metadata after each ``- pypi:`` entry's ``version:`` and relativize paths."""
+    out: list[str] = []
+    in_packages = False
+    current: PypiArtifact | None = None
+    for line in text.splitlines():
+        if line == "packages:":
+            in_packages = True
+        elif in_packages and line.startswith("- "):
+            current = extras.get(_unquote_yaml(line.split(": ", 1)[1])) if line.startswith("- pypi: ") else None
+        out.append(relativize_line(line, root))
+        if in_packages and current is not None and line.startswith("  version: "):
+            out.append(f"  sha256: {current.sha256}")
+            if current.requires_dist:
+                out.append("  requires_dist:")
+                out += [f"  - {json.dumps(req)}" for req in current.requires_dist]
+            if current.requires_python:
+                out.append(f"  requires_python: {json.dumps(current.requires_python)}")
+            current = None
+    return "\n".join(out) + "\n"
+
+
+_LOCATION_LINE = re.compile(r"^(\s*-?\s*(?:conda|pypi|url): )(.*)$")
+
+
+def relativize_line(line: str, root: Path) -> str:
+    """A location line whose target lies inside ``root`` rewritten as ``./relative``."""
+    match = _LOCATION_LINE.match(line)
+    if not match:
+        return line
+    value = _unquote_yaml(match.group(2))
+    rel = relative_location(value, root)
+    return line if rel is None else match.group(1) + rel
+
+
+def relative_location(value: str, root: Path) -> str | None:
+    root_text = str(root.resolve()).rstrip("/") + "/"
+    if value.startswith("file://"):
+        candidate = unquote(urlsplit(value).path)
+    elif value.startswith("/"):
+        candidate = value
+    else:
+        return None
+    if not candidate.startswith(root_text):
+        return None
+    return "./" + quote(candidate[len(root_text):], safe="/+-_.~")
+
+
+def absolute_location(value: str, root: Path) -> str:
+    """A lock location made absolute (a URL): ``./x`` is taken from ``root``; plain paths become file URLs."""
+    if re.match(r"^[a-z][a-z0-9+.-]*://", value):
+        return value
+    path = Path(unquote(value))
+    return (path if path.is_absolute() else (root / path)).resolve().as_uri() + ("/" if value.endswith("/") else "")
+
+
+def _unquote_yaml(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return json.loads(value) if value[0] == '"' else value[1:-1].replace("''", "'")
+    return value
+
+
+def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
+    """Every environment of a pixi.lock, per platform, with locations made absolute."""
+    from resolver.conda import rattler
+
+    r = rattler()
+    if not path.is_file():
+        raise BadInput(f"{path} does not exist", fix="run `python -m resolver lock` first")
+    try:
+        lock = r.LockFile.from_path(str(path))
+    except Exception as exc:  # rattler.exceptions.LockFileError and parse errors
+        raise BadInput(f"{path} cannot be read as a pixi.lock ({str(exc).splitlines()[0][:200]})",
+                       fix="restore it from version control or run `python -m resolver lock` again") from None
+    result: dict[str, list[LockedEnv]] = {}
+    for name, env in lock.environments():
+        channels = tuple(absolute_location(str(c.url if hasattr(c, "url") else c), root) for c in env.channels())
+        locked = []
+        for plat in env.platforms():
+            conda, pypi = [], []
+            for pkg in env.packages(plat) or []:
+                location = absolute_location(str(pkg.location), root)
+                if isinstance(pkg, r.PypiLockedPackage):
+                    hashes = pkg.hashes
+                    sha = getattr(hashes, "sha256", None) if hashes is not None else None
+                    pypi.append(PypiArtifact(
+                        name=str(pkg.name), version=str(pkg.version), location=location,
+                        sha256=sha.hex() if isinstance(sha, (bytes, bytearray)) else (sha or ""),
+                        requires_dist=tuple(str(x) for x in (pkg.requires_dist or ())),
+                        requires_python=str(pkg.requires_python) if pkg.requires_python else None))
+                else:
+                    file_name = unquote(location.rsplit("/", 1)[1])
+                    channel = location.rsplit("/", 2)[0] + "/"
+                    conda.append(r.RepoDataRecord(pkg.package_record, file_name=file_name, url=location,
+                                                  channel=channel))
+            locked.append(LockedEnv(
+                name=name, platform=LockedPlatform(plat.name, str(plat.subdir),
+                                                   tuple(str(v) for v in plat.virtual_packages)),
+                channels=channels, conda=tuple(conda), pypi=tuple(pypi)))
+        result[name] = locked
+    return result

@@ -1,0 +1,161 @@
+"""Where packages come from: conda channels, the PyTorch index, extra indexes, wheelhouses, mirrors.
+
+Defaults are the real sources (the manifest's channels, normally conda-forge; the plan's PyTorch
+index ``https://download.pytorch.org/whl/<variant>``; PyPI through pip's own configuration).
+Air-gapped clusters replace them with mirrors, set (strongest first) by flags, environment
+variables, ``[tool.resolver]`` in pixi.toml, then ``[tool.resolver]`` in pyproject.toml:
+
+=================== ============================ =========================================
+key                 environment variable         meaning
+=================== ============================ =========================================
+conda-channels      RESOLVER_CONDA_CHANNELS      channels used instead of the manifest's
+torch-index         RESOLVER_TORCH_INDEX         index for torch; ``{variant}`` → cu126 …
+extra-index-urls    RESOLVER_EXTRA_INDEX_URLS    more PyPI-style indexes (pip --extra-index-url)
+find-links          RESOLVER_FIND_LINKS          local wheel folders (pip --find-links)
+mirrors             (table only)                 URL prefix → replacement, applied to all
+=================== ============================ =========================================
+
+Lists in environment variables are separated by commas or whitespace. Relative paths are taken
+from the project root. pip's own configuration (pip.conf, ``PIP_*``) always applies on top.
+
+>>> s = Sources(mirrors=(("https://download.pytorch.org/whl", "https://mirror.example/torch"),))
+>>> s.mirror("https://download.pytorch.org/whl/cu126")
+'https://mirror.example/torch/cu126'
+>>> channel_url("conda-forge")
+'https://conda.anaconda.org/conda-forge/'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from resolver.errors import BadInput
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+ENV_VARS = {"conda-channels": "RESOLVER_CONDA_CHANNELS", "torch-index": "RESOLVER_TORCH_INDEX",
+            "extra-index-urls": "RESOLVER_EXTRA_INDEX_URLS", "find-links": "RESOLVER_FIND_LINKS"}
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The source settings in force for one lock run (already merged from every layer)."""
+
+    conda_channels: tuple[str, ...] | None = None  # None: the manifest's own channels
+    torch_index: str | None = None  # None: the plan's / the manifest's index
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    mirrors: tuple[tuple[str, str], ...] = ()
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False)  # key → where it was set
+
+    @classmethod
+    def load(cls, root: Path, *, flags: Mapping[str, Any] | None = None,
+             environ: Mapping[str, str] | None = None) -> "Sources":
+        """Merge defaults < pyproject.toml < pixi.toml < environment variables < flags."""
+        environ = os.environ if environ is None else environ
+        merged: dict[str, Any] = {}
+        origins: dict[str, str] = {}
+        for name in ("pyproject.toml", "pixi.toml"):
+            table = _tool_table(root / name)
+            for key, value in table.items():
+                merged[key] = value
+                origins[key] = f"{name} [tool.resolver]"
+        for key, var in ENV_VARS.items():
+            if environ.get(var, "").strip():
+                merged[key] = environ[var] if key == "torch-index" else _split(environ[var])
+                origins[key] = f"${var}"
+        for key, value in (flags or {}).items():
+            if value not in (None, [], ()):
+                merged[key] = value
+                origins[key] = "command line"
+        unknown = set(merged) - {*ENV_VARS, "mirrors"}
+        if unknown:
+            raise BadInput(f"unknown key(s) in [tool.resolver]: {', '.join(sorted(unknown))}",
+                           fix=f"use only {', '.join(sorted({*ENV_VARS, 'mirrors'}))}")
+        mirrors = merged.get("mirrors") or {}
+        if not isinstance(mirrors, Mapping):
+            raise BadInput("[tool.resolver] mirrors must be a table of URL prefix = replacement",
+                           fix='write e.g. mirrors = { "https://conda.anaconda.org/conda-forge" = "/srv/cf" }')
+        channels = merged.get("conda-channels")
+        return cls(
+            conda_channels=None if not channels else tuple(_location(c, root) for c in _as_list(channels)),
+            torch_index=str(merged["torch-index"]) if merged.get("torch-index") else None,
+            extra_index_urls=tuple(_location(u, root) for u in _as_list(merged.get("extra-index-urls"))),
+            find_links=tuple(_location(u, root) for u in _as_list(merged.get("find-links"))),
+            mirrors=tuple(sorted(((str(k).rstrip("/"), _location(str(v), root).rstrip("/"))
+                                  for k, v in mirrors.items()), key=lambda kv: -len(kv[0]))),
+            origins=tuple(sorted(origins.items())))
+
+    def mirror(self, url: str) -> str:
+        """``url`` with the longest matching mirror prefix replaced."""
+        for prefix, replacement in self.mirrors:
+            if url == prefix or url.startswith(prefix + "/"):
+                return replacement + url[len(prefix):]
+        return url
+
+    def channels_for(self, manifest_channels: list[str]) -> list[str]:
+        """The conda channel URLs to solve against, mirrors applied."""
+        chosen = list(self.conda_channels) if self.conda_channels is not None else list(manifest_channels)
+        return [channel_url(self.mirror(channel_url(c).rstrip("/"))) for c in chosen]
+
+    def torch_index_for(self, default_url: str | None, variant: str) -> str | None:
+        """The index torch comes from: the override template, else ``default_url``; mirrors applied."""
+        url = self.torch_index.replace("{variant}", variant) if self.torch_index else default_url
+        return self.mirror(url) if url else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"conda_channels": list(self.conda_channels) if self.conda_channels is not None else None,
+                "torch_index": self.torch_index, "extra_index_urls": list(self.extra_index_urls),
+                "find_links": list(self.find_links), "mirrors": dict(self.mirrors), "set_by": dict(self.origins)}
+
+
+def channel_url(name: str) -> str:
+    """A channel as a URL with a trailing slash: names go to anaconda.org, paths become file URLs."""
+    text = str(name).strip()
+    if re.match(r"^[a-z][a-z0-9+.-]*://", text):
+        return text.rstrip("/") + "/"
+    if text.startswith(("/", "./", "../", "~")) or os.sep in text:
+        return Path(text).expanduser().resolve().as_uri() + "/"
+    return f"https://conda.anaconda.org/{text.strip('/')}/"
+
+
+def _tool_table(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {exc}", fix=f"fix the TOML syntax of {path.name}") from None
+    table = data.get("tool", {}).get("resolver", {})
+    if not isinstance(table, dict):
+        raise BadInput(f"[tool.resolver] in {path} is not a table", fix="make it a TOML table")
+    return {k: v for k, v in table.items() if not isinstance(v, dict) or k == "mirrors"}
+
+
+def _split(text: str) -> list[str]:
+    return [part for part in re.split(r"[,\s]+", text) if part]
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return _split(value)
+    return [str(v) for v in value]
+
+
+def _location(text: str, root: Path) -> str:
+    """Paths relative to the project root become absolute; URLs and channel names stay."""
+    if re.match(r"^[a-z][a-z0-9+.-]*://", text) or not text.startswith((".", "/", "~")):
+        return text
+    path = Path(text).expanduser()
+    return str(path if path.is_absolute() else (root / path).resolve())

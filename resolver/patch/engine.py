@@ -1,0 +1,493 @@
+"""Decide, apply, check and revert header fixes: by ROCm version *and* checksum, never by whether
+a text patch happens to apply.
+
+For each patch of the registry and the ROCm root at hand:
+
+* no ROCm, or a release the fix is not for (6.1+): ``not-needed``, nothing is written;
+* the header is a known original: the fix is applied (into the overlay by default, or in place with
+  a backup and a record), and the result must have the recorded fixed checksum;
+* the header is a known fixed result (or matches our own record): ``already-applied``;
+* an unknown header: ``refused`` unless ``force``; forced, the structural fix runs and every
+  rewritten definition (function, line, before, after) is reported.
+
+>>> order = [s for s in STATUS_ORDER]
+>>> order[0], order[-1]
+('refused', 'not-needed')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.errors import EnvironmentProblem, IntegrityError, ResolverError
+from resolver.paths import ProjectPaths
+from resolver.fs import (read_json, remove_stale_temps, sha256_bytes, sha256_file, write_atomic,
+                         write_json_atomic)
+from resolver.patch.files import link_or_copy
+from resolver.patch.overlay import RECORD_NAME, default_overlay, quoted_siblings
+from resolver.patch.registry import KnownHeader, PatchSpec, Registry, load_registry
+from resolver.patch.rocm import RocmRoot, locate_rocm
+from resolver.patch.transform import Change, add_static_inline
+
+STATUS_ORDER = ("refused", "needed", "applied", "reverted", "already-applied", "not-needed")
+BACKUP_SUFFIX = ".resolver-orig"
+
+
+@dataclass(frozen=True)
+class PatchRequest:
+    """What ``python -m resolver patch`` was asked to do."""
+
+    rocm_root: Path | None = None  # None: ROCM_PATH / ROCM_HOME / /opt/rocm
+    overlay: Path | None = None  # None: .resolver/overlay/rocm-<version>
+    in_place: bool = False
+    check: bool = False
+    revert: bool = False
+    dry_run: bool = False
+    force: bool = False
+    patch_ids: tuple[str, ...] = ()  # empty: every patch of the registry
+
+
+@dataclass(frozen=True)
+class PatchOutcome:
+    patch_id: str
+    status: str  # one of STATUS_ORDER
+    message: str
+    file: Path | None = None  # the header under the ROCm root
+    target: Path | None = None  # the file written (or that would be): overlay copy or the header itself
+    sha256_before: str | None = None
+    sha256_after: str | None = None
+    header_state: str | None = None  # original | fixed | upstream-fixed | older-affected | unknown
+    changes: tuple[Change, ...] = ()
+    written: tuple[Path, ...] = ()
+    fix: str | None = None  # for refused/needed: what to do
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.patch_id, "status": self.status, "message": self.message,
+                "file": str(self.file) if self.file else None, "target": str(self.target) if self.target else None,
+                "sha256_before": self.sha256_before, "sha256_after": self.sha256_after,
+                "header_state": self.header_state,
+                "changed_functions": [c.function for c in self.changes],
+                "changes": [c.to_json() for c in self.changes],
+                "written": [str(p) for p in self.written], "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class PatchReport:
+    mode: str  # "overlay" | "in-place"
+    action: str  # "apply" | "check" | "revert"
+    rocm: RocmRoot | None
+    overlay: Path | None
+    outcomes: tuple[PatchOutcome, ...] = ()
+    dry_run: bool = False
+    looked_at: tuple[str, ...] = field(default=())
+
+    @property
+    def status(self) -> str:
+        if not self.outcomes:
+            return "not-needed"
+        return min((o.status for o in self.outcomes), key=STATUS_ORDER.index)
+
+    @property
+    def include_dir(self) -> Path | None:
+        """``<overlay>/include`` when the overlay holds a fixed header; None when no overlay is needed."""
+        if self.mode != "overlay" or self.overlay is None or self.action == "revert":
+            return None
+        for outcome in self.outcomes:
+            if outcome.target is not None and outcome.status in ("applied", "already-applied") \
+                    and outcome.target != outcome.file:
+                return self.overlay / "include"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        single = self.outcomes[0] if len(self.outcomes) == 1 else None
+        return {
+            "status": self.status, "action": self.action, "mode": self.mode, "dry_run": self.dry_run,
+            "rocm_root": str(self.rocm.path) if self.rocm else None,
+            "rocm_version": str(self.rocm.version) if self.rocm and self.rocm.version else None,
+            "version_source": self.rocm.version_source if self.rocm else None,
+            "overlay": str(self.overlay) if self.overlay else None,
+            "include_dir": str(self.include_dir) if self.include_dir else None,
+            "file": str(single.file) if single and single.file else None,
+            "sha256_before": single.sha256_before if single else None,
+            "sha256_after": single.sha256_after if single else None,
+            "changed_functions": [c.function for c in single.changes] if single else [],
+            "patches": [o.to_json() for o in self.outcomes],
+        }
+
+
+def run_patches(project: ProjectPaths, request: PatchRequest, registry: Registry | None = None) -> PatchReport:
+    """Apply, check or revert every requested patch for one ROCm root; the one entry point."""
+    registry = registry or load_registry()
+    specs = [registry.get(i) for i in request.patch_ids] if request.patch_ids else list(registry.patches)
+    rocm = locate_rocm(request.rocm_root)
+    mode = "in-place" if request.in_place else "overlay"
+    action = "revert" if request.revert else "check" if request.check else "apply"
+    overlay = None
+    if mode == "overlay":
+        overlay = Path(request.overlay).resolve() if request.overlay else \
+            default_overlay(project, str(rocm.version) if rocm and rocm.version else None)
+    if rocm is None:
+        looked = str(Path(request.rocm_root)) if request.rocm_root else _default_looked()
+        outcomes = tuple(PatchOutcome(s.id, "not-needed", f"no ROCm installation found ({looked}): nothing to fix")
+                         for s in specs)
+        return PatchReport(mode, action, None, None, outcomes, request.dry_run)
+    worker = _Worker(project, request, rocm, overlay)
+    outcomes = tuple(worker.run(spec) for spec in specs)
+    return PatchReport(mode, action, rocm, overlay, outcomes, request.dry_run)
+
+
+def overlay_include_dir(project: ProjectPaths, rocm_root: Path | None = None, *, overlay: Path | None = None,
+                        registry: Registry | None = None) -> Path | None:
+    """The folder the kernel build must put first on the include path (``-I<dir>``), or None when
+    this ROCm needs no overlay (no ROCm, 6.1+, or the system header already fixed in place).
+
+    Raises :class:`EnvironmentProblem` when the fix is needed but the overlay is missing or stale.
+    """
+    report = run_patches(project, PatchRequest(rocm_root=rocm_root, overlay=overlay, check=True), registry)
+    if report.status == "needed":
+        ids = ", ".join(o.patch_id for o in report.outcomes if o.status == "needed")
+        raise EnvironmentProblem(f"ROCm {report.rocm.version if report.rocm else ''} needs the header fix {ids}, "
+                                 "which is not in the overlay", fix="run `python -m resolver patch`")
+    return report.include_dir
+
+
+def ensure_overlay(project: ProjectPaths, env: object | None = None, *, rocm_root: Path | None = None,
+                   registry: Registry | None = None) -> dict[str, Any]:
+    """Apply every needed fix into the default overlay (what ``setup`` runs); the JSON report.
+
+    ``env`` is accepted for the pipeline's signature; the overlay belongs to the ROCm root, not to
+    an environment. Raises the refusal when a header is unknown.
+    """
+    report = run_patches(project, PatchRequest(rocm_root=rocm_root), registry)
+    refusal = refusal_of(report)
+    if refusal is not None:
+        raise refusal
+    return report.to_json()
+
+
+def refusal_of(report: PatchReport) -> ResolverError | None:
+    for outcome in report.outcomes:
+        if outcome.status == "refused":
+            from resolver.errors import Refusal
+
+            return Refusal(outcome.message, fix=outcome.fix)
+    return None
+
+
+def _default_looked() -> str:
+    for name in ("ROCM_PATH", "ROCM_HOME"):
+        if os.environ.get(name, "").strip():
+            return f"${name}={os.environ[name]}"
+    return "/opt/rocm; set ROCM_PATH or pass --rocm-root if it is elsewhere"
+
+
+class _Worker:
+    """One run for one ROCm root; holds nothing beyond the run."""
+
+    def __init__(self, project: ProjectPaths, request: PatchRequest, rocm: RocmRoot, overlay: Path | None) -> None:
+        self.project = project
+        self.request = request
+        self.rocm = rocm
+        self.overlay = overlay
+
+    # -- shared ------------------------------------------------------------------------------------
+    def run(self, spec: PatchSpec) -> PatchOutcome:
+        source = self.rocm.path / spec.file
+        if self.request.in_place and not self.request.check and not self.request.dry_run:
+            remove_stale_temps(source)
+            remove_stale_temps(source.with_name(source.name + BACKUP_SUFFIX))
+        try:
+            data = source.read_bytes()
+        except FileNotFoundError:
+            return PatchOutcome(spec.id, "not-needed", f"ROCm at {self.rocm.path} has no {spec.file}: nothing to fix",
+                                file=source)
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read {source} ({exc.strerror})",
+                                     fix="check the ROCm installation's permissions") from None
+        if self.request.revert:
+            return self._revert_in_place(spec, source, data) if self.request.in_place else \
+                self._revert_overlay(spec, source)
+        return self._apply(spec, source, data)
+
+    def _apply(self, spec: PatchSpec, source: Path, data: bytes) -> PatchOutcome:
+        sha = sha256_bytes(data)
+        known = spec.classify(sha)
+        version = self.rocm.version
+        base = dict(file=source, sha256_before=sha, header_state=known.state if known else "unknown")
+        # Our own earlier work on this exact header (in place or in the overlay) comes first: a
+        # forced fix of an unknown header is not refused again on the next run.
+        done = self._already_done(spec, source, sha)
+        if done is not None:
+            return done
+        if known is not None and known.state == "fixed":
+            self._finish_in_place_record(spec, source, sha)
+            return PatchOutcome(spec.id, "already-applied", f"{source} is already fixed in place ({_tags(known)})",
+                                target=source, sha256_after=sha, **base)
+        if known is not None and known.state in ("upstream-fixed", "older-affected"):
+            return PatchOutcome(spec.id, "not-needed", self._not_needed_text(spec, known), **base)
+        if known is None and version is not None and not spec.applies_to(version):
+            return PatchOutcome(spec.id, "not-needed", self._version_text(spec, version), **base)
+        fixed = add_static_inline(data.decode("latin-1"), spec.fix.functions, spec.fix.insert)
+        new = fixed.text.encode("latin-1")
+        if known is not None:  # a known original: the result must be the recorded one, byte for byte
+            if sha256_bytes(new) != known.fixed_sha256:
+                raise IntegrityError(f"the fix of {source} ({_tags(known)}) did not give the recorded checksum "
+                                     f"{known.fixed_sha256[:12]}…", fix="report it: patches/ and the transformation disagree")
+        else:
+            if not fixed.changes:
+                return PatchOutcome(spec.id, "not-needed",
+                                    f"{source} is not a header we know (sha256 {sha[:12]}…), but none of "
+                                    f"{', '.join(spec.fix.functions)} lacks inline: nothing to fix", **base)
+            if not self.request.force:
+                where = f"ROCm {version}" if version else f"ROCm at {self.rocm.path}"
+                return PatchOutcome(
+                    spec.id, "needed" if self.request.check else "refused",
+                    f"{source} ({where}) has sha256 {sha[:12]}…, which is neither a known original nor a known "
+                    f"fixed result of {spec.id}; refusing to guess",
+                    fix="compare it with a ROCm 6.0 header, then run `python -m resolver patch --force` to apply the "
+                        "structural fix (it reports every line it changes)", **base)
+        label = "in place" if self.request.in_place else "into the overlay"
+        if self.request.check or self.request.dry_run:
+            target = source if self.request.in_place else self.overlay / spec.file
+            verb = "would write" if self.request.dry_run else "needs"
+            return PatchOutcome(spec.id, "needed", f"{source} {verb} the fix {spec.id} {label}"
+                                + (f" ({target})" if self.request.dry_run else ""),
+                                target=target, sha256_after=sha256_bytes(new), changes=fixed.changes,
+                                fix="run `python -m resolver patch`" + (" --in-place" if self.request.in_place else ""),
+                                **base)
+        if self.request.in_place:
+            written = self._write_in_place(spec, source, data, new, fixed.changes, forced=known is None)
+        else:
+            written = self._write_overlay(spec, source, sha, new, fixed.changes, forced=known is None)
+        what = ", ".join(fixed.changed_functions)
+        forced = "" if known is not None else " (forced on an unknown header)"
+        return PatchOutcome(spec.id, "applied", f"applied {spec.id} {label}{forced}: {what} are now "
+                            f"{spec.fix.insert}", target=written[0], sha256_after=sha256_bytes(new),
+                            changes=fixed.changes, written=tuple(written), **base)
+
+    def _not_needed_text(self, spec: PatchSpec, known: KnownHeader) -> str:
+        if known.state == "older-affected":
+            return (f"this header ({_tags(known)}) has the same defect, but {spec.id} is for ROCm "
+                    f"{', '.join(str(v) for v in spec.rocm_versions)} and mamba-ssm needs ROCm 6.0 or newer")
+        return f"this header ({_tags(known)}) is fixed upstream: {spec.id} is not needed"
+
+    def _version_text(self, spec: PatchSpec, version) -> str:
+        series = ", ".join(f"{v}.x" for v in spec.rocm_versions)
+        if spec.is_older(version):
+            return f"ROCm {version} is older than the {series} this fix is for: {spec.id} is not needed"
+        upstream = f" (fixed upstream in {spec.fixed_upstream_in})" if spec.fixed_upstream_in else ""
+        return f"ROCm {version} does not need {spec.id}{upstream}"
+
+    def _already_done(self, spec: PatchSpec, source: Path, sha: str) -> PatchOutcome | None:
+        base = dict(file=source, sha256_before=sha)
+        record = read_json(self._in_place_record(spec))
+        if record and record.get("sha256_after") == sha and record.get("file") == str(source):
+            self._finish_in_place_record(spec, source, sha)
+            return PatchOutcome(spec.id, "already-applied", f"{source} already holds {spec.id} (fixed in place)",
+                                target=source, sha256_after=sha, header_state=record.get("header_state"), **base)
+        if self.request.in_place or self.overlay is None:
+            return None
+        entry = self._overlay_entry(spec)
+        if entry and entry.get("source_sha256") == sha and self._overlay_valid(spec, entry):
+            return PatchOutcome(spec.id, "already-applied",
+                                f"already applied: the overlay {self.overlay} holds {spec.id} for this header",
+                                target=self.overlay / spec.file, sha256_after=entry.get("sha256"),
+                                header_state=entry.get("header_state"),
+                                changes=_changes_from(entry.get("changes")), **base)
+        return None
+
+    # -- overlay -------------------------------------------------------------------------------------
+    def _overlay_record(self) -> dict[str, Any]:
+        return read_json(self.overlay / RECORD_NAME) or {}
+
+    def _overlay_entry(self, spec: PatchSpec) -> dict[str, Any] | None:
+        record = self._overlay_record()
+        if record.get("rocm_root") != str(self.rocm.path):
+            return None
+        patches = record.get("patches")
+        entry = patches.get(spec.id) if isinstance(patches, dict) else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("siblings", []), list):
+            return None
+        return entry
+
+    def _overlay_valid(self, spec: PatchSpec, entry: dict[str, Any]) -> bool:
+        if sha256_file(self.overlay / spec.file) != entry.get("sha256"):
+            return False
+        for rel in entry.get("siblings", []):
+            if sha256_file(self.overlay / rel) != sha256_file(self.rocm.path / rel):
+                return False
+        return True
+
+    def _write_overlay(self, spec: PatchSpec, source: Path, sha: str, new: bytes, changes: tuple[Change, ...],
+                       forced: bool) -> list[Path]:
+        target = self.overlay / spec.file
+        written = [target]
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(target)
+            write_atomic(target, new, label="overlay")
+            siblings = quoted_siblings(self.rocm.path, spec.file, new)
+            for rel in siblings:
+                link_or_copy(self.rocm.path / rel, self.overlay / rel)
+                written.append(self.overlay / rel)
+            record = self._overlay_record()
+            if record.get("rocm_root") != str(self.rocm.path):
+                record = {}
+            record.update(format=1, rocm_root=str(self.rocm.path),
+                          rocm_version=str(self.rocm.version) if self.rocm.version else None)
+            record.setdefault("patches", {})[spec.id] = {
+                "file": spec.file, "source_sha256": sha, "sha256": sha256_bytes(new), "siblings": siblings,
+                "forced": forced, "header_state": "unknown" if forced else "original",
+                "changes": [c.to_json() for c in changes], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            write_json_atomic(self.overlay / RECORD_NAME, record, label="overlay-record")
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot write the overlay {self.overlay} ({exc.strerror})",
+                                     fix="pass --overlay DIR on a writable disk") from None
+        return written
+
+    def _revert_overlay(self, spec: PatchSpec, source: Path) -> PatchOutcome:
+        entry = self._overlay_entry(spec) if self.overlay else None
+        record = self._overlay_record() if self.overlay else {}
+        if entry is None:
+            hint = ""
+            in_place = read_json(self._in_place_record(spec))
+            if in_place and in_place.get("state") == "applied":
+                hint = "; the system header was fixed in place: use --in-place --revert"
+            return PatchOutcome(spec.id, "not-needed", f"no overlay holds {spec.id} for {self.rocm.path}{hint}",
+                                file=source)
+        if self.request.dry_run or self.request.check:
+            return PatchOutcome(spec.id, "needed", f"would remove {spec.id} from the overlay {self.overlay}",
+                                file=source, target=self.overlay / spec.file)
+        removed = []
+        keep = {rel for pid, other in record.get("patches", {}).items() if pid != spec.id
+                for rel in [other.get("file"), *other.get("siblings", [])]}
+        try:
+            for rel in [spec.file, *entry.get("siblings", [])]:
+                path = self.overlay / rel
+                if rel not in keep and (path.is_symlink() or path.exists()):
+                    path.unlink()
+                    removed.append(path)
+            del record["patches"][spec.id]
+            if record["patches"]:
+                write_json_atomic(self.overlay / RECORD_NAME, record, label="overlay-record")
+            else:
+                (self.overlay / RECORD_NAME).unlink()
+                _remove_empty_dirs(self.overlay)
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot change the overlay {self.overlay} ({exc.strerror})",
+                                     fix="check its permissions") from None
+        return PatchOutcome(spec.id, "reverted", f"removed {spec.id} from the overlay {self.overlay}; "
+                            "the ROCm root was never touched", file=source, written=tuple(removed))
+
+    # -- in place ------------------------------------------------------------------------------------
+    def _in_place_record(self, spec: PatchSpec) -> Path:
+        key = hashlib.sha256(str(self.rocm.path).encode()).hexdigest()[:12]
+        return self.project.stamps / "patches" / f"{spec.id}-in-place-{key}.json"
+
+    def _finish_in_place_record(self, spec: PatchSpec, source: Path, sha: str) -> None:
+        """A run killed between writing the header and recording it left state 'applying': finish it."""
+        path = self._in_place_record(spec)
+        record = read_json(path)
+        if record and record.get("state") == "applying" and record.get("sha256_after") == sha \
+                and not self.request.check and not self.request.dry_run:
+            record["state"] = "applied"
+            try:
+                write_json_atomic(path, record, label="in-place-record")
+            except OSError:
+                pass
+
+    def _write_in_place(self, spec: PatchSpec, source: Path, old: bytes, new: bytes, changes: tuple[Change, ...],
+                        forced: bool) -> list[Path]:
+        backup = source.with_name(source.name + BACKUP_SUFFIX)
+        record_path = self._in_place_record(spec)
+        record = {"patch": spec.id, "rocm_root": str(self.rocm.path), "file": str(source), "backup": str(backup),
+                  "sha256_before": sha256_bytes(old), "sha256_after": sha256_bytes(new), "forced": forced,
+                  "header_state": "unknown" if forced else "original",
+                  "changes": [c.to_json() for c in changes], "state": "applying",
+                  "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        try:
+            mode = source.stat().st_mode & 0o7777
+            if sha256_file(backup) != record["sha256_before"]:
+                write_atomic(backup, old, mode=mode, label="backup")
+            write_json_atomic(record_path, record, label="in-place-record")
+            write_atomic(source, new, mode=mode, label="patch")
+            record["state"] = "applied"
+            write_json_atomic(record_path, record, label="in-place-record")
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot write {source} in place ({exc.strerror})",
+                                     fix="run without --in-place (the overlay needs no root), or as the owner of "
+                                         f"{self.rocm.path}") from None
+        return [source, backup, record_path]
+
+    def _revert_in_place(self, spec: PatchSpec, source: Path, data: bytes) -> PatchOutcome:
+        sha = sha256_bytes(data)
+        known = spec.classify(sha)
+        record_path = self._in_place_record(spec)
+        record = read_json(record_path) or {}
+        base = dict(file=source, sha256_before=sha, header_state=known.state if known else "unknown")
+        if record.get("sha256_before") == sha or (known and known.state != "fixed" and record.get("sha256_after") != sha):
+            return PatchOutcome(spec.id, "not-needed", f"{source} is not fixed in place: nothing to revert",
+                                sha256_after=sha, **base)
+        expected_original = record.get("sha256_before") if record.get("sha256_after") == sha else \
+            (known.original_sha256 if known and known.state == "fixed" else None)
+        if expected_original is None:
+            return PatchOutcome(spec.id, "refused", f"{source} changed since the fix (sha256 {sha[:12]}…) and no "
+                                "record matches it; refusing to overwrite it", fix="restore it from your ROCm "
+                                "packages (e.g. reinstall hip-dev)", **base)
+        backup = Path(record.get("backup") or source.with_name(source.name + BACKUP_SUFFIX))
+        try:
+            original = backup.read_bytes()
+        except OSError:
+            return PatchOutcome(spec.id, "refused", f"the backup {backup} is missing", fix="restore the header from "
+                                "your ROCm packages (e.g. reinstall hip-dev)", **base)
+        if sha256_bytes(original) != expected_original:
+            raise IntegrityError(f"the backup {backup} does not have the original's checksum {expected_original[:12]}…",
+                                 fix="restore the header from your ROCm packages (e.g. reinstall hip-dev)")
+        if self.request.dry_run or self.request.check:
+            return PatchOutcome(spec.id, "needed", f"would restore {source} from {backup}", target=source,
+                                sha256_after=expected_original, **base)
+        try:
+            write_atomic(source, original, mode=source.stat().st_mode & 0o7777, label="revert")
+            if sha256_file(source) != expected_original:
+                raise IntegrityError(f"{source} does not read back as the original after the revert",
+                                     fix="restore it from your ROCm packages")
+            backup.unlink()
+            if record:
+                record.update(state="reverted", reverted=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                write_json_atomic(record_path, record, label="in-place-record")
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot restore {source} ({exc.strerror})",
+                                     fix=f"run as the owner of {self.rocm.path}") from None
+        return PatchOutcome(spec.id, "reverted", f"restored the original {source} byte for byte",
+                            target=source, sha256_after=expected_original, written=(source,), **base)
+
+
+def _changes_from(rows: object) -> tuple[Change, ...]:
+    try:
+        return tuple(Change(**row) for row in rows)  # type: ignore[union-attr]
+    except TypeError:  # a hand-edited record: the changes are informative only
+        return ()
+
+
+def _tags(known: KnownHeader) -> str:
+    if known.rocm:
+        return "ROCm " + ", ".join(known.rocm)
+    return ", ".join(known.tags) or f"sha256 {known.sha256[:12]}…"
+
+
+def _remove_empty_dirs(top: Path) -> None:
+    for folder in sorted((p for p in top.rglob("*") if p.is_dir() and not p.is_symlink()),
+                         key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+    try:
+        top.rmdir()
+    except OSError:
+        pass

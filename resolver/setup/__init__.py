@@ -1,0 +1,315 @@
+"""``setup``: probe → plan → lock (if stale) → install → patch → build → verify, resumable.
+
+Every step is skipped when its inputs hash matches the stamp left by its last success
+(:mod:`resolver.setup.pipeline`), so a second run is near-instant. A plan for hardware that is not here
+(``--target rocm6.0`` on a laptop, or a ``--profile`` of another machine) stops after the lock and
+says what remains to be done on the target machine.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.install.environment import READY_MARKER, Environment
+from resolver.errors import CheckFailed, EnvironmentProblem
+from resolver.paths import ProjectPaths
+from resolver.setup.pipeline import StepLog, StepReport, Stamps, digest, jsonable, project_lock
+from resolver.decide.model import Plan, Request
+from resolver.probe.profile import HardwareProfile
+from resolver.ui import Output
+
+STEPS = ("probe", "plan", "lock", "install", "patch", "build", "verify")
+
+
+@dataclass(frozen=True)
+class SetupOptions:
+    request: Request = Request()
+    profile_file: Path | None = None
+    dry_run: bool = False
+    wait: bool = True
+    force: bool = False  # ignore stamps and run every step
+
+
+@dataclass
+class SetupResult:
+    plan: Plan | None = None
+    environment: Path | None = None
+    verify: dict[str, Any] | None = None
+    remaining: list[str] = field(default_factory=list)
+    steps: list[StepReport] = field(default_factory=list)
+    log_file: Path | None = None
+
+    @property
+    def complete(self) -> bool:
+        return not self.remaining and all(s.status != "failed" for s in self.steps)
+
+
+class Setup:
+    """One run of the pipeline for one project; holds no state beyond the run."""
+
+    def __init__(self, project: ProjectPaths, options: SetupOptions, log: StepLog, out: Output) -> None:
+        self.project = project
+        self.options = options
+        self.log = log
+        self.out = out
+        self.stamps = Stamps(project.stamps / "steps")
+        self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
+        self.result = SetupResult(steps=log.reports, log_file=log.log_file)
+
+    # -- the run ------------------------------------------------------------------------------
+    def run(self) -> SetupResult:
+        profile = self._probe()
+        plan = self._plan(profile)
+        self.result.plan = plan
+        here = plan.runnable_here and self.options.profile_file is None
+        self._lock(plan)
+        if not here:
+            for name in ("install", "patch", "build", "verify"):
+                self.log.add(StepReport(name, "deferred", "runs on the target machine"))
+            self.result.remaining = self._remaining_on_target(plan)
+            return self.result
+        env = self._install(plan)
+        self.result.environment = env.path if env else None
+        self._patch(plan, env)
+        self._build(plan, env)
+        self._verify(plan, env)
+        return self.result
+
+    # -- steps --------------------------------------------------------------------------------
+    def _probe(self) -> HardwareProfile:
+        def action():
+            if self.options.profile_file is not None:
+                profile = HardwareProfile.from_file(self.options.profile_file)
+                return "done", f"read {self.options.profile_file} (another machine)", profile
+            from resolver.probe import probe_machine
+
+            profile = probe_machine()
+            return "done", describe_profile(profile), profile
+        return self.log.timed("probe", action).result
+
+    def _plan(self, profile: HardwareProfile) -> Plan:
+        def action():
+            from resolver.decide import decide
+            from resolver.knowledge import Knowledge
+
+            outcome = decide(profile, self.options.request, Knowledge.load())
+            if outcome.plan is None:
+                raise outcome.refusal
+            plan = outcome.plan
+            if self._builds_here(plan) and plan.kernels.toolkit_source == "missing":
+                raise missing_compiler(plan, profile)
+            return "done", f"{plan.backend} {plan.torch.variant}, torch {plan.torch.version}, " \
+                           f"kernels: {plan.kernels.strategy}", plan
+        return self.log.timed("plan", action).result
+
+    def _lock(self, plan: Plan) -> None:
+        from resolver import lock as locking
+
+        def action():
+            if not self.options.force and self.project.lockfile.is_file() and locking.lock_is_current(self.project, plan):
+                return "skipped", f"pixi.lock is current for {plan.env_name}", None
+            if self.options.dry_run:
+                reason = "pixi.lock is missing" if not self.project.lockfile.is_file() else \
+                    f"pixi.lock is stale for environment {plan.env_name}"
+                return "would-run", reason, None
+            summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
+            return "done", f"locked environment {plan.env_name} into pixi.lock", jsonable(summary)
+        self.log.timed("lock", action)
+
+    def _install(self, plan: Plan) -> Environment | None:
+        from resolver import install as installing
+
+        name = plan.env_name
+        inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
+                        self.project.env(name) / READY_MARKER)
+
+        def action():
+            env_path = self.project.env(name)
+            if not self.options.force and (env_path / READY_MARKER).is_file() and self.stamps.is_current("install", inputs):
+                return "skipped", f"{env_path} matches pixi.lock", None
+            if self.options.dry_run:
+                return "would-run", f"environment {name} is missing or differs from pixi.lock", None
+            summary = installing.install_environment(self.project, name, info=self._detail("install"),
+                                                     progress=self.out.progress)
+            new_inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
+                                env_path / READY_MARKER)
+            self.stamps.write("install", new_inputs, jsonable(summary))
+            return "done", f"installed {name} at {env_path}", jsonable(summary)
+        self.log.timed("install", action)
+        if self.options.dry_run and not (self.project.env(name) / READY_MARKER).is_file():
+            return None
+        return Environment.find(self.project, name)
+
+    def _patch(self, plan: Plan, env: Environment | None) -> None:
+        def action():
+            if not plan.patches:
+                return "not-needed", _patch_reason(plan), None
+            from resolver import patch as patching
+
+            ids = ", ".join(p.id for p in plan.patches)
+            if self.options.dry_run:
+                return "would-run", f"apply {ids} into the overlay", None
+            report = patching.ensure_overlay(self.project, env)
+            return "done", f"{ids}: {report.get('status', 'applied')}", report
+        self.log.timed("patch", action)
+
+    def _build(self, plan: Plan, env: Environment | None) -> None:
+        def action():
+            if plan.kernels.strategy == "none":
+                return "not-needed", "CPU plan: the reference path needs no kernels", None
+            if self.options.dry_run:
+                return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
+            from resolver.kernels import build_for_plan
+
+            summary = build_for_plan(self.project, plan, env, self.out)
+            self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
+            compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
+            return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "
+                            f"{compiled} compiled, {len(summary.get('packages', ())) - compiled} from the channel)"), \
+                jsonable(summary)
+        self.log.timed("build", action)
+
+    def _verify(self, plan: Plan, env: Environment | None) -> None:
+        env_marker = self.project.env(plan.env_name) / READY_MARKER
+        inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
+
+        def action():
+            if not self.options.force and self.stamps.is_current("verify", inputs):
+                previous = (self.stamps.read("verify") or {}).get("result")
+                self.result.verify = previous
+                return "skipped", "verified earlier with the same environment and kernels", previous
+            if self.options.dry_run:
+                return "would-run", "load a Mamba checkpoint and compare against the reference", None
+            report = verify_environment(self.project, env, extensions=self.kernel_modules,
+                                        expect_archs=plan.kernels.arch_list if self.kernel_modules else ())
+            self.result.verify = report
+            if not report.get("ok"):
+                raise CheckFailed(f"verify found problems: {report.get('summary', 'see the report')}",
+                                    fix=f"run `python -m resolver doctor --env {plan.env_name}`")
+            self.stamps.write("verify", inputs, report)
+            return "done", report.get("summary", "passed"), report
+        self.log.timed("verify", action)
+
+    def _builds_here(self, plan: Plan) -> bool:
+        return plan.runnable_here and self.options.profile_file is None and plan.kernels.strategy != "none"
+
+    def _detail(self, step: str):
+        """Lines a long step prints while it works, indented under the step list."""
+        return lambda text: self.out.info(f"      {step}: {text.strip()}")
+
+    def _remaining_on_target(self, plan: Plan) -> list[str]:
+        todo = [f"copy this project (pixi.toml, pixi.lock) to the {plan.backend} machine",
+                f"run `python -m resolver setup --target {plan.target}` (or `pixi run setup`) there: it installs "
+                f"environment {plan.env_name} from pixi.lock"]
+        if plan.patches:
+            todo.append("it applies " + ", ".join(p.id for p in plan.patches) + " into an overlay (no root needed)")
+        if plan.kernels.strategy != "none":
+            todo.append(f"it builds causal-conv1d and mamba-ssm for {', '.join(plan.kernels.arch_list) or 'the GPUs there'}")
+        todo.append("and verifies a Mamba model against the reference implementation")
+        return todo
+
+
+def missing_compiler(plan: Plan, profile: HardwareProfile) -> EnvironmentProblem:
+    """The kernels cannot be built here: said before anything is locked or installed."""
+    name, version = (plan.kernels.toolkit or "nvcc ?").split(" ", 1)
+    major = version.split(".")[0]
+    have = profile.cuda_toolkit if name == "nvcc" else profile.rocm_toolkit
+    other = f", or plan for the {name} you have with --target {plan.backend}{have.major}" if have else ""
+    home = "CUDA_HOME" if name == "nvcc" else "ROCM_PATH"
+    return EnvironmentProblem(
+        f"the kernels need {name} {major}.x to match torch {plan.torch.version}+{plan.torch.variant}, and this machine "
+        f"has {f'{name} {have}' if have else f'no {name}'}",
+        fix=f"install the {'CUDA' if name == 'nvcc' else 'ROCm'} {major} toolkit (or point {home} at one){other}")
+
+
+def channel_digest(channel: Path) -> str:
+    """What the local kernel channel holds, cheaply: its indexes list every package with its sha256,
+    so hashing them stands for hashing the packages (tens of MB) on every warm run."""
+    return digest(*sorted(channel.glob("*/repodata.json")))
+
+
+def verify_environment(project: ProjectPaths, env: Environment, *, extensions: tuple[str, ...] = (),
+                       expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run ``verify`` on the default checkpoint inside ``env``: the modules the build installed must
+    load and carry exactly ``expect_archs``; its JSON document plus a one-line summary."""
+    from resolver.verify import report as rep
+    from resolver.verify.in_env import resolve_model, run_in_env
+
+    extra = [arg for module in extensions for arg in ("--extension", module)]
+    if expect_archs:
+        extra += ["--expect-archs", ",".join(expect_archs)]
+    result = run_in_env(env, resolve_model(project, None), extra)
+    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
+    checks = doc.get("checks", [])
+    passed = sum(1 for c in checks if c.get("status") == "pass")
+    skipped = sum(1 for c in checks if c.get("status") == "skip")
+    failed = [c["name"] for c in checks if c.get("status") == "fail"]
+    library = (doc.get("library") or {}).get("name", "no library")
+    path = "kernels" if (doc.get("library") or {}).get("uses_kernels") else "reference path, no kernels"
+    doc["summary"] = (f"{passed} checks passed" + (f", {skipped} skipped (cannot run here)" if skipped else "")
+                      + f" through {library} and our reference ({path}) in {doc['timings']['wall_s']:.1f} s"
+                      + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return doc
+
+
+def describe_profile(profile: HardwareProfile) -> str:
+    parts = []
+    if profile.nvidia and profile.nvidia.gpus:
+        names = sorted({f"{g.name} (sm_{g.compute_capability.major}{g.compute_capability.minor})" for g in profile.nvidia.gpus})
+        parts.append(f"NVIDIA driver {profile.nvidia.driver_version}: {', '.join(names)}")
+    if profile.amd and profile.amd.gpus:
+        names = sorted({f"{g.name} ({g.gfx_arch})" for g in profile.amd.gpus})
+        parts.append(f"ROCm {profile.amd.rocm_version}: {', '.join(names)}")
+    if not parts:
+        parts.append("no GPU")
+    if profile.cuda_toolkit:
+        parts.append(f"CUDA toolkit {profile.cuda_toolkit}")
+    parts.append(f"{profile.platform}, glibc {profile.glibc or 'n/a'}, Python {profile.python}")
+    return "; ".join(parts)
+
+
+def _patch_reason(plan: Plan) -> str:
+    if plan.backend != "rocm":
+        return f"no ROCm header fix applies to a {plan.backend} plan"
+    return f"ROCm {plan.backend_version} needs no header fix"
+
+
+def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = False, json_mode: bool = False,
+              on_wait=None) -> SetupResult:
+    """Run the whole pipeline under the project lock; progress lines go to stderr under ``json_mode``."""
+    project.logs.mkdir(parents=True, exist_ok=True)
+    log = StepLog(quiet=quiet, to_stderr=json_mode,
+                  log_file=project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    out = Output(json_mode=json_mode, quiet=quiet)
+    with project_lock(project.stamps, wait=options.wait, on_wait=on_wait):
+        return Setup(project, options, log, out).run()
+
+
+def summary_text(result: SetupResult) -> str:
+    """The closing paragraph a person reads: what was chosen and why, where it is, what verify found."""
+    lines = [""]
+    plan = result.plan
+    if plan is not None:
+        lines.append(plan.summary or f"Chose torch {plan.torch.version} ({plan.torch.variant}).")
+        for warning in plan.warnings:
+            lines.append(f"warning: {warning}")
+    if result.environment is not None:
+        activate = result.environment / "bin" / "activate"
+        lines.append(f"Environment: {result.environment}")
+        if activate.is_file():
+            lines.append(f"Activate it with: source {activate}")
+        else:
+            lines.append(f"Run inside it with: {result.environment / 'bin' / 'python'}")
+    if result.verify:
+        lines.append(f"verify: {result.verify.get('summary', 'passed' if result.verify.get('ok') else 'failed')}")
+    if result.remaining:
+        lines.append("Prepared here; to finish on the target machine:")
+        lines.extend(f"  - {item}" for item in result.remaining)
+    elif any(s.status == "would-run" for s in result.steps):
+        lines.append("dry run: nothing was changed.")
+    if result.log_file:
+        lines.append(f"Log: {result.log_file}")
+    return "\n".join(lines)
