@@ -38,6 +38,7 @@ reported as skipped with that reason, next to the failed ``arch:`` check that na
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -141,11 +142,19 @@ def _inputs_scan(torch, case: dict, seed: int):
 
 
 def _errors(torch, got, want) -> dict:
+    """max |got - want| and that over max |want|; NaN/inf in the output counts as an infinite error."""
     got32, want32 = got.float(), want.float()
+    if got32.shape != want32.shape:
+        raise ValueError(f"the kernel returned shape {tuple(got32.shape)}, the reference {tuple(want32.shape)}")
     finite = bool(torch.isfinite(got32).all())
-    max_abs = float((got32 - want32).abs().max()) if want32.numel() else 0.0
+    max_abs = float((got32 - want32).abs().max()) if want32.numel() and finite else (0.0 if finite else math.inf)
     scale = float(want32.abs().max()) or 1.0
     return {"max_abs_err": max_abs, "rel_err": max_abs / scale, "scale": scale, "finite": finite}
+
+
+def _number(value: float) -> float | None:
+    """JSON has no inf/NaN: a non-finite error is written as null (``finite`` says why)."""
+    return value if math.isfinite(value) else None
 
 
 def compare_op(torch, op: str, kernel_fn, device, dtype_name: str, *, seed: int = 1234) -> dict:
@@ -182,11 +191,15 @@ def compare_op(torch, op: str, kernel_fn, device, dtype_name: str, *, seed: int 
         else:
             raise ValueError(f"unknown op {op!r}")
         worst = max(errs.values(), key=lambda e: e["rel_err"])
-        cases.append({"case": case, "outputs": errs, "max_abs_err": worst["max_abs_err"], "rel_err": worst["rel_err"],
+        cases.append({"case": case, "outputs": {k: {n: _number(v) if isinstance(v, float) else v for n, v in e.items()}
+                                                for k, e in errs.items()},
+                      "max_abs_err": worst["max_abs_err"], "rel_err": worst["rel_err"],
                       "finite": all(e["finite"] for e in errs.values()),
                       "seconds": round(time.perf_counter() - started, 4)})
     worst = max(cases, key=lambda c: c["rel_err"])
     ok = all(c["finite"] for c in cases) and worst["rel_err"] <= tol
+    for c in cases:
+        c["max_abs_err"], c["rel_err"] = _number(c["max_abs_err"]), _number(c["rel_err"])
     return {"ok": ok, "max_abs_err": worst["max_abs_err"], "rel_err": worst["rel_err"], "tolerance": tol,
             "finite": all(c["finite"] for c in cases), "cases": cases}
 
@@ -225,9 +238,9 @@ def run_kernel_checks(torch, device, dtypes: list[str], gate: KernelGate) -> lis
                                "detail": f"{op} ({extension}) raised on {device} in {dtype_name}: {message[:400]}"})
                 continue
             seconds = round(time.perf_counter() - started, 3)
-            detail = (f"{op} kernel vs reference on {device}, {dtype_name}, {len(result['cases'])} shapes: max abs err "
-                      f"{result['max_abs_err']:.3g}, rel {result['rel_err']:.3g} (tolerance {result['tolerance']})"
-                      + ("" if result["finite"] else "; the kernel returned NaN/inf"))
+            detail = (f"{op} kernel vs reference on {device}, {dtype_name}, {len(result['cases'])} shapes: "
+                      + (f"max abs err {result['max_abs_err']:.3g}, rel {result['rel_err']:.3g}" if result["finite"]
+                         else "the kernel returned NaN/inf") + f" (tolerance {result['tolerance']})")
             checks.append({"name": name, "status": "pass" if result["ok"] else "fail", "detail": detail,
                            "max_abs_err": result["max_abs_err"], "rel_err": result["rel_err"],
                            "tolerance": result["tolerance"], "seconds": seconds, "cases": result["cases"]})
