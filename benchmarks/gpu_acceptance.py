@@ -669,7 +669,10 @@ class Acceptance:
             return CANNOT_RUN_EXIT
         for name in ("build", "verify", "bench", "guard", "transformers", "doctor"):
             if name in self.kept:  # a previous run on this machine got it
-                self.report["phases"].append(dict(self.kept[name], summary=self.kept[name]["summary"] + " (earlier run)"))
+                entry = dict(self.kept[name], summary=self.kept[name]["summary"].removesuffix(" (earlier run)") + " (earlier run)")
+                self.report["phases"].append(entry)
+                if not self.args.quiet:
+                    print(f"gpu_acceptance: {name}: {entry['status']} {entry['summary']}", flush=True)
                 if name == "build" and self.kept[name]["status"] == "pass":
                     self.start_guard_build()
                 continue
