@@ -80,7 +80,8 @@ class KernelGate:
         return not self.blocked
 
 
-def kernel_gate(gpu: bool, device_arch: str | None, extensions: dict) -> KernelGate:
+def kernel_gate(gpu: bool, device_arch: str | None, extensions: dict,
+                no_gpu: str = "no GPU is visible here: the CUDA/HIP kernels run on a GPU only") -> KernelGate:
     """Decide, before anything calls a kernel, which extensions can run on this device.
 
     ``extensions`` is facts' ``{module: {installed, loaded, built_for_archs, error}}``. An extension
@@ -91,7 +92,7 @@ def kernel_gate(gpu: bool, device_arch: str | None, extensions: dict) -> KernelG
     for name in EXTENSIONS:
         ext = extensions.get(name) or {}
         if not gpu:
-            blocked.append((name, "no GPU is visible here: the CUDA/HIP kernels run on a GPU only"))
+            blocked.append((name, no_gpu))
         elif not ext.get("installed"):
             blocked.append((name, f"{name} is not installed ({EXTENSIONS[name]})"))
         elif not ext.get("loaded"):

@@ -181,6 +181,9 @@ def run(args, report: dict) -> dict:
     device_kind = facts["device"]["kind"]
     gpu = device_kind in ("cuda", "rocm") and not args.cpu
     device = torch.device("cuda:0" if gpu else "cpu")
+    if gpu:  # float32 must mean float32: no TF32 in cuDNN convolutions (on by default) or matmuls
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     report["device"] = {"used": str(device), **facts["device"]}
 
     # 1. kernel extensions
@@ -227,7 +230,8 @@ def run(args, report: dict) -> dict:
     kernels_loaded = bool(installed) and all(e["loaded"] for e in installed.values())
     device_arch = (facts["device"].get("devices") or [{}])[0].get("arch") if gpu else None
     # decided before anything calls a kernel: an extension without code for this GPU is never called
-    gate = kernel_checks.kernel_gate(gpu, device_arch, exts)
+    gate = (kernel_checks.kernel_gate(gpu, device_arch, exts) if not args.cpu or device_kind == "cpu" else
+            kernel_checks.kernel_gate(False, None, exts, no_gpu="--cpu: the run stays on the CPU, so no kernel is called"))
     kernels_callable = gpu and kernels_loaded and all(gate.callable(n) for n in installed)
     report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded, "can_run_here": kernels_callable,
                          "blocked": dict(gate.blocked)}
