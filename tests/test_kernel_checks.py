@@ -100,3 +100,34 @@ def test_without_a_gpu_every_kernel_check_is_skipped_with_the_reason(cases):
     assert [c["name"] for c in checks] == ["kernel:causal_conv1d:float32", "kernel:causal_conv1d:bfloat16",
                                            "kernel:selective_scan:float32", "kernel:selective_scan:bfloat16"]
     assert all(c["status"] == "skip" and "no GPU" in c["detail"] for c in checks)
+
+
+def test_doctor_names_the_same_fix_for_kernels_built_for_another_gpu():
+    """doctor's arch findings (pure: the facts an environment reports) for causal-conv1d built for sm_80 on an H200."""
+    from resolver.doctor.checks import arch_findings
+    from resolver.doctor.context import build_context
+
+    facts = {"torch": {"version": "2.11.0+cu130", "cuda": "13.0", "arch_list": ["sm_80", "sm_90", "sm_100"]},
+             "device": {"kind": "cuda", "devices": [{"name": "NVIDIA H200", "arch": "sm_90", "capability": "9.0"}]},
+             "extensions": {"causal_conv1d_cuda": _ext(["sm_80"]), "selective_scan_cuda": _ext(["sm_90"])}}
+    findings = {f.name: f for f in arch_findings(facts, None, build_context("guard", facts, None))}
+    assert findings["gpu-arch:torch:sm_90"].status == "ok"
+    assert findings["gpu-arch:selective_scan_cuda:sm_90"].status == "ok"
+    bad = findings["gpu-arch:causal_conv1d_cuda:sm_90"]
+    assert bad.status == "fail" and "sm_80" in bad.detail
+    assert bad.fix == build_arch_fix("sm_90", "guard") == "python -m resolver build --env guard --arch 9.0"
+
+
+def test_verify_arch_failure_arrives_with_the_no_kernel_image_diagnosis_and_fix():
+    """The failed arch check verify writes (instead of calling the kernel) runs through doctor's signatures."""
+    from resolver.inenv.kernel_checks import arch_mismatch
+    from resolver.verify.report import diagnoses
+
+    detail, fix = arch_mismatch("causal_conv1d_cuda", ["sm_80"], "sm_90", "guard")
+    assert fix == "python -m resolver build --env guard --arch 9.0" and fix in detail and "sm_80" in detail
+    facts = {"torch": {"version": "2.11.0+cu130", "cuda": "13.0"},
+             "device": {"kind": "cuda", "devices": [{"name": "NVIDIA H200", "arch": "sm_90", "capability": "9.0"}]}}
+    report = {"checks": [{"name": "arch:causal_conv1d_cuda", "status": "fail", "detail": detail, "fix": fix}],
+              "errors": [], "facts": facts}
+    (diagnosis,) = diagnoses(report, "guard")
+    assert diagnosis["id"] == "no-kernel-image" and diagnosis["fix"] == fix

@@ -118,6 +118,14 @@ def build_arch_fix(device_arch: str | None, env_name: str = "") -> str:
     return f"python -m resolver build{' --env ' + env_name if env_name else ''} --arch {arch}"
 
 
+def arch_mismatch(name: str, built: list[str], device_arch: str, env_name: str = "") -> tuple[str, str]:
+    """(detail, fix) of the failed ``arch:<extension>`` check: said instead of calling the kernel. The
+    detail carries upstream's error text, so verify's diagnoses add the ``no-kernel-image`` signature."""
+    fix = build_arch_fix(device_arch, env_name)
+    return (f"{name} was built for {' '.join(built)}, not for this {device_arch} GPU: its kernels would fail with "
+            f"\"{NO_KERNEL_IMAGE}\", so none is called; rebuild them for this GPU: {fix}"), fix
+
+
 def _inputs_conv(torch, case: dict, seed: int):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(case["batch"], case["dim"], case["seqlen"], generator=g)

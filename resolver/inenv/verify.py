@@ -254,11 +254,9 @@ def run(args, report: dict) -> dict:
                 status = "skip" if ok is None else ("pass" if ok else "fail")
                 detail = (f"{name} was built for {' '.join(built)}" if built else
                           f"the architectures {name} was built for are not recorded (the kernel run below decides)")
-                if ok is False:  # said before any call, which would crash with the message below
-                    fix = kernel_checks.build_arch_fix(arch, args.env_name)
-                    checks.append(_check(f"arch:{name}", status, f"{detail}, not for this {arch} GPU: its kernels would "
-                                         f"fail with \"{kernel_checks.NO_KERNEL_IMAGE}\", so none is called; "
-                                         f"rebuild them for this GPU: {fix}", built_for=built, arch=arch, fix=fix))
+                if ok is False:  # said before any call, which would crash with "no kernel image is available"
+                    detail, fix = kernel_checks.arch_mismatch(name, built, arch, args.env_name)
+                    checks.append(_check(f"arch:{name}", status, detail, built_for=built, arch=arch, fix=fix))
                     continue
                 checks.append(_check(f"arch:{name}", status, f"{detail}; the device is {arch}", built_for=built))
     if args.mode == "verify":
