@@ -249,7 +249,7 @@ def render_markdown(report: dict) -> str:
 # ----------------------------------------------------------------------------------------------
 # running things
 
-@dataclass
+@dataclass(frozen=True)
 class Budget:
     seconds: float
     started: float = field(default_factory=time.monotonic)
