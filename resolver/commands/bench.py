@@ -19,6 +19,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--compare", metavar="OTHER_ENV", help="run the same inputs in OTHER_ENV and compare")
     parser.add_argument("--batch", type=int, default=1, help="sequences per batch (default 1)")
     parser.add_argument("--prompt-len", type=int, default=64, help="prompt tokens (default 64)")
+    parser.add_argument("--prompt-lens", metavar="LIST", default="",
+                        help="comma list of prompt lengths to measure in one run, e.g. 512,2048,8192 "
+                             "(JSON: runs[].by_prompt_len); --prompt-len still sets the numerics check's prompt")
     parser.add_argument("--new-tokens", type=int, default=16, help="generated tokens (default 16)")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions; the median is reported (default 5)")
     parser.add_argument("--dtype", default="", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on GPU)")
@@ -35,19 +38,59 @@ def _one(env, model, args, dump, out) -> dict:
         extra += ["--dtypes", args.dtype]
     if args.cpu:
         extra.append("--cpu")
-    out.info(f"benchmarking environment '{env.name}' ...")
+    if args.prompt_lens:
+        extra += ["--prompt-lens", args.prompt_lens]
+    out.info(f"benchmarking environment '{env.name}'" + (f" at prompt lengths {args.prompt_lens}" if args.prompt_lens else "")
+             + " ...")
     result = run_in_env(env, model, extra)
     doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver={})
     dtype = next(iter(doc["results"]), None)
     entry = doc["results"].get(dtype, {}) if dtype else {}
     return {"env": env.name, "ok": doc["ok"], "dtype": dtype, "device": (doc.get("device") or {}).get("used"),
             "torch": doc["versions"]["torch"], "library": (doc.get("library") or {}).get("name"),
-            "bench": entry.get("bench"), "checks": doc["checks"], "errors": doc["errors"],
-            "wall_s": doc["timings"]["wall_s"]}
+            "bench": entry.get("bench"), "by_prompt_len": entry.get("bench_by_prompt_len"), "checks": doc["checks"],
+            "errors": doc["errors"], "wall_s": doc["timings"]["wall_s"]}
+
+
+def parse_lengths(text: str) -> tuple[int, ...]:
+    """``--prompt-lens 512,2048,8192`` as numbers; one BadInput sentence otherwise.
+
+    >>> parse_lengths("512, 2048,8192")
+    (512, 2048, 8192)
+    """
+    from resolver.errors import BadInput
+
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise BadInput(f"--prompt-lens {text!r} is not a comma list of positive lengths", fix="use e.g. --prompt-lens 512,2048,8192")
+    return values
+
+
+def _fmt_by_len(by_len: dict) -> list[str]:
+    def rate(b: dict, key: str) -> str:
+        v = (b or {}).get(key)
+        return f"{v:,.0f}" if isinstance(v, (int, float)) else "n/a"
+
+    def ratio(v) -> str:
+        return f"x{v:.1f}" if isinstance(v, (int, float)) else "n/a"
+
+    lines = []
+    for length, b in by_len.items():
+        lib, ref = b.get("library") or {}, b.get("reference") or {}
+        lines.append(f"  prompt {length:>6}: library {rate(lib, 'prefill_tokens_per_s')} prompt tok/s, "
+                     f"{rate(lib, 'decode_tokens_per_s')} decode tok/s; reference {rate(ref, 'prefill_tokens_per_s')} / "
+                     f"{rate(ref, 'decode_tokens_per_s')}; speed-up prompt {ratio(b.get('speedup_prefill'))}, "
+                     f"decode {ratio(b.get('speedup_decode'))}")
+    return lines
 
 
 def _fmt(r: dict) -> list[str]:
     lines = [f"{r['env']}: torch {r['torch']}, {r['library']} on {r['device']} ({r['dtype']})"]
+    if r.get("by_prompt_len"):
+        lines += _fmt_by_len(r["by_prompt_len"])
     for label, b in (r.get("bench") or {}).items():
         if isinstance(b, dict):
             decode = (f"decode {b['decode_tokens_per_s']:9.1f} tok/s ({b['per_token_latency_ms']:.2f} ms/token)"
@@ -72,6 +115,8 @@ def run(args, out) -> int:
 
     if min(args.batch, args.prompt_len, args.new_tokens, args.repeat) < 1:
         raise BadInput("--batch, --prompt-len, --new-tokens and --repeat must be at least 1", fix="pass positive numbers")
+    if args.prompt_lens:
+        args.prompt_lens = ",".join(str(v) for v in parse_lengths(args.prompt_lens))
     if args.dtype and args.dtype not in ("float32", "bfloat16", "float16"):
         raise BadInput(f"--dtype {args.dtype} is not one of float32, bfloat16, float16", fix="pick one of them")
     project = ProjectPaths.discover()
@@ -81,6 +126,7 @@ def run(args, out) -> int:
     with tempfile.TemporaryDirectory(prefix="resolver-bench-") as tmp:
         results = [_one(env, model, args, Path(tmp) / "a.f32", out)]
         doc: dict = {"model": str(model), "inputs": {"batch": args.batch, "prompt_len": args.prompt_len,
+                                                    "prompt_lens": [int(v) for v in args.prompt_lens.split(",") if v],
                                                     "new_tokens": args.new_tokens, "repeat": args.repeat},
                      "runs": results}
         if other is not None:

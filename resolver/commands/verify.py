@@ -1,7 +1,7 @@
 """`python -m resolver verify [--env NAME] [--model DIR] [--json]`: does the environment really work?
 
 Loads a Mamba checkpoint through the real library in the environment and through our pure-PyTorch
-reference (resolver/reference.py), compares logits and greedy generations, checks that the kernel
+reference (resolver/verify/reference.py), compares logits and greedy generations, checks that the kernel
 extensions load and, on a GPU, that they were built for it. All torch work runs in ONE process
 inside the environment (resolver/inenv/verify.py); this process never imports torch.
 """
@@ -22,6 +22,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--new-tokens", type=int, default=8, help="greedy tokens to generate (default 8)")
     parser.add_argument("--extension", metavar="MODULE", action="append", default=[],
                         help="also check that this compiled extension module loads (repeatable)")
+    parser.add_argument("--library", choices=("auto", "transformers"), default="auto",
+                        help="the library the model is loaded through: auto (mamba_ssm when its kernels can run "
+                             "here, else transformers) or transformers (which uses the kernels too when they can run)")
 
 
 def run(args, out) -> int:
@@ -37,7 +40,8 @@ def run(args, out) -> int:
     model = resolve_model(project, args.model)  # a bad --model is reported before anything else
     env = Environment.find(project, args.env)
     out.info(f"verifying environment '{env.name}' with {model} (one process inside the environment) ...")
-    extra = ["--prompt-len", str(args.prompt_len), "--new-tokens", str(args.new_tokens)]
+    extra = ["--prompt-len", str(args.prompt_len), "--new-tokens", str(args.new_tokens), "--env-name", env.name,
+             "--library", args.library]
     if args.dtypes:
         extra += ["--dtypes", args.dtypes]
     if args.cpu:

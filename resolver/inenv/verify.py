@@ -24,6 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
+from resolver.inenv import kernel_checks
 from resolver.inenv.protocol import emit
 
 # Relative tolerance on logits (max |lib - ref| / max |ref|), per dtype. float32 kernels and the
@@ -180,6 +181,9 @@ def run(args, report: dict) -> dict:
     device_kind = facts["device"]["kind"]
     gpu = device_kind in ("cuda", "rocm") and not args.cpu
     device = torch.device("cuda:0" if gpu else "cpu")
+    if gpu:  # float32 must mean float32: no TF32 in cuDNN convolutions (on by default) or matmuls
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     report["device"] = {"used": str(device), **facts["device"]}
 
     # 1. kernel extensions
@@ -226,8 +230,14 @@ def run(args, report: dict) -> dict:
     if args.expect_archs:
         checks.extend(_plan_arch_checks({**installed, **asked}, args.expect_archs.split(",")))
     kernels_loaded = bool(installed) and all(e["loaded"] for e in installed.values())
-    report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded,
-                         "can_run_here": gpu and kernels_loaded}
+    device_arch = (facts["device"].get("devices") or [{}])[0].get("arch") if gpu else None
+    # decided before anything calls a kernel: an extension without code for this GPU is never called
+    gate = (kernel_checks.kernel_gate(gpu, device_arch, exts) if not args.cpu or device_kind == "cpu" else
+            kernel_checks.kernel_gate(False, None, exts, no_gpu="--cpu: the run stays on the CPU, so no kernel is called"))
+    kernels_callable = gpu and kernels_loaded and all(gate.callable(n) for n in installed)
+    report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded, "can_run_here": kernels_callable,
+                         "blocked": dict(gate.blocked)}
+    dtypes = [d for d in args.dtypes.split(",") if d] if args.dtypes else (["float32", "bfloat16"] if gpu else ["float32"])
 
     # 2. the GPU and the architectures
     if not gpu:
@@ -246,7 +256,14 @@ def run(args, report: dict) -> dict:
                 status = "skip" if ok is None else ("pass" if ok else "fail")
                 detail = (f"{name} was built for {' '.join(built)}" if built else
                           f"the architectures {name} was built for are not recorded (the kernel run below decides)")
+                if ok is False:  # said before any call, which would crash with "no kernel image is available"
+                    detail, fix = kernel_checks.arch_mismatch(name, built, arch, args.env_name)
+                    checks.append(_check(f"arch:{name}", status, detail, built_for=built, arch=arch, fix=fix))
+                    continue
                 checks.append(_check(f"arch:{name}", status, f"{detail}; the device is {arch}", built_for=built))
+    if args.mode == "verify":
+        # 2b. each kernel against the reference, op by op (skipped, with the reason, where it cannot run)
+        checks.extend(kernel_checks.run_kernel_checks(torch, device, dtypes, gate))
 
     # 3. the model through the reference and through a real library
     from safetensors.torch import load_file
@@ -275,11 +292,9 @@ def run(args, report: dict) -> dict:
     checks.append(_check("checkpoint", "pass", f"{len(state)} tensors fit config.json ({spec.n_layer} layers, "
                          f"d_model {spec.d_model}, vocab {spec.vocab_size})"))
 
-    use_mamba_ssm = gpu and kernels_loaded and facts["packages"].get("mamba-ssm") and not args.library == "transformers"
-    if not use_mamba_ssm:
-        if not (gpu and kernels_loaded):
-            _hide_kernel_packages()
-    dtypes = [d for d in args.dtypes.split(",") if d] if args.dtypes else (["float32", "bfloat16"] if gpu else ["float32"])
+    use_mamba_ssm = kernels_callable and facts["packages"].get("mamba-ssm") and not args.library == "transformers"
+    if not kernels_callable:  # no GPU, or kernels without code for it: transformers must not reach them either
+        _hide_kernel_packages()
     ids = torch.tensor(prompt_ids(args.batch, args.prompt_len, spec.vocab_size, args.seed), device=device)
     report["inputs"] = {"batch": args.batch, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
                         "seed": args.seed, "dtypes": dtypes}
@@ -304,7 +319,7 @@ def run(args, report: dict) -> dict:
                     lib = load_mamba_ssm(torch, model_dir, spec, state, dtype, device)
                 else:
                     lib = load_transformers(torch, model_dir, cfg, spec, state, dtype, device,
-                                            uses_kernels=gpu and kernels_loaded)
+                                            uses_kernels=kernels_callable)
                 report["timings"]["library_load_s"] = round(time.perf_counter() - t, 3)
                 # on a GPU the first call compiles/autotunes (Triton): time the second one
                 lib_logits, lib_times = _timed(torch, device, lambda: lib.forward(torch, ids), 2 if gpu else 1)
@@ -333,7 +348,15 @@ def run(args, report: dict) -> dict:
         checks.append(_check(f"generate:{dtype_name}", "pass" if cmp_tokens["ok"] else "fail", gen_detail))
         if args.dump_logits and dtype_name == dtypes[0]:
             _dump(Path(args.dump_logits), lib_logits, lib_tokens)
-        if args.mode == "bench":
+        if args.mode == "bench" and args.prompt_lens:
+            # one process for every length: torch, the library and Triton's autotuning are paid once
+            by_len = entry.setdefault("bench_by_prompt_len", {})
+            for length in args.prompt_lens:
+                long_ids = torch.tensor(prompt_ids(args.batch, length, spec.vocab_size, args.seed), device=device)
+                started = time.perf_counter()
+                by_len[str(length)] = bench(torch, device, lib, ref, long_ids, args)
+                by_len[str(length)]["seconds"] = round(time.perf_counter() - started, 3)
+        elif args.mode == "bench":
             entry["bench"] = bench(torch, device, lib, ref, ids, args)
         elif gpu and lib.uses_kernels:
             entry["speedup_forward"] = ref_times[-1] / lib_times[-1] if lib_times[-1] else None
@@ -416,6 +439,13 @@ def bench(torch, device, lib: Library, ref, ids, args) -> dict:
     return out
 
 
+def _lengths(text: str) -> tuple[int, ...]:
+    values = tuple(int(v) for v in text.split(",") if v.strip())
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma list of positive lengths")
+    return values
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m resolver.inenv.verify")
     p.add_argument("--model", required=True)
@@ -423,6 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtypes", default="", help="comma list: float32,bfloat16,float16 (default: float32 on CPU, +bfloat16 on GPU)")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--prompt-len", type=int, default=16)
+    p.add_argument("--prompt-lens", type=_lengths, default=(), help="bench mode: comma list of prompt lengths, "
+                   "each benchmarked in this one process (e.g. 512,2048,8192)")
     p.add_argument("--new-tokens", type=int, default=8)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--repeat", type=int, default=5)
@@ -433,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--extension", action="append", default=[], help="also check that this compiled module loads")
     p.add_argument("--expect-archs", default="", help="comma list of the plan's GPU architectures (9.0, gfx90a): "
                    "each compiled module's fat binary must carry exactly these")
+    p.add_argument("--env-name", default="", help="the environment's name in the resolver, for fix commands")
     return p
 
 
