@@ -123,6 +123,29 @@ def read_query_csv(text: str, fields: tuple[str, ...]) -> NvidiaReading:
     return NvidiaReading(driver=driver, gpus=gpus)
 
 
+def read_query_csv_with_header(text: str) -> NvidiaReading:
+    """``--query-gpu=… --format=csv`` pasted with its header line, whatever fields it asked for (the
+    header names them; units such as `` [MiB]`` are dropped).
+
+    >>> read_query_csv_with_header("name, compute_cap\\nNVIDIA TITAN V, 7.0\\n").gpus[0].compute_capability
+    '7.0'
+    """
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        fields = tuple(re.sub(r"\s*\[[^\]]*\]$", "", cell.strip()) for cell in line.split(","))
+        if len(fields) < 2 or "name" not in fields or not all(re.fullmatch(r"[a-z_][a-z0-9_.]*", f) for f in fields):
+            continue
+        body = []
+        for row in lines[number + 1:]:
+            if len(row.split(",")) != len(fields):
+                break
+            body.append(row)
+        reading = read_query_csv("\n".join(body), fields)
+        if reading.gpus:
+            return reading
+    return NvidiaReading()
+
+
 def parse_smi_header(text: str) -> tuple[str | None, str | None]:
     """``(driver_version, cuda_version)`` from plain ``nvidia-smi``'s header, in both generations
     (``Driver Version``/``CUDA Version``; from 610 on ``KMD Version``/``CUDA UMD Version``). The CUDA
