@@ -51,7 +51,7 @@ def _fields(text: str) -> dict[str, list[str]]:
     for line in text.splitlines():
         match = _KEY.match(line.strip())
         if match and not re.match(r"GPU\s+\d+:", line.strip()) and line[:1] not in (" ", "\t"):
-            current = match.group(1)
+            current = match.group(1).strip()  # newer layouts pad the key: "Python version       : 3.12.3"
             fields.setdefault(current, []).append(match.group(2))
         elif current in _MULTILINE and line.strip():
             fields[current].append(line.strip())
