@@ -140,7 +140,7 @@ def test_missing_file_and_too_large_file(tmp_path: Path) -> None:
 def test_from_report_with_sysroot_is_refused() -> None:
     stderr = _one_line_error(_cli("probe", "--sysroot", str(REPORTS.parent / "h100-8x-ubuntu2204"),
                                   "--from-report", str(REPORTS / "plain-nvidia-smi-tesla-t4.txt")))
-    assert "cannot be used together" in stderr
+    assert "cannot be combined" in stderr
 
 
 def _with(tmp_path: Path, data: bytes) -> Path:

@@ -64,7 +64,7 @@ def run(args, out) -> int:
     chosen = [flag for flag, value in (("--sysroot", args.sysroot), ("--capture", args.capture),
                                        ("--from-report", args.from_report)) if value]
     if len(chosen) > 1:
-        raise BadInput(f"{' and '.join(chosen)} cannot be used together",
+        raise BadInput(f"{' and '.join(chosen)} cannot be combined",
                        fix="use one of them")
     if args.from_report:
         from resolver.probe.report import profile_from_report, read_report
