@@ -352,3 +352,43 @@ def test_an_empty_reading_adds_nothing() -> None:
     facts, findings = NvidiaFacts(), Findings()
     facts.take(NvidiaReading(), "nothing", findings)
     assert facts.info(findings) is None and facts.sources == []
+
+
+# ----------------------------------------------------------------- collect_env in a captured machine
+
+def _sysroot_with_collect_env(tmp_path: Path, output: str) -> Path:
+    root = tmp_path / "root"
+    (root / "_commands").mkdir(parents=True)
+    (root / "_meta.toml").write_text('system = "Linux"\nmachine = "x86_64"\npython = "3.9.19"\n')
+    (root / "_commands" / "collect_env.txt").write_text(output)
+    (root / "commands.toml").write_text('[[command]]\nargv = ["python", "-m", "torch.utils.collect_env"]\n'
+                                        'stdout_file = "_commands/collect_env.txt"\n')
+    return root
+
+
+def test_a_capture_with_only_collect_env(tmp_path: Path) -> None:
+    from resolver.probe import probe_machine
+
+    amd = probe_machine(_sysroot_with_collect_env(tmp_path, (REPORTS / "collect-env-rocm-mi210.txt").read_text())).amd
+    assert [(g.name, str(g.gfx_arch)) for g in amd.gpus] == [("AMD Instinct MI210", "gfx90a")]
+    assert amd.sources == ("python -m torch.utils.collect_env",)
+    other = tmp_path / "other"
+    other.mkdir()
+    nvidia = probe_machine(_sysroot_with_collect_env(other, COLLECT_ENV_H100)).nvidia
+    assert str(nvidia.driver_version) == "550.54.15" and len(nvidia.gpus) == 8
+    assert str(nvidia.gpus[0].compute_capability) == "9.0"
+
+
+def test_the_live_machine_never_runs_collect_env() -> None:
+    from resolver.probe.collect_env import captured_collect_env
+    from resolver.probe.system import LiveSystem
+
+    class Recording(LiveSystem):
+        ran: list = []
+
+        def run(self, argv):
+            self.ran.append(argv)
+            return super().run(argv)
+
+    system = Recording()
+    assert captured_collect_env(system) == (None, None) and system.ran == []

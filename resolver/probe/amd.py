@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from resolver.probe import amd_parse as parse
+from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
 from resolver.probe.name_table import NameTable
 from resolver.probe.system import CommandResult, System
@@ -183,6 +184,9 @@ def detect_amd(system: System, findings: Findings) -> AmdInfo | None:
     facts.take_version(version, version_source)
     tools = _Tools(system, facts.root)
     facts.take_agents(*_agents_from_tools(tools, findings))
+    if not facts.agents:
+        env, label = captured_collect_env(system)
+        facts.take_agents([parse.AmdAgent(name, gfx) for name, gfx in env.amd_gpus] if env else [], label)
     gpus: list[AmdGpu] = []
     if facts.agents and all(agent.gfx for agent in facts.agents):
         gpus = facts.gpus(findings)

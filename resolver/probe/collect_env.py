@@ -94,3 +94,22 @@ def parse_collect_env(text: str) -> CollectEnv | None:
         cuda_toolkit=_first(r"^(\d+\.\d+)", _value(fields, "CUDA runtime version")),
         torch_rocm=_first(r"^(\d+\.\d+)", _value(fields, "ROCM used to build PyTorch")),
     )
+
+
+# The probe never runs collect_env on the live machine (it imports torch and takes seconds); a
+# captured machine may hold its output under one of these argvs.
+COLLECT_ENV_ARGVS = (("python", "-m", "torch.utils.collect_env"), ("python3", "-m", "torch.utils.collect_env"))
+
+
+def captured_collect_env(system) -> tuple[CollectEnv | None, str | None]:
+    """``(facts, argv label)`` from a captured machine's collect_env output; ``(None, None)`` on a live
+    machine or when the capture has none."""
+    if system.live:
+        return None, None
+    for argv in COLLECT_ENV_ARGVS:
+        result = system.run(list(argv))
+        if result is not None and result.ok:
+            env = parse_collect_env(result.stdout)
+            if env is not None:
+                return env, " ".join(argv)
+    return None, None

@@ -18,6 +18,7 @@ holds only plain ``nvidia-smi`` (or ``-q``, or ``-L``) still shows its GPUs.
 from __future__ import annotations
 
 from resolver.probe import nvidia_parse as parse
+from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
 from resolver.probe.name_table import NameTable, is_truncated
 from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
@@ -236,6 +237,10 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
         _from_nvml(facts, findings)
     _from_smi(system, facts, findings)
     _from_proc(system, facts, findings)
+    if not facts.gpus or facts.driver is None:
+        env, label = captured_collect_env(system)
+        if env is not None:
+            facts.take(NvidiaReading(env.nvidia_driver, gpus=tuple(GpuSeen(n) for n in env.nvidia_gpus)), label, findings)
     if facts.driver is None and not facts.gpus and not system.exists(PROC_VERSION):
         findings.note(f"no NVIDIA driver: {PROC_VERSION} does not exist")
     return facts.info(findings)
