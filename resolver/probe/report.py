@@ -126,7 +126,7 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
                          (amd_parse.parse_amd_smi_table(text), "amd-smi"),
                          (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
                          (collect, "collect_env")):
-        if agents:
+        if any(agent.name or agent.gfx for agent in agents):  # `amd-smi metric` also prints "GPU: 0" blocks
             forms.append(form)
             facts.take_agents(agents, f"report: {form}")
     gpus = facts.gpus(findings, NameTable())
