@@ -13,7 +13,7 @@ from resolver.probe.name_table import NameTable
 from resolver.probe.nvidia import NvidiaFacts
 from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
 
-REPORTS = Path(__file__).parent / "machines" / "reports"  # pasted reports, cited in their SOURCE.md
+REPORTS = Path(__file__).parent / "machines"  # report-*.txt: pasted reports, cited in report-sources.md
 
 # ------------------------------------------------------------------------------ plain nvidia-smi
 
@@ -132,7 +132,7 @@ def test_q_of_an_old_driver_without_cuda_version() -> None:
 
 
 def test_q_with_a_log_line_in_between() -> None:
-    text = (REPORTS / "nvidia-smi-q-v100-hami.txt").read_text()
+    text = (REPORTS / "report-nvidia-smi-q-v100-hami.txt").read_text()
     reading = nvidia_parse.read_smi_details(text)
     assert (reading.driver, reading.cuda) == ("535.86.10", "12.2")
     assert reading.gpus == (GpuSeen("Tesla V100-PCIE-16GB", uuid="GPU-3a6ec8f0-24eb-1905-1f17-7bdb4e850ffa"),)
@@ -267,7 +267,7 @@ def test_amd_names_take_gfx_from_the_name_table() -> None:
 # --------------------------------------------------------------------------------------- rocm-smi
 
 def test_rocm_smi_product_names_with_gfx() -> None:
-    text = (REPORTS / "rocm-smi-productname-mi300x-vf.txt").read_text()
+    text = (REPORTS / "report-rocm-smi-productname-mi300x-vf.txt").read_text()
     assert amd_parse.parse_rocm_smi_products(text) == [AmdAgent("AMD Instinct MI300X VF", "gfx942")] * 4
 
 
@@ -338,7 +338,7 @@ def test_collect_env_with_padded_keys() -> None:
 
 
 def test_collect_env_of_an_amd_machine() -> None:
-    text = (REPORTS / "collect-env-rocm-mi210.txt").read_text()
+    text = (REPORTS / "report-collect-env-rocm-mi210.txt").read_text()
     env = parse_collect_env(text)
     assert env.amd_gpus == (("AMD Instinct MI210", "gfx90a:sramecc+:xnack-"),)
     assert (env.python, env.glibc, env.torch_rocm, env.nvidia_driver) == ("3.9.19", "2.31", "6.2", None)
@@ -369,7 +369,7 @@ def _sysroot_with_collect_env(tmp_path: Path, output: str) -> Path:
 def test_a_capture_with_only_collect_env(tmp_path: Path) -> None:
     from resolver.probe import probe_machine
 
-    amd = probe_machine(_sysroot_with_collect_env(tmp_path, (REPORTS / "collect-env-rocm-mi210.txt").read_text())).amd
+    amd = probe_machine(_sysroot_with_collect_env(tmp_path, (REPORTS / "report-collect-env-rocm-mi210.txt").read_text())).amd
     assert [(g.name, str(g.gfx_arch)) for g in amd.gpus] == [("AMD Instinct MI210", "gfx90a")]
     assert amd.sources == ("python -m torch.utils.collect_env",)
     other = tmp_path / "other"

@@ -1,5 +1,5 @@
-"""`probe --from-report FILE|-`: a profile from what a person pasted (tests/machines/reports/, each file
-cited in its SOURCE.md), and planning from it."""
+"""`probe --from-report FILE|-`: a profile from what a person pasted (tests/machines/report-*.txt, each
+cited in tests/machines/report-sources.md), and planning from it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from resolver.errors import BadInput
 from resolver.probe.report import MAX_BYTES, profile_from_report, read_report
 from resolver.profile import HardwareProfile
 
-REPORTS = Path(__file__).parent / "machines" / "reports"
+REPORTS = Path(__file__).parent / "machines"  # report-*.txt: pasted reports, cited in report-sources.md
 
 
 def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -22,7 +22,7 @@ def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
 
 
 def _report(name: str) -> HardwareProfile:
-    return profile_from_report(read_report(str(REPORTS / name)))
+    return profile_from_report(read_report(str(REPORTS / f"report-{name}")))
 
 
 def _gpus(info) -> list[tuple[str, str]]:
@@ -32,7 +32,7 @@ def _gpus(info) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------------- what it reads
 
 def test_plain_nvidia_smi_paste_through_the_cli() -> None:
-    out = _cli("probe", "--json", "--from-report", str(REPORTS / "plain-nvidia-smi-tesla-t4.txt"))
+    out = _cli("probe", "--json", "--from-report", str(REPORTS / "report-plain-nvidia-smi-tesla-t4.txt"))
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     for key in ("platform", "glibc", "python", "nvidia", "amd", "cuda_toolkit"):
@@ -84,7 +84,7 @@ def test_rocm_smi_paste() -> None:
 
 
 def test_standard_input() -> None:
-    text = (REPORTS / "nvidia-smi-q-v100-hami.txt").read_bytes()
+    text = (REPORTS / "report-nvidia-smi-q-v100-hami.txt").read_bytes()
     out = _cli("probe", "--json", "--from-report", "-", stdin=text)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["nvidia"]["gpus"][0]["name"] == "Tesla V100-PCIE-16GB"
@@ -99,7 +99,8 @@ def test_profile_round_trips_through_json() -> None:
 
 def test_plan_states_what_the_report_did_not_say(tmp_path: Path) -> None:
     profile = tmp_path / "profile.json"
-    out = _cli("probe", "--json", "--from-report", str(REPORTS / "nvidia-smi-L-and-plain-quadro-rtx4000.txt"))
+    out = _cli("probe", "--json", "--from-report", str(REPORTS / "report-nvidia-smi-L-and-plain-quadro-rtx4000.txt"))
+    assert out.returncode == 0, out.stderr
     profile.write_bytes(out.stdout)
     plan = _cli("plan", "--json", "--profile", str(profile))
     assert plan.returncode == 0, plan.stderr
@@ -123,14 +124,14 @@ def _one_line_error(out: subprocess.CompletedProcess) -> str:
 
 
 def test_text_with_nothing_the_probe_knows_is_one_sentence() -> None:
-    stderr = _one_line_error(_cli("probe", "--from-report", str(REPORTS / "nvidia-smi-failed-no-driver.txt")))
+    stderr = _one_line_error(_cli("probe", "--from-report", str(REPORTS / "report-nvidia-smi-failed-no-driver.txt")))
     assert "holds no output the probe can read" in stderr and "Fix: paste" in stderr
 
 
 def test_missing_file_and_too_large_file(tmp_path: Path) -> None:
     assert "does not exist" in _one_line_error(_cli("probe", "--from-report", str(tmp_path / "none.txt")))
     big = tmp_path / "big.txt"
-    one = (REPORTS / "plain-nvidia-smi-tesla-t4.txt").read_bytes()
+    one = (REPORTS / "report-plain-nvidia-smi-tesla-t4.txt").read_bytes()
     big.write_bytes(one * (MAX_BYTES // len(one) + 1))
     assert "larger than 4 MiB" in _one_line_error(_cli("probe", "--from-report", str(big)))
     with pytest.raises(BadInput, match="NUL"):
@@ -138,8 +139,8 @@ def test_missing_file_and_too_large_file(tmp_path: Path) -> None:
 
 
 def test_from_report_with_sysroot_is_refused() -> None:
-    stderr = _one_line_error(_cli("probe", "--sysroot", str(REPORTS.parent / "h100-8x-ubuntu2204"),
-                                  "--from-report", str(REPORTS / "plain-nvidia-smi-tesla-t4.txt")))
+    stderr = _one_line_error(_cli("probe", "--sysroot", str(REPORTS / "h100-8x-ubuntu2204"),
+                                  "--from-report", str(REPORTS / "report-plain-nvidia-smi-tesla-t4.txt")))
     assert "cannot be combined" in stderr
 
 
@@ -151,7 +152,7 @@ def _with(tmp_path: Path, data: bytes) -> Path:
 
 def test_control_characters_are_never_printed_back(tmp_path: Path) -> None:
     """A real report with terminal escapes injected into a GPU name: nothing of them reaches the terminal."""
-    real = (REPORTS / "plain-nvidia-smi-tesla-t4.txt").read_text()
+    real = (REPORTS / "report-plain-nvidia-smi-tesla-t4.txt").read_text()
     hostile = real.replace("Tesla T4 ", "Tesla T4\x1b]0;owned\x07\x1b[2J\u202e").encode()
     out = _cli("probe", "--from-report", str(_with(tmp_path, hostile)))
     assert out.returncode == 0, out.stderr
