@@ -379,16 +379,12 @@ def test_a_capture_with_only_collect_env(tmp_path: Path) -> None:
     assert str(nvidia.gpus[0].compute_capability) == "9.0"
 
 
-def test_the_live_machine_never_runs_collect_env() -> None:
-    from resolver.probe.collect_env import captured_collect_env
+def test_collect_env_is_never_run_on_a_live_or_recorded_machine() -> None:
+    """It imports torch and takes seconds: only a replayed capture is asked for it."""
+    from resolver.probe import probe_machine
+    from resolver.probe.capture import RecordingSystem
     from resolver.probe.system import LiveSystem
 
-    class Recording(LiveSystem):
-        ran: list = []
-
-        def run(self, argv):
-            self.ran.append(argv)
-            return super().run(argv)
-
-    system = Recording()
-    assert captured_collect_env(system) == (None, None) and system.ran == []
+    recorder = RecordingSystem(LiveSystem())
+    probe_machine(system=recorder)
+    assert not any("torch.utils.collect_env" in argv for argv in recorder.commands)

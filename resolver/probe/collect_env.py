@@ -102,9 +102,9 @@ COLLECT_ENV_ARGVS = (("python", "-m", "torch.utils.collect_env"), ("python3", "-
 
 
 def captured_collect_env(system) -> tuple[CollectEnv | None, str | None]:
-    """``(facts, argv label)`` from a captured machine's collect_env output; ``(None, None)`` on a live
-    machine or when the capture has none."""
-    if system.live:
+    """``(facts, argv label)`` from a captured machine's collect_env output; ``(None, None)`` when the
+    system is not a replayed capture (a live machine, or one being recorded) or the capture has none."""
+    if not getattr(system, "replays_a_capture", False):
         return None, None
     for argv in COLLECT_ENV_ARGVS:
         result = system.run(list(argv))
