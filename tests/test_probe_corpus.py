@@ -41,6 +41,9 @@ def test_machine_replays_as_reported(name: str) -> None:
         assert got["nvidia"]["driver_version"] == expected["nvidia"]["driver_version"]
         assert got["nvidia"]["cuda_driver_version"] == expected["nvidia"]["cuda_driver_version"]
         assert _gpus(got["nvidia"], "compute_capability") == _gpus(expected["nvidia"], "compute_capability")
+        for key in ("memory_mib", "uuid"):  # checked where the machine's outputs print them
+            if any(key in g for g in expected["nvidia"]["gpus"]):
+                assert [g[key] for g in got["nvidia"]["gpus"]] == [g.get(key) for g in expected["nvidia"]["gpus"]], key
     if expected["amd"] is None:
         assert got["amd"] is None
     else:

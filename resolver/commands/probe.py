@@ -1,4 +1,4 @@
-"""`python -m resolver probe [--sysroot DIR] [--capture DIR] [--json]`: what this machine has.
+"""`python -m resolver probe [--sysroot DIR | --capture DIR | --from-report FILE|-] [--json]`: what this machine has.
 
 Detection only (resolver/probe/); never imports torch or rattler, so it starts fast.
 """
@@ -14,6 +14,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--capture", metavar="DIR",
                         help="record what the probe reads on this machine into DIR (a new folder), to replay "
                              "with --sysroot or to send with a bug report")
+    parser.add_argument("--from-report", metavar="FILE", dest="from_report",
+                        help="read what a machine printed (nvidia-smi, rocminfo, amd-smi, rocm-smi, "
+                             "/proc/driver/nvidia/version, collect_env; pasted into FILE, or - for standard input) "
+                             "instead of this machine; plan from it with `plan --profile`")
 
 
 def _gpu_lines(profile) -> list[str]:
@@ -25,7 +29,8 @@ def _gpu_lines(profile) -> list[str]:
         lines += [f"  GPU {i}: {g.name}, compute capability {g.compute_capability}"
                   + (f", {g.memory_mib} MiB" if g.memory_mib else "") for i, g in enumerate(nv.gpus)]
     if profile.amd:
-        lines.append(f"ROCm {profile.amd.rocm_version or 'not installed'}"
+        missing = "not in the report" if any(s.startswith("report: ") for s in profile.sources) else "not installed"
+        lines.append(f"ROCm {profile.amd.rocm_version or missing}"
                      + (f" at {profile.amd.rocm_root}" if profile.amd.rocm_root else ""))
         lines += [f"  GPU {i}: {g.name}, {g.gfx_arch}" for i, g in enumerate(profile.amd.gpus)]
     if not profile.has_gpu:
@@ -48,16 +53,25 @@ def summary(profile) -> str:
                  + (f"; ROCm toolkit (hipcc HIP): {profile.rocm_toolkit}" if profile.rocm_toolkit else ""))
     if profile.overrides:
         lines.append("overrides: " + ", ".join(f"{k}={v!r}" for k, v in profile.overrides))
-    lines += [f"note: {n}" for n in profile.notes]
+    lines += [f"assumed: {sentence}" for _, sentence in profile.assumed]
+    lines += [f"note: {n}" for n in profile.notes if n not in dict(profile.assumed).values()]
     return "\n".join(lines)
 
 
 def run(args, out) -> int:
     from resolver.errors import BadInput
 
-    if args.capture and args.sysroot:
-        raise BadInput("--capture records this machine, so it cannot be combined with --sysroot",
+    chosen = [flag for flag, value in (("--sysroot", args.sysroot), ("--capture", args.capture),
+                                       ("--from-report", args.from_report)) if value]
+    if len(chosen) > 1:
+        raise BadInput(f"{' and '.join(chosen)} cannot be combined",
                        fix="use one of them")
+    if args.from_report:
+        from resolver.probe.report import profile_from_report, read_report
+
+        profile = profile_from_report(read_report(args.from_report))
+        out.result(profile.to_json(), summary(profile))
+        return 0
     if args.capture:
         from resolver.probe.capture import capture_machine
 

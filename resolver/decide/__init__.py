@@ -59,7 +59,8 @@ def decide(profile: HardwareProfile, request: Request, knowledge: Knowledge) -> 
     :data:`PYTHON_FALLBACKS` that plans (with a warning)."""
     host = profile.python.truncate(2)
     first = _decide_for(profile, request, knowledge, (request.python or host).truncate(2),
-                        "requested with --python" if request.python else "the Python this machine runs")
+                        "requested with --python" if request.python
+                        else dict(profile.assumed).get("python", "the Python this machine runs"))
     if first.plan is not None or request.python is not None:
         return first
     for text in PYTHON_FALLBACKS:
@@ -82,6 +83,10 @@ def _decide_for(profile: HardwareProfile, request: Request, knowledge: Knowledge
     ctx.step("python", python_text(python), why)
     if warning:
         ctx.warn(warning)
+    # A profile from a pasted report (probe --from-report) lists what the report did not say.
+    for field, assumption in profile.assumed:
+        if not (field == "python" and request.python):
+            ctx.warn(assumption)
     try:
         plan = _dispatch(ctx)
     except Refusal as refusal:

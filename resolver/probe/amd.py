@@ -1,4 +1,4 @@
-"""AMD detection: the ROCm install (``.info/version``), rocminfo / amd-smi, and the kernel's KFD topology.
+"""AMD detection: the ROCm install (``.info/version``), rocminfo / amd-smi / rocm-smi, and the kernel's KFD topology.
 
 The tools need a working ROCm user space and permission on /dev/kfd; the KFD topology under
 /sys needs only the amdgpu driver, so it answers in containers and on machines without ROCm.
@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 
 from resolver.probe import amd_parse as parse
+from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
-from resolver.probe.system import System
-from resolver.probe.toolkits import ROCM_HOME_VARS
+from resolver.probe.name_table import NameTable
 from resolver.probe.profile import AmdGpu, AmdInfo
+from resolver.probe.system import CommandResult, System
+from resolver.probe.toolkits import ROCM_HOME_VARS
 from resolver.versions import DottedVersion, GfxArch
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
@@ -51,30 +53,103 @@ def _rocm_version(system: System, findings: Findings) -> tuple[str | None, str |
     return None, None, None
 
 
-def _tool(system: System, name: str, root: str | None, args: list[str]):
-    """Run a ROCm tool from PATH, else from the ROCm root's bin/; returns (result, label) or (None, None)."""
-    candidates = [name] + ([f"{root}/bin/{name}"] if root else [])
-    for tool in candidates:
-        result = system.run([tool, *args])
-        if result is not None:
-            return result, " ".join([tool, *args])
+class _Tools:
+    """ROCm tools from PATH, else from the ROCm root's bin/; each argv is run at most once."""
+
+    def __init__(self, system: System, root: str | None) -> None:
+        self.system, self.root = system, root
+        self._answers: dict[tuple[str, ...], tuple[CommandResult | None, str | None]] = {}
+
+    def run(self, name: str, args: list[str]) -> tuple[CommandResult | None, str | None]:
+        """``(result, label)``, or ``(None, None)`` when the tool is not installed."""
+        key = (name, *args)
+        if key not in self._answers:
+            self._answers[key] = (None, None)
+            for tool in [name] + ([f"{self.root}/bin/{name}"] if self.root else []):
+                result = self.system.run([tool, *args])
+                if result is not None:
+                    self._answers[key] = (result, " ".join([tool, *args]))
+                    break
+        return self._answers[key]
+
+
+# The tools that name AMD GPUs, most informative first: (tool, args, parser, what "nothing" means).
+_AGENT_SOURCES = (
+    ("rocminfo", [], parse.parse_rocminfo, "no GPU agent in its output"),
+    ("amd-smi", ["static", "--asic"], parse.parse_amd_smi_static, "no GPU in its output"),
+    ("amd-smi", [], parse.parse_amd_smi_table, "no GPU table in its output"),
+    ("rocm-smi", ["--showproductname"], parse.parse_rocm_smi_products, "no GPU in its output"),
+)
+
+
+def _agents_from_tools(tools: _Tools, findings: Findings) -> tuple[list[parse.AmdAgent], str | None]:
+    for name, args, parser, nothing in _AGENT_SOURCES:
+        result, label = tools.run(name, args)
+        if result is None:
+            continue
+        agents = parser(result.stdout) if result.ok else []
+        if agents:
+            return agents, label
+        findings.note(f"{name}: {result.describe() if not result.ok else nothing}")
+    return [], None
+
+
+def _version_from_tools(tools: _Tools) -> tuple[str | None, str | None]:
+    """``amd-smi version``, else plain ``amd-smi``'s header: both print ``ROCm version: X.Y.Z``."""
+    for args in (["version"], []):
+        result, label = tools.run("amd-smi", args)
+        version = parse.parse_amd_smi_rocm_version(result.stdout) if result is not None and result.ok else None
+        if version:
+            return version, label if args else f"{label} (header)"
     return None, None
 
 
-def _agents_from_tools(system: System, root: str | None, findings: Findings) -> tuple[list[parse.AmdAgent], str | None]:
-    result, label = _tool(system, "rocminfo", root, [])
-    if result is not None:
-        agents = parse.parse_rocminfo(result.stdout) if result.ok else []
-        if agents:
-            return agents, label
-        findings.note(f"rocminfo: {result.describe() if not result.ok else 'no GPU agent in its output'}")
-    result, label = _tool(system, "amd-smi", root, ["static", "--asic"])
-    if result is not None:
-        agents = parse.parse_amd_smi_static(result.stdout) if result.ok else []
-        if agents:
-            return agents, label
-        findings.note(f"amd-smi: {result.describe() if not result.ok else 'no GPU in its output'}")
-    return [], None
+class AmdFacts:
+    """What the AMD sources said: the ROCm version and root, and the GPUs of the first source that
+    named any. A GPU named without its gfx architecture takes it from the GPU name table, or is
+    left out with a note."""
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.root: str | None = None
+        self.agents: list[parse.AmdAgent] = []
+        self.agents_source: str | None = None
+        self.sources: list[str] = []
+
+    def take_version(self, version: str | None, source: str | None) -> None:
+        if version and self.version is None and source:
+            self.version = version
+            self.sources.append(source)
+
+    def take_agents(self, agents: list[parse.AmdAgent], source: str | None) -> None:
+        if agents and not self.agents and source:
+            self.agents, self.agents_source = list(agents), source
+
+    def gpus(self, findings: Findings, table: NameTable | None = None) -> list[AmdGpu]:
+        table = table or NameTable()
+        label = self.agents_source
+        gpus: list[AmdGpu] = []
+        table_sources: list[str] = []
+        for agent in self.agents:
+            gfx_text = agent.gfx
+            if not gfx_text:
+                if not agent.name:
+                    findings.note(f"{label}: names a GPU but not its gfx architecture")
+                    continue
+                gfx_text, why = table.gfx(agent.name)
+                if gfx_text is None:
+                    findings.note(f"AMD GPU {agent.name!r} left out: {label} gives no gfx architecture and {why}")
+                    continue
+                table_sources.append(f"gfx of {agent.name!r}: {why}")
+            try:
+                gfx = GfxArch.parse(gfx_text)
+            except ValueError:
+                findings.note(f"{label}: {gfx_text!r} is not a gfx architecture")
+                continue
+            gpus.append(AmdGpu(agent.name or f"AMD GPU ({gfx})", gfx))
+        if gpus:
+            self.sources += [s for s in dict.fromkeys([label, *table_sources]) if s and s not in self.sources]
+        return gpus
 
 
 def _node_name(system: System, props: dict[str, int], gfx: GfxArch) -> str:
@@ -105,37 +180,30 @@ def _agents_from_kfd(system: System, findings: Findings) -> list[AmdGpu]:
 
 def detect_amd(system: System, findings: Findings) -> AmdInfo | None:
     """The ROCm version and AMD GPUs, or None when there is neither."""
-    sources: list[str] = []
-    version, root, version_source = _rocm_version(system, findings)
-    if version_source:
-        sources.append(version_source)
-    agents, label = _agents_from_tools(system, root, findings)
+    facts = AmdFacts()
+    version, facts.root, version_source = _rocm_version(system, findings)
+    facts.take_version(version, version_source)
+    tools = _Tools(system, facts.root)
+    facts.take_agents(*_agents_from_tools(tools, findings))
+    if not facts.agents:
+        env, label = captured_collect_env(system)
+        facts.take_agents([parse.AmdAgent(name, gfx) for name, gfx in env.amd_gpus] if env else [], label)
     gpus: list[AmdGpu] = []
-    for agent in agents:
-        if not agent.gfx:
-            continue
-        try:
-            gfx = GfxArch.parse(agent.gfx)
-        except ValueError:
-            findings.note(f"{label}: {agent.gfx!r} is not a gfx architecture")
-            continue
-        gpus.append(AmdGpu(agent.name or f"AMD GPU ({gfx})", gfx))
-    if gpus:
-        sources.append(label)
-    elif agents:
-        findings.note(f"{label}: names GPUs but not their gfx architecture")
-    if not gpus:
+    if facts.agents and all(agent.gfx for agent in facts.agents):
+        gpus = facts.gpus(findings)
+    if not gpus:  # the kernel's KFD topology knows the gfx target; the name table only guesses it
         gpus = _agents_from_kfd(system, findings)
         if gpus:
-            sources.append(f"{KFD_NODES}/*/properties")
-    if version is None:
-        result, smi_label = _tool(system, "amd-smi", root, ["version"])
-        if result is not None and result.ok and parse.parse_amd_smi_rocm_version(result.stdout):
-            version = parse.parse_amd_smi_rocm_version(result.stdout)
-            sources.append(smi_label)
-    if version is None and not gpus:
+            facts.sources.append(f"{KFD_NODES}/*/properties")
+            if facts.agents:
+                findings.note(f"{facts.agents_source}: names GPUs but not their gfx architecture")
+        else:
+            gpus = facts.gpus(findings)
+    if facts.version is None:
+        facts.take_version(*_version_from_tools(tools))
+    if facts.version is None and not gpus:
         return None
-    if version is None:
+    if facts.version is None:
         findings.note("AMD GPU found but no ROCm install: no .info/version under ROCM_HOME, ROCM_PATH or /opt/rocm*")
-    return AmdInfo(rocm_version=DottedVersion.parse(version) if version else None, gpus=tuple(gpus),
-                   rocm_root=root, sources=tuple(sources))
+    return AmdInfo(rocm_version=DottedVersion.parse(facts.version) if facts.version else None, gpus=tuple(gpus),
+                   rocm_root=facts.root, sources=tuple(facts.sources))

@@ -39,8 +39,23 @@ def parse_rocm_version_header(text: str) -> str | None:
     return f"{parts['MAJOR']}.{parts['MINOR']}.{parts.get('PATCH', '0')}"
 
 
+def _is_gfx(value: str | None) -> bool:
+    return bool(value) and re.fullmatch(r"gfx[0-9a-f]{3,4}(:\S*)?", value, re.IGNORECASE) is not None
+
+
+def _first_fields(block: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in block.splitlines():
+        key, sep, value = line.strip().partition(":")
+        if sep and key.strip() and key.strip() not in fields:  # first wins: ISA sub-blocks repeat "Name:"
+            fields[key.strip()] = value.strip()
+    return fields
+
+
 def parse_rocminfo(text: str) -> list[AmdAgent]:
-    """GPU agents from ``rocminfo``: each ``Agent N`` block with ``Device Type: GPU``.
+    """GPU agents from ``rocminfo``: each ``Agent N`` block with ``Device Type: GPU`` (or, in a block
+    cut short before that line, a ``gfx`` name). An excerpt without ``Agent N`` lines, such as
+    ``rocminfo | grep Name``, is read by its ``Name: gfx…`` lines.
 
     >>> parse_rocminfo('''*******
     ... Agent 2
@@ -50,18 +65,38 @@ def parse_rocminfo(text: str) -> list[AmdAgent]:
     ...   Device Type:             GPU
     ... ''')
     [AmdAgent(name='AMD Instinct MI250X/MI250', gfx='gfx90a')]
+    >>> parse_rocminfo("  Name:                    gfx942\\n  Marketing Name:          AMD Instinct MI300X VF\\n")
+    [AmdAgent(name='AMD Instinct MI300X VF', gfx='gfx942')]
     """
+    blocks = re.split(r"^\s*Agent\s+\d+\s*$", text, flags=re.MULTILINE)
+    if len(blocks) == 1:
+        return _rocminfo_excerpt(text)
     agents: list[AmdAgent] = []
-    for block in re.split(r"^\s*Agent\s+\d+\s*$", text, flags=re.MULTILINE)[1:]:
-        fields: dict[str, str] = {}
-        for line in block.splitlines():
-            key, sep, value = line.strip().partition(":")
-            if sep and key.strip() and key.strip() not in fields:  # first wins: ISA sub-blocks repeat "Name:"
-                fields[key.strip()] = value.strip()
-        if fields.get("Device Type", "").upper() != "GPU":
-            continue
-        agents.append(AmdAgent(fields.get("Marketing Name") or None, fields.get("Name") or None))
+    for block in blocks[1:]:
+        fields = _first_fields(block)
+        device = fields.get("Device Type", "").upper()
+        if device == "GPU" or (not device and _is_gfx(fields.get("Name"))):
+            agents.append(AmdAgent(fields.get("Marketing Name") or None, fields.get("Name") or None))
     return agents
+
+
+def _rocminfo_excerpt(text: str) -> list[AmdAgent]:
+    """``Name: gfx942`` opens a GPU agent; the ``Marketing Name`` after it (before any other agent's
+    ``Name``) names it. CPU agents and ISA names (``amdgcn-amd-amdhsa--gfx942…``) open none."""
+    agents: list[list[str | None]] = []
+    current: list[str | None] | None = None
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition(":")
+        key, value = key.strip(), value.strip()
+        if not sep:
+            continue
+        if key == "Name":
+            current = [None, value] if _is_gfx(value) else None
+            if current is not None:
+                agents.append(current)
+        elif key == "Marketing Name" and current is not None and current[0] is None:
+            current[0] = value or None
+    return [AmdAgent(name, gfx) for name, gfx in agents]
 
 
 def parse_amd_smi_static(text: str) -> list[AmdAgent]:
@@ -85,8 +120,41 @@ def parse_amd_smi_static(text: str) -> list[AmdAgent]:
     return agents
 
 
+def parse_amd_smi_table(text: str) -> list[AmdAgent]:
+    """The GPU rows of plain ``amd-smi`` (ROCm 6.4+): ``| <bus id>  <GPU-Name> | …``. The table has no
+    gfx architecture.
+
+    >>> parse_amd_smi_table("| 0000:04:00.0  AMD Radeon RX 9070 XT | 0 %      41 °C   0            16/304 W |")
+    [AmdAgent(name='AMD Radeon RX 9070 XT', gfx=None)]
+    """
+    rows = re.finditer(r"^\s*\|\s*[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+(.+?)\s*\|", text, re.MULTILINE)
+    return [AmdAgent(row.group(1), None) for row in rows]
+
+
+def parse_rocm_smi_products(text: str) -> list[AmdAgent]:
+    """``rocm-smi --showproductname``: ``GPU[N] : Card Series: …`` and (ROCm 6+) ``GPU[N] : GFX Version: gfx…``.
+    A name that is only a PCI id (``0x744c``, printed when the ids table lacks the card) is no name.
+
+    >>> parse_rocm_smi_products("GPU[0] : Card Series: AMD Instinct MI300X VF\\nGPU[0] : Card Model: 0x74b5\\n"
+    ...                         "GPU[0] : GFX Version: gfx942\\n")
+    [AmdAgent(name='AMD Instinct MI300X VF', gfx='gfx942')]
+    """
+    cards: dict[str, dict[str, str]] = {}
+    for match in re.finditer(r"^\s*GPU\[(\d+)\]\s*:\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*?)\s*$", text, re.MULTILINE):
+        cards.setdefault(match.group(1), {}).setdefault(match.group(2).lower(), match.group(3))
+    agents = []
+    for fields in cards.values():
+        names = [fields.get(k, "") for k in ("card series", "card model")]
+        name = next((n for n in names if n and not re.fullmatch(r"0x[0-9a-fA-F]+", n)), None)
+        gfx = fields.get("gfx version") or None
+        if name or gfx:
+            agents.append(AmdAgent(name, gfx))
+    return agents
+
+
 def parse_amd_smi_rocm_version(text: str) -> str | None:
-    """``amd-smi version``: ``AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: 6.2.0``."""
+    """``amd-smi version`` (``AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: 6.2.0``)
+    and plain ``amd-smi``'s header (``| AMD-SMI 26.2.0+021c61fc  amdgpu version: 6.16.6   ROCm version: 7.1.1 |``)."""
     match = re.search(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)?)", text)
     return match.group(1) if match else None
 

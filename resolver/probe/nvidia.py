@@ -1,7 +1,8 @@
-"""NVIDIA detection: NVML, nvidia-smi (also WSL's), /proc/driver/nvidia, /sys/module/nvidia.
+"""NVIDIA detection: NVML, nvidia-smi in each of its forms (also WSL's), /proc/driver/nvidia, /sys/module/nvidia.
 
 Sources are asked from richest to poorest and each answers only what is still unknown, so a
-container with only /proc/driver/nvidia still reports its driver and GPU names.
+container with only /proc/driver/nvidia still reports its driver and GPU names, and a capture that
+holds only plain ``nvidia-smi`` (or ``-q``, or ``-L``) still shows its GPUs.
 
 >>> import pathlib, tempfile
 >>> from resolver.probe.sysroot import SysrootSystem
@@ -16,10 +17,11 @@ container with only /proc/driver/nvidia still reports its driver and GPU names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from resolver.probe import nvidia_parse as parse
+from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
+from resolver.probe.name_table import NameTable, is_truncated
+from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
 from resolver.probe.system import CommandResult, System
 from resolver.probe.profile import NvidiaGpu, NvidiaInfo
 from resolver.versions import ComputeCapability, DottedVersion
@@ -31,108 +33,187 @@ WSL_SMI = "/usr/lib/wsl/lib/nvidia-smi"
 WSL_DXG = "/dev/dxg"
 
 
-@dataclass
-class _Gpu:
-    name: str
-    compute_capability: str | None = None
-    memory_mib: int | None = None
-    uuid: str | None = None
+class NvidiaFacts:
+    """What the sources said so far. Each source fills only what is still unknown, so the first
+    (richest) source of each fact wins; every fact taken records its source."""
 
+    def __init__(self) -> None:
+        self.driver: str | None = None
+        self.cuda: str | None = None
+        self.gpus: tuple[GpuSeen, ...] = ()
+        self.sources: list[str] = []
 
-@dataclass
-class _Partial:
-    """What is known so far; each source fills in only what is still missing."""
-
-    driver: str | None = None
-    cuda: str | None = None
-    gpus: list[_Gpu] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
+    def _source(self, text: str) -> None:
+        if text not in self.sources:
+            self.sources.append(text)
 
     def set_driver(self, value: str | None, source: str, findings: Findings) -> None:
         if not value:
             return
         if self.driver is None:
             self.driver = value
-            self.sources.append(source)
+            self._source(source)
         elif DottedVersion.parse(value) != DottedVersion.parse(self.driver):
             findings.note(f"NVIDIA driver {value} from {source} differs from {self.driver} (kept the first; "
                           "a container's user-space tools may not match the host's kernel module)")
+
+    def take(self, reading: NvidiaReading, source: str, findings: Findings) -> None:
+        self.set_driver(reading.driver, source, findings)
+        if reading.cuda and self.cuda is None:
+            self.cuda = reading.cuda
+            self._source(f"{source} (CUDA version)")
+        if reading.gpus and not self.gpus:
+            self.gpus = reading.gpus
+            self._source(source)
+
+    @property
+    def known(self) -> bool:
+        """Driver, CUDA version and GPUs are all known."""
+        return self.driver is not None and self.cuda is not None and bool(self.gpus)
+
+    def info(self, findings: Findings, table: NameTable | None = None) -> NvidiaInfo | None:
+        """The merged answer, or None when no source named a driver or a GPU. A GPU no source gave
+        a compute capability for takes it from the GPU name table, or is left out with a note."""
+        if self.driver is None and not self.gpus:
+            return None
+        if self.cuda is None:
+            findings.note("NVIDIA: the driver's CUDA version is unknown (it comes from nvidia-smi or NVML)")
+        table = table or NameTable()
+        gpus, unidentified = [], []
+        for gpu in self.gpus:
+            cc, source = gpu.compute_capability, None
+            if cc is None:
+                cc, why = table.compute_capability(gpu.name)
+                if cc is None:
+                    findings.note(f"NVIDIA GPU {gpu.name!r} left out: no output gave its compute capability and {why}")
+                    unidentified.append(gpu.name)
+                    continue
+                source = f"compute capability of {gpu.name!r}: {why}"
+            try:
+                capability = ComputeCapability.parse(cc)
+            except ValueError:
+                findings.note(f"NVIDIA GPU {gpu.name!r} left out: compute capability {cc!r} is not readable")
+                unidentified.append(gpu.name)
+                continue
+            if source:
+                self._source(source)
+            if is_truncated(gpu.name):
+                findings.note(f"NVIDIA GPU {gpu.name!r}: nvidia-smi's table cut the name short")
+            gpus.append(NvidiaGpu(gpu.name, capability, gpu.memory_mib, gpu.uuid))
+        return NvidiaInfo(
+            driver_version=DottedVersion.parse(self.driver) if self.driver else None,
+            gpus=tuple(gpus),
+            cuda_driver_version=DottedVersion.parse(self.cuda) if self.cuda else None,
+            sources=tuple(self.sources),
+            unidentified_gpus=tuple(unidentified),
+        )
+
+
+class _Smi:
+    """nvidia-smi from PATH, else WSL's fixed location; remembers what it answered. After a run that
+    timed out (a hung driver) no other form is asked."""
+
+    def __init__(self, system: System, findings: Findings) -> None:
+        self.system, self.findings = system, findings
+        self.answered = False  # some form was installed
+        self.hung = False
+        self._failures: set[str] = set()
+
+    def run(self, args: list[str]) -> tuple[CommandResult | None, str]:
+        if self.hung:
+            return None, "nvidia-smi"
+        for tool in ("nvidia-smi", WSL_SMI):
+            result = self.system.run([tool, *args])
+            if result is not None:
+                self.answered = True
+                self.hung = result.timed_out
+                return result, tool
+        return None, "nvidia-smi"
+
+    def output(self, args: list[str]) -> tuple[str | None, str]:
+        """The output of a form that succeeded, and its label; a failure is a note (once per message)."""
+        result, tool = self.run(args)
+        label = " ".join([tool, *args])
+        if result is None:
+            return None, label
+        if not result.ok:
+            self._fail(result)
+            return None, label
+        return result.stdout, label
+
+    def _fail(self, result: CommandResult) -> None:
+        message = result.describe().split(": ", 1)[-1]
+        if message not in self._failures:
+            self._failures.add(message)
+            self.findings.note(f"nvidia-smi: {result.describe()}")
+
+    def query(self) -> tuple[NvidiaReading, str]:
+        """``--query-gpu`` (retried without ``compute_cap`` for pre-510 drivers)."""
+        fields = parse.QUERY_FIELDS
+        args = [f"--query-gpu={','.join(fields)}", "--format=csv,noheader"]
+        result, tool = self.run(args)
+        if result is not None and not result.ok and parse.unsupported_field(result.stdout + result.stderr):
+            self.findings.note("nvidia-smi: this driver's nvidia-smi has no compute_cap field (added in 510)")
+            fields = parse.QUERY_FIELDS_OLD
+            args = [f"--query-gpu={','.join(fields)}", "--format=csv,noheader"]
+            result, tool = self.run(args)
+        label = " ".join([tool, *args])
+        if result is None or not result.ok:
+            if result is not None:
+                self._fail(result)
+            return NvidiaReading(), label
+        return parse.read_query_csv(result.stdout, fields), label
 
 
 def _driver_signs(system: System) -> bool:
     return any(system.exists(p) for p in (PROC_VERSION, MODULE_VERSION, WSL_DXG, "/dev/nvidiactl"))
 
 
-def _run_smi(system: System, args: list[str]) -> tuple[CommandResult | None, str]:
-    """nvidia-smi from PATH, else WSL's fixed location; returns the result and the tool path used."""
-    for tool in ("nvidia-smi", WSL_SMI):
-        result = system.run([tool, *args])
-        if result is not None:
-            return result, tool
-    return None, "nvidia-smi"
-
-
-def _from_nvml(system: System, partial: _Partial, findings: Findings) -> None:
+def _from_nvml(facts: NvidiaFacts, findings: Findings) -> None:
     from resolver.probe.nvml import read_nvml
 
     reading = read_nvml(findings)
     if reading is None:
         return
-    partial.set_driver(reading.driver_version, "nvml", findings)
-    partial.cuda = reading.cuda_driver_version
-    partial.gpus = [_Gpu(g.name, g.compute_capability, g.memory_mib, g.uuid) for g in reading.gpus]
-    if "nvml" not in partial.sources:
-        partial.sources.append("nvml")
+    gpus = tuple(GpuSeen(g.name, g.compute_capability, g.memory_mib, g.uuid) for g in reading.gpus)
+    facts.take(NvidiaReading(reading.driver_version, reading.cuda_driver_version, gpus), "nvml", findings)
 
 
-def _from_smi_query(system: System, partial: _Partial, findings: Findings) -> bool:
-    """Returns True when nvidia-smi answered (so its plain form is worth asking for the header)."""
-    fields = parse.QUERY_FIELDS
-    args = [f"--query-gpu={','.join(fields)}", "--format=csv,noheader"]
-    result, tool = _run_smi(system, args)
-    if result is None:
+def _from_smi(system: System, facts: NvidiaFacts, findings: Findings) -> None:
+    """Every nvidia-smi form that can still add something, richest first: the query csv, plain
+    ``nvidia-smi`` (header; its table is the last resort for GPUs: no compute capability, names
+    cut short), ``-q``, ``-L``."""
+    smi = _Smi(system, findings)
+    if not facts.gpus or facts.driver is None:
+        facts.take(*smi.query(), findings)
+    table: tuple[GpuSeen, ...] = ()
+    table_label = "nvidia-smi"
+    if not facts.known:
+        text, table_label = smi.output([])
+        if text is not None:
+            plain = parse.read_smi_plain(text)
+            facts.take(NvidiaReading(plain.driver, plain.cuda), table_label, findings)
+            table = plain.gpus
+    if not facts.known:
+        text, label = smi.output(["-q"])
+        if text is not None:
+            facts.take(parse.read_smi_details(text), label, findings)
+    if not facts.gpus:
+        text, label = smi.output(["-L"])
+        if text is not None:
+            facts.take(parse.read_smi_list(text), label, findings)
+    if not facts.gpus and table:
+        facts.take(NvidiaReading(gpus=table), f"{table_label} (GPU table)", findings)
+    if not smi.answered:
         findings.note("nvidia-smi: not installed (not on PATH, not at /usr/lib/wsl/lib)")
-        return False
-    if not result.ok and parse.unsupported_field(result.stdout + result.stderr):
-        findings.note("nvidia-smi: this driver's nvidia-smi has no compute_cap field (added in 510)")
-        fields = parse.QUERY_FIELDS_OLD
-        args = [f"--query-gpu={','.join(fields)}", "--format=csv,noheader"]
-        result = system.run([tool, *args])
-    if result is None or not result.ok:
-        findings.note(f"nvidia-smi: {result.describe() if result else 'not runnable'}")
-        return False
-    rows = parse.parse_query_csv(result.stdout, fields)
-    source = f"{tool} {' '.join(args)}"
-    for row in rows:
-        partial.set_driver(row.get("driver_version"), source, findings)
-    if rows and not partial.gpus:
-        partial.gpus = [_Gpu(row["name"] or "NVIDIA GPU", row.get("compute_cap"),
-                             parse.parse_memory_mib(row.get("memory.total")), row.get("uuid")) for row in rows]
-        if source not in partial.sources:
-            partial.sources.append(source)
-    return True
 
 
-def _from_smi_header(system: System, partial: _Partial, findings: Findings) -> None:
-    result, tool = _run_smi(system, [])
-    if result is None:
-        return
-    if not result.ok:
-        findings.note(f"nvidia-smi: {result.describe()}")
-        return
-    driver, cuda = parse.parse_smi_header(result.stdout)
-    partial.set_driver(driver, tool, findings)
-    if cuda and partial.cuda is None:
-        partial.cuda = cuda
-        partial.sources.append(f"{tool} (header CUDA Version)")
-
-
-def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
+def _from_proc(system: System, facts: NvidiaFacts, findings: Findings) -> None:
     text = system.read(PROC_VERSION)
     if text is not None:
         version = parse.parse_proc_version(text)
         if version:
-            partial.set_driver(version, PROC_VERSION, findings)
+            facts.set_driver(version, PROC_VERSION, findings)
             if DottedVersion.parse(version).major < 100:
                 findings.note(f"{PROC_VERSION}: {version} looks like a Jetson L4T release, "
                               "not a desktop driver version")
@@ -140,87 +221,29 @@ def _from_proc(system: System, partial: _Partial, findings: Findings) -> None:
             findings.note(f"{PROC_VERSION}: no driver version in it")
     text = system.read(MODULE_VERSION)
     if text is not None:
-        partial.set_driver(parse.parse_module_version(text), MODULE_VERSION, findings)
-    if partial.gpus:
+        facts.set_driver(parse.parse_module_version(text), MODULE_VERSION, findings)
+    if facts.gpus:
         return
+    gpus = []
     for path in system.glob(PROC_GPUS):
         info = parse.parse_gpu_information(system.read(path) or "")
         if info.get("Model"):
             uuid = info.get("GPU UUID")
-            partial.gpus.append(_Gpu(info["Model"], None, None, None if not uuid or "?" in uuid else uuid))
-    if partial.gpus:
-        partial.sources.append(PROC_GPUS)
-
-
-class _NameTable:
-    """The knowledge base's GPU name table (resolver/knowledge/data/gpus.toml), loaded only when a GPU needs it.
-
-    The table is the knowledge base's; the probe only reads it, and only when no tool reported the
-    compute capability (a container without nvidia-smi, a pre-510 driver's nvidia-smi).
-    """
-
-    def __init__(self) -> None:
-        self._knowledge = None
-        self._error: str | None = None
-
-    def compute_capability(self, name: str) -> tuple[str | None, str]:
-        """``(capability or None, why not / where from)``."""
-        if self._knowledge is None and self._error is None:
-            try:
-                from resolver.knowledge import Knowledge
-
-                self._knowledge = Knowledge.load()
-            except Exception as exc:  # noqa: BLE001 - a broken table must not break the probe
-                self._error = f"the GPU name table could not be read ({exc})"
-        if self._knowledge is None:
-            return None, self._error or "the GPU name table is not available"
-        model = self._knowledge.nvidia_model(name)
-        if model is None:
-            return None, f"{name!r} is not in the GPU name table (resolver/knowledge/data/gpus.toml)"
-        return str(model.compute_capability), "GPU name table (resolver/knowledge/data/gpus.toml)"
+            gpus.append(GpuSeen(info["Model"], uuid=None if not uuid or "?" in uuid else uuid))
+    facts.take(NvidiaReading(gpus=tuple(gpus)), PROC_GPUS, findings)
 
 
 def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) -> NvidiaInfo | None:
     """The NVIDIA driver and GPUs, or None when this machine shows no sign of either."""
-    partial = _Partial()
+    facts = NvidiaFacts()
     if use_nvml and system.live and _driver_signs(system):
-        _from_nvml(system, partial, findings)
-    smi_answers = True
-    if not partial.gpus or partial.driver is None:
-        smi_answers = _from_smi_query(system, partial, findings)
-    if smi_answers and partial.cuda is None:
-        _from_smi_header(system, partial, findings)
-    _from_proc(system, partial, findings)
-    if partial.driver is None and not partial.gpus:
-        if not system.exists(PROC_VERSION):
-            findings.note(f"no NVIDIA driver: {PROC_VERSION} does not exist")
-        return None
-    if partial.cuda is None:
-        findings.note("NVIDIA: the driver's CUDA version is unknown (it comes from nvidia-smi or NVML)")
-    gpus, unidentified = [], []
-    table = _NameTable()
-    for gpu in partial.gpus:
-        cc, source = gpu.compute_capability, None
-        if cc is None:
-            cc, why = table.compute_capability(gpu.name)
-            if cc is None:
-                findings.note(f"NVIDIA GPU {gpu.name!r} left out: no tool reported its compute capability and {why}")
-                unidentified.append(gpu.name)
-                continue
-            source = f"compute capability of {gpu.name!r}: {why}"
-        try:
-            capability = ComputeCapability.parse(cc)
-        except ValueError:
-            findings.note(f"NVIDIA GPU {gpu.name!r} left out: compute capability {cc!r} is not readable")
-            unidentified.append(gpu.name)
-            continue
-        if source and source not in partial.sources:
-            partial.sources.append(source)
-        gpus.append(NvidiaGpu(gpu.name, capability, gpu.memory_mib, gpu.uuid))
-    return NvidiaInfo(
-        driver_version=DottedVersion.parse(partial.driver) if partial.driver else None,
-        gpus=tuple(gpus),
-        cuda_driver_version=DottedVersion.parse(partial.cuda) if partial.cuda else None,
-        sources=tuple(partial.sources),
-        unidentified_gpus=tuple(unidentified),
-    )
+        _from_nvml(facts, findings)
+    _from_smi(system, facts, findings)
+    _from_proc(system, facts, findings)
+    if not facts.gpus or facts.driver is None:
+        env, label = captured_collect_env(system)
+        if env is not None:
+            facts.take(NvidiaReading(env.nvidia_driver, gpus=tuple(GpuSeen(n) for n in env.nvidia_gpus)), label, findings)
+    if facts.driver is None and not facts.gpus and not system.exists(PROC_VERSION):
+        findings.note(f"no NVIDIA driver: {PROC_VERSION} does not exist")
+    return facts.info(findings)

@@ -1,9 +1,14 @@
 """Parsers for what NVIDIA's driver and tools print. Pure functions over text; no I/O.
 
+Each nvidia-smi form has a reader that returns an :class:`NvidiaReading` (what that output says);
+``resolver.probe.nvidia`` runs the forms and merges the readings.
+
 >>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017")
 '384.98'
 >>> parse_smi_header("| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4     |")
 ('550.54.15', '12.4')
+>>> parse_smi_header("| NVIDIA-SMI 610.43.02   KMD Version: 610.43.02     CUDA UMD Version: 13.3     |")
+('610.43.02', '13.3')
 >>> parse_query_csv("NVIDIA H100 80GB HBM3, 9.0, 550.54.15, 81559 MiB, GPU-a1b2", QUERY_FIELDS)[0]["compute_cap"]
 '9.0'
 """
@@ -11,20 +16,65 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 QUERY_FIELDS = ("name", "compute_cap", "driver_version", "memory.total", "uuid")
 # nvidia-smi before 510 has no compute_cap field and refuses the whole query; ask again without it.
 QUERY_FIELDS_OLD = ("name", "driver_version", "memory.total", "uuid")
 
 _PROC_VERSION = re.compile(r"NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
-_DRIVER = re.compile(r"Driver Version:\s*(\d+(?:\.\d+)+)")
-_CUDA = re.compile(r"CUDA Version:\s*(\d+\.\d+)")
+_PROC_MACHINE = re.compile(r"NVRM version:.*?\b(x86_64|aarch64|ppc64le)\b")
+# Drivers from the 610 series print "KMD Version" and "CUDA UMD Version" where older ones print
+# "Driver Version" and "CUDA Version" (the same facts under new names).
+_DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
+_CUDA = re.compile(r"CUDA (?:UMD )?Version:\s*(\d+\.\d+)")
 _MISSING = {"", "[n/a]", "n/a", "[not supported]", "[unknown error]", "[insufficient permissions]"}
+_BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
+# A GPU row of plain nvidia-smi's table: index, name, persistence mode (or the Windows driver model),
+# then the PCI bus id. Names longer than the column are cut and end in "...".
+_TABLE_ROW = re.compile(rf"^\s*\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|MCDM|N/A)\s*\|\s*{_BUS_ID}")
+_TABLE_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_LIST_ROW = re.compile(r"^\s*GPU\s+(\d+):\s+(.+?)\s+\(UUID:\s*(GPU-[0-9A-Fa-f-]+)\)\s*$")
+_DETAIL = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ./()-]*?)\s*:\s*(.*?)\s*$")
+_DETAIL_GPU = re.compile(rf"^GPU\s+{_BUS_ID}\s*$")
+
+
+@dataclass(frozen=True)
+class GpuSeen:
+    """One GPU as an output names it; ``compute_capability`` only when the output prints it."""
+
+    name: str
+    compute_capability: str | None = None
+    memory_mib: int | None = None
+    uuid: str | None = None
+
+
+@dataclass(frozen=True)
+class NvidiaReading:
+    """What one output says: the driver, the newest CUDA it supports, the GPUs (any may be missing)."""
+
+    driver: str | None = None
+    cuda: str | None = None
+    gpus: tuple[GpuSeen, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self.driver is None and self.cuda is None and not self.gpus
 
 
 def parse_proc_version(text: str) -> str | None:
     """The driver version from ``/proc/driver/nvidia/version`` (proprietary or open kernel module)."""
     match = _PROC_VERSION.search(text)
+    return match.group(1) if match else None
+
+
+def parse_proc_machine(text: str) -> str | None:
+    """The CPU architecture ``/proc/driver/nvidia/version`` names (``x86_64``, ``aarch64``, ``ppc64le``).
+
+    >>> parse_proc_machine("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  35.3.1  Release Build")
+    'aarch64'
+    """
+    match = _PROC_MACHINE.search(text)
     return match.group(1) if match else None
 
 
@@ -60,12 +110,137 @@ def unsupported_field(output: str) -> bool:
     return "is not a valid field to query" in output
 
 
+def read_query_csv(text: str, fields: tuple[str, ...]) -> NvidiaReading:
+    """The ``--query-gpu`` csv as a reading (the driver of the first row that names one).
+
+    >>> read_query_csv("NVIDIA A100-SXM4-80GB, 8.0, 535.54.03, 81920 MiB, GPU-1\\n", QUERY_FIELDS).gpus[0].memory_mib
+    81920
+    """
+    rows = parse_query_csv(text, fields)
+    driver = next((row["driver_version"] for row in rows if row.get("driver_version")), None)
+    gpus = tuple(GpuSeen(row["name"] or "NVIDIA GPU", row.get("compute_cap"), parse_memory_mib(row.get("memory.total")),
+                         row.get("uuid")) for row in rows)
+    return NvidiaReading(driver=driver, gpus=gpus)
+
+
+def read_query_csv_with_header(text: str) -> NvidiaReading:
+    """``--query-gpu=… --format=csv`` pasted with its header line, whatever fields it asked for (the
+    header names them; units such as `` [MiB]`` are dropped).
+
+    >>> read_query_csv_with_header("name, compute_cap\\nNVIDIA TITAN V, 7.0\\n").gpus[0].compute_capability
+    '7.0'
+    """
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        fields = tuple(re.sub(r"\s*\[[^\]]*\]$", "", cell.strip()) for cell in line.split(","))
+        if len(fields) < 2 or "name" not in fields or not all(re.fullmatch(r"[a-z_][a-z0-9_.]*", f) for f in fields):
+            continue
+        body = []
+        for row in lines[number + 1:]:
+            if len(row.split(",")) != len(fields):
+                break
+            body.append(row)
+        reading = read_query_csv("\n".join(body), fields)
+        if reading.gpus:
+            return reading
+    return NvidiaReading()
+
+
 def parse_smi_header(text: str) -> tuple[str | None, str | None]:
-    """``(driver_version, cuda_version)`` from plain ``nvidia-smi``; the CUDA Version is the newest
-    CUDA the driver supports (not an installed toolkit)."""
+    """``(driver_version, cuda_version)`` from plain ``nvidia-smi``'s header, in both generations
+    (``Driver Version``/``CUDA Version``; from 610 on ``KMD Version``/``CUDA UMD Version``). The CUDA
+    version is the newest CUDA the driver supports (not an installed toolkit)."""
     driver = _DRIVER.search(text)
     cuda = _CUDA.search(text)
     return (driver.group(1) if driver else None), (cuda.group(1) if cuda else None)
+
+
+def parse_smi_table(text: str) -> list[GpuSeen]:
+    """The GPU rows of plain ``nvidia-smi``'s table: name (as printed, possibly cut short with
+    ``...``) and total memory from the row below. The table has no compute capability.
+
+    >>> parse_smi_table('''|   0  NVIDIA L4                      On  |   00000000:31:00.0 Off |                    0 |
+    ... | N/A   36C    P8             16W /   72W |       0MiB /  23034MiB |      0%      Default |''')
+    [GpuSeen(name='NVIDIA L4', compute_capability=None, memory_mib=23034, uuid=None)]
+    """
+    gpus: list[GpuSeen] = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        row = _TABLE_ROW.match(line)
+        if not row:
+            continue
+        following = lines[number + 1] if number + 1 < len(lines) else ""
+        memory = _TABLE_MEMORY.search(following)
+        gpus.append(GpuSeen(row.group(2).strip(), memory_mib=int(memory.group(2)) if memory else None))
+    return gpus
+
+
+def read_smi_plain(text: str) -> NvidiaReading:
+    """Plain ``nvidia-smi``: the header's driver and CUDA version, and the GPU table."""
+    driver, cuda = parse_smi_header(text)
+    return NvidiaReading(driver=driver, cuda=cuda, gpus=tuple(parse_smi_table(text)))
+
+
+def read_smi_list(text: str) -> NvidiaReading:
+    """``nvidia-smi -L``: ``GPU 0: NVIDIA B200 (UUID: GPU-…)`` lines (MIG device lines are not GPUs).
+
+    >>> read_smi_list("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5135)\\n  MIG 1g.20gb Device 0: (UUID: MIG-ce86)\\n").gpus
+    (GpuSeen(name='NVIDIA A100-SXM4-80GB', compute_capability=None, memory_mib=None, uuid='GPU-5135'),)
+    """
+    gpus = []
+    for line in text.splitlines():
+        match = _LIST_ROW.match(line)
+        if match:
+            gpus.append(GpuSeen(match.group(2), uuid=match.group(3)))
+    return NvidiaReading(gpus=tuple(gpus))
+
+
+def read_smi_details(text: str) -> NvidiaReading:
+    """``nvidia-smi -q`` (or ``-a``): ``Driver Version``/``KMD Version``, ``CUDA Version``/``CUDA UMD
+    Version``, and per GPU ``Product Name``, ``GPU UUID`` and ``FB Memory Usage``'s ``Total``.
+
+    >>> r = read_smi_details('''Driver Version                            : 450.66
+    ... CUDA Version                              : 11.0
+    ... GPU 00000000:01:00.0
+    ...     Product Name                          : GeForce GTX 780
+    ...     GPU UUID                              : GPU-a230e637
+    ...     FB Memory Usage
+    ...         Total                             : 3018 MiB''')
+    >>> r.driver, r.cuda, r.gpus[0].name, r.gpus[0].memory_mib
+    ('450.66', '11.0', 'GeForce GTX 780', 3018)
+    """
+    driver = cuda = None
+    gpus: list[dict[str, str | int | None]] = []
+    section = ""
+    for line in text.splitlines():
+        if _DETAIL_GPU.match(line.strip()):
+            gpus.append({})
+            continue
+        match = _DETAIL.match(line)
+        if not match:
+            section = line.strip()  # a heading such as "FB Memory Usage"
+            continue
+        key, value = match.group(2), match.group(3)
+        if key in ("Driver Version", "KMD Version") and driver is None:
+            driver = _leading_version(value)
+        elif key in ("CUDA Version", "CUDA UMD Version") and cuda is None:
+            cuda = _leading_version(value, minor_only=True)
+        elif key == "Product Name":
+            if not gpus or "name" in gpus[-1]:
+                gpus.append({})  # a paste without the "GPU <bus id>" lines
+            gpus[-1]["name"] = value
+        elif key == "GPU UUID" and gpus and value.startswith("GPU-"):
+            gpus[-1]["uuid"] = value
+        elif key == "Total" and section == "FB Memory Usage" and gpus:
+            gpus[-1].setdefault("memory", parse_memory_mib(value))
+    seen = tuple(GpuSeen(str(g["name"]), memory_mib=g.get("memory"), uuid=g.get("uuid"))  # type: ignore[arg-type]
+                 for g in gpus if g.get("name"))
+    return NvidiaReading(driver=driver, cuda=cuda, gpus=seen)
+
+
+def _leading_version(value: str, minor_only: bool = False) -> str | None:
+    match = re.match(r"(\d+\.\d+)" if minor_only else r"(\d+(?:\.\d+)+)", value)
+    return match.group(1) if match else None
 
 
 def parse_gpu_information(text: str) -> dict[str, str]:

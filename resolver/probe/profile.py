@@ -91,6 +91,9 @@ class HardwareProfile:
     overrides: tuple[tuple[str, str], ...] = ()  # CONDA_OVERRIDE_* that were applied
     notes: tuple[str, ...] = field(default=())  # what the probe could not read, and why
     sources: tuple[str, ...] = ()  # which inputs answered the host-level fields (glibc, toolkits, …)
+    # Facts the input did not state and the value used instead, e.g. ("python", "Python not in the
+    # report: assumed 3.12"); only a profile read from a pasted report (probe --from-report) has any.
+    assumed: tuple[tuple[str, str], ...] = ()
 
     @property
     def os(self) -> str:
@@ -116,6 +119,7 @@ class HardwareProfile:
             "overrides": dict(self.overrides),
             "notes": list(self.notes),
             "sources": list(self.sources),
+            "assumed": dict(self.assumed),
         }
 
     @classmethod
@@ -161,6 +165,7 @@ class HardwareProfile:
             overrides=tuple(sorted((data.get("overrides") or {}).items())),
             notes=tuple(data.get("notes") or ()),
             sources=tuple(data.get("sources") or ()),
+            assumed=reader.assumed(data),
         )
 
     @classmethod
@@ -239,6 +244,12 @@ class _Reader:
             return DottedVersion.parse(value)
         except ValueError:
             raise self._bad(f"'{key}' is not a version: {value!r}") from None
+
+    def assumed(self, data: dict) -> tuple[tuple[str, str], ...]:
+        value = data.get("assumed") or {}
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise self._bad("'assumed' must map field names to sentences")
+        return tuple(value.items())
 
     def parsed(self, data: dict, key: str, parse):
         value = data.get(key)

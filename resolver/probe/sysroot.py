@@ -48,6 +48,7 @@ class SysrootSystem:
     """A machine replayed from a folder. ``environ`` entries are laid over the folder's ``[environ]``."""
 
     live = False
+    replays_a_capture = True  # answers only what was recorded, so asking costs nothing (see collect_env.py)
 
     def __init__(self, root: str | Path, environ: Mapping[str, str] | None = None) -> None:
         self.root = Path(root)

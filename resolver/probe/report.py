@@ -1,0 +1,213 @@
+"""``probe --from-report FILE|-``: a profile from what a person pasted about their machine.
+
+A report is untrusted text holding any mix of: nvidia-smi (``--query-gpu`` csv with its header, the
+plain table in both header generations, ``-q``, ``-L``), ``/proc/driver/nvidia/version``, rocminfo (or
+an excerpt), amd-smi (plain, ``version``, ``static --asic``), ``rocm-smi --showproductname``,
+``nvcc --version``, ``hipcc --version``, ``ldd --version``, ``uname -a`` and ``python -m
+torch.utils.collect_env``. Each form is read by the probe's own parsers and merged the probe's way
+(richest source first, each fact with its source). It is read, never executed; control characters
+are escaped before anything of it can be printed back.
+
+What the report does not say is a note; where planning needs a value (Python, the platform, the
+ROCm of a ROCm GPU) the profile records the assumption in ``assumed`` and ``plan`` repeats it.
+
+>>> p = profile_from_report("| NVIDIA-SMI 610.43.02   KMD Version: 610.43.02     CUDA UMD Version: 13.3     |")
+>>> str(p.nvidia.driver_version), str(p.nvidia.cuda_driver_version), str(p.python), dict(p.assumed)["python"]
+('610.43.02', '13.3', '3.12', 'Python not in the report: assumed 3.12 (plan --python X.Y to choose)')
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from resolver.errors import BadInput
+from resolver.probe import amd_parse, host, nvidia_parse
+from resolver.probe.amd import AmdFacts
+from resolver.probe.collect_env import CollectEnv, parse_collect_env
+from resolver.probe.findings import Findings
+from resolver.probe.name_table import NameTable
+from resolver.probe.nvidia import NvidiaFacts
+from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
+from resolver.probe.profile import AmdInfo, HardwareProfile, NvidiaInfo
+from resolver.versions import DottedVersion
+
+MAX_BYTES = 4 * 1024 * 1024
+ASSUMED_PYTHON = "3.12"
+ASSUMED_PLATFORM = ("Linux", "x86_64")
+FORMS = ("nvidia-smi (plain, -q, -L or --query-gpu csv), /proc/driver/nvidia/version, rocminfo, amd-smi, "
+         "rocm-smi --showproductname or `python -m torch.utils.collect_env`")
+_FIX = f"paste what one of these printed on the machine: {FORMS}"
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+# C0/C1 controls other than tab and newline, and the bidirectional overrides that reorder a terminal line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNAME = re.compile(r"^Linux \S+ .*\b(x86_64|aarch64|ppc64le)\b.*GNU/Linux\s*$", re.MULTILINE)
+_NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+)")
+_LDD = re.compile(r"^ldd \(.*\) \d+\.\d+\s*$", re.MULTILINE | re.IGNORECASE)
+
+
+def clean(text: str) -> str:
+    """Terminal colour codes removed, line ends unified, other control characters written as ``\\xNN``.
+
+    >>> clean("\\x1b[1mGPU\\x1b[0m 0\\r\\nbell\\x07")
+    'GPU 0\\nbell\\\\x07'
+    """
+    text = _ANSI.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
+
+
+def read_report(source: str, stdin: BinaryIO | None = None) -> str:
+    """The cleaned text of the report in file ``source`` (``-``: standard input), refused past MAX_BYTES."""
+    name = "the report on standard input" if source == "-" else f"report file {source}"
+    try:
+        if source == "-":
+            data = (stdin or sys.stdin.buffer).read(MAX_BYTES + 1)
+        else:
+            with Path(source).open("rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise BadInput(f"{name} does not exist", fix=_FIX) from None
+    except IsADirectoryError:
+        raise BadInput(f"{name} is a folder, not a text file", fix=_FIX) from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {name}: {exc.strerror or exc}", fix=_FIX) from None
+    if len(data) > MAX_BYTES:
+        raise BadInput(f"{name} is larger than {MAX_BYTES // (1024 * 1024)} MiB",
+                       fix="paste only the outputs of the tools, not whole logs")
+    if b"\x00" in data:
+        raise BadInput(f"{name} is not text (it holds NUL bytes)", fix=_FIX)
+    return clean(data.decode("utf-8", errors="replace"))
+
+
+@dataclass(frozen=True)
+class _Host:
+    python: str
+    glibc: str | None
+    system: str
+    machine: str
+    wsl: bool
+
+
+def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findings) -> NvidiaInfo | None:
+    plain = nvidia_parse.read_smi_plain(text)
+    proc = nvidia_parse.parse_proc_version(text)
+    collect = NvidiaReading(driver=env.nvidia_driver, gpus=tuple(GpuSeen(n) for n in env.nvidia_gpus)) if env else None
+    readings = (  # richest first: the csv names compute capabilities; the table's names may be cut short
+        (nvidia_parse.read_query_csv_with_header(text), "nvidia-smi --query-gpu (csv)"),
+        (NvidiaReading(plain.driver, plain.cuda), "nvidia-smi"),
+        (nvidia_parse.read_smi_details(text), "nvidia-smi -q"),
+        (nvidia_parse.read_smi_list(text), "nvidia-smi -L"),
+        (collect or NvidiaReading(), "collect_env"),
+        (NvidiaReading(gpus=plain.gpus), "nvidia-smi (GPU table)"),
+        (NvidiaReading(driver=proc), "/proc/driver/nvidia/version"),
+    )
+    facts = NvidiaFacts()
+    for reading, form in readings:
+        if not reading.empty:
+            forms.append(form)
+            facts.take(reading, f"report: {form}", findings)
+    return facts.info(findings, NameTable())
+
+
+def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
+         assumed: dict[str, str]) -> AmdInfo | None:
+    facts = AmdFacts()
+    version = amd_parse.parse_amd_smi_rocm_version(text)
+    if version:
+        forms.append("amd-smi")
+        facts.take_version(version, "report: amd-smi (ROCm version)")
+    collect = [amd_parse.AmdAgent(name, gfx) for name, gfx in env.amd_gpus] if env else []
+    for agents, form in ((amd_parse.parse_rocminfo(text), "rocminfo"),
+                         (amd_parse.parse_amd_smi_static(text), "amd-smi static --asic"),
+                         (amd_parse.parse_amd_smi_table(text), "amd-smi"),
+                         (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
+                         (collect, "collect_env")):
+        if any(agent.name or agent.gfx for agent in agents):  # `amd-smi metric` also prints "GPU: 0" blocks
+            forms.append(form)
+            facts.take_agents(agents, f"report: {form}")
+    gpus = facts.gpus(findings, NameTable())
+    if gpus and facts.agents_source == "report: collect_env":
+        findings.note("collect_env names only the GPU PyTorch was using; the machine may have more AMD GPUs")
+    if gpus and facts.version is None and env and env.torch_rocm:
+        assumed["rocm"] = (f"ROCm version not in the report: assumed {env.torch_rocm}, the ROCm PyTorch was built "
+                           "with (collect_env)")
+        facts.take_version(env.torch_rocm, "report: collect_env (ROCm PyTorch was built with)")
+    if facts.version is None and not gpus:
+        return None
+    if facts.version is None:
+        findings.note("AMD GPU in the report but no ROCm version (amd-smi prints it; so does "
+                      "`cat /opt/rocm/.info/version`)")
+    return AmdInfo(rocm_version=DottedVersion.parse(facts.version) if facts.version else None, gpus=tuple(gpus),
+                   rocm_root=None, sources=tuple(facts.sources))
+
+
+def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
+          assumed: dict[str, str]) -> _Host:
+    python = env.python if env else None
+    if python is None:
+        python = ASSUMED_PYTHON
+        assumed["python"] = f"Python not in the report: assumed {ASSUMED_PYTHON} (plan --python X.Y to choose)"
+    ldd = _LDD.search(text)
+    glibc = (env.glibc if env else None) or (host.parse_ldd_version(ldd.group(0)) if ldd else None)
+    if ldd:
+        forms.append("ldd --version")
+    if glibc is None:
+        findings.note("glibc not in the report (collect_env's \"Libc version\" or `ldd --version` says it)")
+    uname = _UNAME.search(text)
+    if uname:
+        forms.append("uname -a")
+    said = [(env.system if env else None, env.machine if env else None),
+            ("Linux", uname.group(1) if uname else None),
+            ("Linux", nvidia_parse.parse_proc_machine(text))]
+    system, machine = next(((s, m) for s, m in said if s and m), (env.system if env else None, None))
+    if system is None:
+        system, machine = ASSUMED_PLATFORM
+        assumed["platform"] = "platform not in the report: assumed linux-64"
+    elif machine is None:
+        machine = "x86_64"
+        assumed["platform"] = f"CPU architecture not in the report: assumed {system} x86_64"
+    wsl = "microsoft-standard-WSL" in text or "Microsoft" in (uname.group(0) if uname else "")
+    return _Host(python, glibc, system, machine, wsl)
+
+
+def profile_from_report(text: str) -> HardwareProfile:
+    """The profile a report describes; one sentence (BadInput) when it holds nothing the probe reads."""
+    text = clean(text)
+    findings, forms, assumed = Findings(), [], {}
+    env = parse_collect_env(text)
+    if env is not None:
+        forms.append("collect_env")
+    nvidia = _nvidia(text, env, forms, findings)
+    amd = _amd(text, env, forms, findings, assumed)
+    nvcc = _NVCC.search(text)
+    cuda_toolkit = nvcc.group(1) if nvcc else (env.cuda_toolkit if env else None)
+    hip = amd_parse.parse_hipcc_version(text)
+    for found, form in ((nvcc, "nvcc --version"), (hip, "hipcc --version")):
+        if found:
+            forms.append(form)
+    if not forms:
+        raise BadInput("the report holds no output the probe can read", fix=_FIX)
+    machine = _host(text, env, forms, findings, assumed)
+    platform = host.conda_subdir(machine.system, machine.machine)
+    if platform is None:
+        raise BadInput(f"the report describes a {machine.system} {machine.machine} machine, which has no conda platform",
+                       fix="plan for linux-64, linux-aarch64, linux-ppc64le, osx-64, osx-arm64 or win-64")
+    for note in assumed.values():
+        findings.note(note)
+    return HardwareProfile(
+        platform=platform,
+        python=DottedVersion.parse(machine.python),
+        glibc=DottedVersion.parse(machine.glibc) if machine.glibc and platform.startswith("linux") else None,
+        nvidia=nvidia,
+        amd=amd,
+        cuda_toolkit=DottedVersion.parse(cuda_toolkit) if cuda_toolkit else None,
+        rocm_toolkit=DottedVersion.parse(hip) if hip else None,
+        wsl=machine.wsl,
+        notes=findings.notes,
+        sources=tuple(f"report: {form}" for form in dict.fromkeys(forms)),
+        assumed=tuple(sorted(assumed.items())),
+    )
