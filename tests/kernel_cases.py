@@ -17,7 +17,7 @@ import json
 
 import torch
 
-from resolver import reference
+from resolver.verify import reference
 from resolver.inenv.kernel_checks import compare_op, kernel_gate, run_kernel_checks
 
 

@@ -170,7 +170,7 @@ def compare_op(torch, op: str, kernel_fn, device, dtype_name: str, *, seed: int 
     """Run ``kernel_fn`` (``causal_conv1d_fn`` or ``selective_scan_fn``, or anything with that signature)
     over the op's cases in ``dtype_name`` on ``device``, against the reference in float32 on the same
     rounded inputs. The worst case decides: ``{ok, max_abs_err, rel_err, tolerance, cases}``."""
-    from resolver import reference
+    from resolver.verify import reference
 
     dtype, tol = getattr(torch, dtype_name), KERNEL_TOLERANCE[dtype_name]
     cases = []
