@@ -186,7 +186,22 @@ def cached_channel(root: Path = CACHE, toolkit: Toolkit = TOOLKIT) -> Path:
             (building / "channel.json").write_text(json.dumps(info, indent=2) + "\n")
             os.rename(building, folder)
             (folder / ".ready").write_text("ok\n")
+            _prune(root, keep=folder)
     return folder
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove channels of earlier inputs (100 MB each) that no session holds right now."""
+    for stale in root.glob("toolchain-*"):
+        if stale == keep or not stale.is_dir():
+            continue
+        with open(root / f".{stale.name}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(stale, ignore_errors=True)
+        (root / f".{stale.name}.lock").unlink(missing_ok=True)
 
 
 def channel_info(channel: Path) -> dict:
@@ -643,7 +658,7 @@ def build_channel(out: Path, python: SourcePython | None = None, toolkit: Toolki
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "recipe.yaml").write_text(text)
             recipe = Stage0Recipe.from_yaml(text, recipe_dir=folder)
-            recipe.run_build(output_dir=out, channels=[out.resolve().as_uri()], tool_config=tool,
+            recipe.run_build(output_dir=out, channels=[out.resolve().as_uri()], tool_config=tool, package_format="conda:3",
                              no_build_id=True, no_include_recipe=True)
             times[key] = time.monotonic() - started
     for leftover in ("bld", "src_cache", ".tmp", ".work", ".wheels"):
