@@ -292,3 +292,35 @@ def test_pip_comes_with_python_only_when_asked(conda_channel: Path) -> None:
     added = _names(_solve(conda_channel, ["python 3.11.*"], glibc=_host_glibc(), cuda=None,
                           add_pip_as_python_dependency=True))
     assert {"pip", "setuptools", "wheel"} <= set(added)
+
+
+def test_torch_extension_headers_need_exactly_three_library_dev_packages(toolchain_prefix: Path, other_torch_env: Path,
+                                                                         tmp_path: Path) -> None:
+    """The fact behind [[cuda_toolkit_package]] libcublas-dev / libcusparse-dev / libcusolver-dev: with the
+    toolkit from the prefix, the headers mamba-ssm and causal-conv1d include from torch need exactly
+    these library headers (taken here from the torch venv's NVIDIA wheels) and nothing else."""
+    site = next(other_torch_env.glob("lib/python3.*/site-packages"))
+    torch_include = site / "torch" / "include"
+    wheel_includes = sorted(site.glob("nvidia/*/include"))
+    assert wheel_includes, "torch's CUDA wheels bring their headers under nvidia/*/include"
+    toolkit_include = toolchain_prefix / TARGET / "include"
+    extra = tmp_path / "library-headers"  # only what the toolkit packages do not have
+    extra.mkdir()
+    for header in (h for folder in wheel_includes for h in folder.iterdir()):
+        if not (toolkit_include / header.name).exists() and not (extra / header.name).exists():
+            (extra / header.name).symlink_to(header)
+    source = tmp_path / "ext.cu"
+    source.write_text("#include <c10/util/BFloat16.h>\n#include <c10/cuda/CUDAException.h>\n"
+                      "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n"
+                      "#include <torch/extension.h>\n#include <cub/block/block_load.cuh>\n"
+                      "#include <cub/block/block_scan.cuh>\n")
+    base = [str(toolchain_prefix / "bin" / "nvcc"), "-std=c++20", "-M", "-arch=sm_90", f"-I{torch_include}",
+            f"-I{torch_include}/torch/csrc/api/include", f"-I{toolchain_prefix}/include/python3.11", str(source)]
+    env = _clean_env(toolchain_prefix, tmp_path)
+    without = subprocess.run(base, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert without.returncode != 0 and "cusparse.h: No such file" in without.stderr, without.stderr[-2000:]
+    done = subprocess.run([*base, f"-I{extra}"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    used = {Path(p).name for p in done.stdout.replace("\\\n", " ").split() if p.startswith(f"{extra}/")}
+    assert used == {"cublas_v2.h", "cublas_api.h", "cublasLt.h", "cusparse.h", "cusolverDn.h", "cusolver_common.h"}
+    assert "/usr/local/cuda" not in done.stdout

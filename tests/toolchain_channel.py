@@ -255,6 +255,7 @@ def _extract(wheel: Path, into: Path) -> Path:
 def _glibc_floor(files: list[Path]) -> str:
     """The newest GLIBC_x.y symbol version any of ``files`` needs (objdump -T)."""
     newest = (2, 17)
+    assert shutil.which("objdump"), "objdump (binutils) is needed to read the GLIBC versions python needs"
     for path in files:
         done = subprocess.run(["objdump", "-T", str(path)], capture_output=True, text=True)
         for major, minor in re.findall(r"GLIBC_(\d+)\.(\d+)", done.stdout):
