@@ -191,7 +191,8 @@ def test_pip_installs_a_wheel_into_the_prefix(toolchain_prefix: Path, tmp_path: 
     python = str(toolchain_prefix / "bin" / "python")
     done = subprocess.run([python, "-m", "pip", "--version"], env=env, capture_output=True, text=True)
     assert done.returncode == 0 and f"pip {tc.PYTHON_TOOLS['pip']} from {toolchain_prefix}" in done.stdout, done
-    entry = subprocess.run([str(toolchain_prefix / "bin" / "pip"), "--version"], env=env, capture_output=True, text=True)
+    entry = subprocess.run([str(toolchain_prefix / "bin" / "pip"), "--version"], env=env,
+                           capture_output=True, text=True)
     assert entry.returncode == 0 and str(toolchain_prefix) in entry.stdout, entry
     wheel = cf.write_wheel(tmp_path / "wheels", "tc-probe", "1.0.0", {"tc_probe/__init__.py": "VALUE = 'probe ok'\n"})
     done = subprocess.run([python, "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check",
