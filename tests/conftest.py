@@ -67,3 +67,19 @@ def other_torch_env() -> Path:
     transformers, safetensors, numpy, einops: the 'other' environment for bench --compare and the
     ABI test. About 2 minutes the first time, then cached."""
     return cached_venv("torch", OTHER_TORCH_REQUIREMENTS)
+
+
+@pytest.fixture(scope="session")
+def conda_channel() -> Path:
+    """A real local conda channel (tests/toolchain_channel.py): this machine's CPython 3.11 as conda
+    ``python`` (+ python_abi, pip, setuptools, wheel) and the CUDA 13.0 compiler toolchain under
+    conda-forge's names (cuda-version, cuda-nvcc and its split, cuda-cudart*, cuda-cccl), built from
+    NVIDIA's PyPI wheels. Built once per clone under .resolver/test-channels/ (a few minutes), then
+    reused; returns the channel folder."""
+    import toolchain_channel
+
+    try:
+        toolchain_channel.find_source_python()
+    except LookupError as exc:
+        pytest.skip(str(exc))
+    return toolchain_channel.cached_channel()
