@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
 from resolver.lock import pypi  # noqa: E402
+from resolver.install.fetch import local_path  # noqa: E402
 from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 from resolver.errors import ResolverError  # noqa: E402
 
@@ -37,7 +38,7 @@ def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
     got = {a.name: a for a in result.artifacts}
     assert sorted(got) == ["rtpy", "torch"] and got["torch"].version == "2.13.0+cpu"
     assert got["torch"].sha256 == pypi.sha256_of(wheels / "torch-2.13.0+cpu-py3-none-any.whl")
-    assert pypi.local_path(got["rtpy"].location) == wheels / "rtpy-1.0.0-py3-none-any.whl"
+    assert local_path(got["rtpy"].location) == wheels / "rtpy-1.0.0-py3-none-any.whl"
 
 
 def test_other_platform_resolves_with_pips_platform_options(wheels, tmp_path):
