@@ -17,8 +17,8 @@ import json
 
 import torch
 
-from resolver.verify import reference
 from resolver.inenv.kernel_checks import compare_op, kernel_gate, run_kernel_checks
+from resolver.verify import reference
 
 
 def conv_like_kernel(x, weight, bias=None, activation=None):

@@ -13,8 +13,14 @@ import sys
 
 import torch
 
-from resolver.verify.reference import (MambaSpec, ReferenceMambaLM, causal_conv1d, causal_conv1d_step, selective_scan,
-                                selective_state_step)
+from resolver.verify.reference import (
+    MambaSpec,
+    ReferenceMambaLM,
+    causal_conv1d,
+    causal_conv1d_step,
+    selective_scan,
+    selective_state_step,
+)
 
 
 def naive_conv(x, w, b, silu, init=None):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.kernels.driver import BuildOptions, build
 from resolver.errors import BuildFailed
+from resolver.kernels.driver import BuildOptions, build
 from resolver.paths import ProjectPaths
 
 TINY = Path(__file__).parent / "fixtures" / "tiny-ext"

@@ -10,14 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from resolver.errors import BadInput, EnvironmentProblem
 from resolver.kernels.archs import apply_rules, parse_arch_list, upstream_default_archs
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.logparse import NinjaProgress, classify, first_error
 from resolver.kernels.naming import build_string
 from resolver.kernels.packages import BUILD_EXT, RECIPES, KernelRecipe, known_packages
-from resolver.kernels.parallelism import GiB, PER_COMPILER_BYTES, fit_parallelism
-from resolver.kernels.toolkit import find_toolkit, parse_hipcc_version, parse_nvcc_version
-from resolver.errors import BadInput, EnvironmentProblem
+from resolver.kernels.parallelism import PER_COMPILER_BYTES, GiB, fit_parallelism
+from resolver.kernels.toolkit import (
+    find_toolkit,
+    parse_hipcc_version,
+    parse_nvcc_version,
+)
 
 LOGS = Path(__file__).parent / "fixtures" / "build-logs"
 TINY = Path(__file__).parent / "fixtures" / "tiny-ext" / "recipe"

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from resolver.decide import decide
-from resolver.knowledge import Knowledge
 from resolver.decide.model import Plan, Request, Target
+from resolver.knowledge import Knowledge
 from resolver.probe.profile import HardwareProfile
 from resolver.versions import DottedVersion
 
@@ -288,8 +288,8 @@ def test_every_rule_leaves_a_trace() -> None:
 
 
 def test_plan_for_raises_the_refusal() -> None:
-    from resolver.planning import plan_for
     from resolver.errors import Refusal
+    from resolver.planning import plan_for
 
     with pytest.raises(Refusal, match="CUDA 13 dropped sm_70"):
         plan_for(Request(Target.parse("cuda13.0")), HardwareProfile.from_json(nvidia(V100)))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from resolver.decide import decide
-from resolver.knowledge import Knowledge
 from resolver.decide.model import Request
+from resolver.knowledge import Knowledge
 
 MACHINES = Path(__file__).parent / "machines"
 NAMES = sorted(p.name for p in MACHINES.iterdir() if p.is_dir()) if MACHINES.is_dir() else []

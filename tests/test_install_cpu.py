@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 from resolver import install
-from resolver.lock.lockfile import read_lock
 from resolver.fs import sha256_of
 from resolver.install.fetch import local_path
+from resolver.lock.lockfile import read_lock
 from resolver.paths import ProjectPaths
 
 

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from resolver.inenv.kernel_checks import KERNEL_TOLERANCE, NO_KERNEL_IMAGE, build_arch_fix, kernel_gate
+from resolver.inenv.kernel_checks import (
+    KERNEL_TOLERANCE,
+    NO_KERNEL_IMAGE,
+    build_arch_fix,
+    kernel_gate,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
 from resolver import lock  # noqa: E402
+from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
 from resolver.install.environment import READY_MARKER  # noqa: E402
 from resolver.paths import ProjectPaths  # noqa: E402
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
 
 KILLS = 20
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from resolver.decide import decide
-from resolver.knowledge import DATA_DIR, TABLE_FILES, Knowledge, KnowledgeError, driver_text
 from resolver.decide.model import Request
+from resolver.knowledge import (
+    DATA_DIR,
+    TABLE_FILES,
+    Knowledge,
+    KnowledgeError,
+    driver_text,
+)
 from resolver.probe.profile import HardwareProfile
 from resolver.versions import ComputeCapability, DottedVersion, GfxArch
 

@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
 from resolver import install, lock  # noqa: E402
-from resolver.fs import sha256_of  # noqa: E402
-from resolver.errors import IntegrityError, ResolverError  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
 from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
+from resolver.errors import IntegrityError, ResolverError  # noqa: E402
+from resolver.fs import sha256_of  # noqa: E402
+from resolver.paths import ProjectPaths  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO.parent / "shared" / "schemas" / "pixi-manifest.schema.json"
@@ -418,8 +418,8 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
 def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path):
     """A laptop locks for a GPU node: `lock --profile node.json` plans for the node (resolver.decide)
     and solves with the node's virtual packages (__cuda from its driver), not this host's."""
-    from resolver.planning import plan_for
     from resolver.decide.model import Request
+    from resolver.planning import plan_for
     from resolver.probe.profile import HardwareProfile
 
     profile = tmp_path / "node.json"

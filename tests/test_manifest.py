@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.errors import BadInput
 from resolver.lock.manifest import DEFAULT_PYPI, Manifest
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock.sources import Sources, channel_url
 
 if sys.version_info >= (3, 11):

@@ -8,11 +8,19 @@ import stat
 from pathlib import Path
 
 import pytest
+from test_patch_support import (
+    FIXTURES,
+    HEADER,
+    SIX,
+    make_rocm,
+    run_patch,
+    sha,
+    tree_state,
+)
 
-from test_patch_support import FIXTURES, HEADER, SIX, make_rocm, run_patch, sha, tree_state
 from resolver.errors import EnvironmentProblem
-from resolver.paths import ProjectPaths
 from resolver.patch import PatchRequest, load_registry, overlay_include_dir, run_patches
+from resolver.paths import ProjectPaths
 
 ORIGINAL_60 = sha(FIXTURES / "root-6.0" / HEADER)
 ORIGINAL_61 = sha(FIXTURES / "amd_hip_bf16-6.1.h")
@@ -60,7 +68,8 @@ def test_overlay_apply_leaves_rocm_untouched_and_second_run_is_idempotent(tmp_pa
 
 
 def test_human_output_says_already_applied(tmp_path, project):
-    import subprocess, sys
+    import subprocess
+    import sys
     root = make_rocm(tmp_path)
     run_patch(project, "--rocm-root", str(root))
     env = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_PATCH_TABLES=str(FIXTURES / "known-headers.toml"))
@@ -323,6 +332,7 @@ def test_overlay_include_dir_for_the_build(tmp_path, project, monkeypatch):
 
 def test_ensure_overlay_for_setup(tmp_path, project):
     from test_patch_support import TABLE
+
     from resolver.errors import Refusal
     from resolver.patch import ensure_overlay
     registry = load_registry(extra_tables=[TABLE])
@@ -409,7 +419,8 @@ def test_unknown_version_falls_back_to_the_checksum(tmp_path, project):
 
 
 def test_help_lists_every_flag():
-    import subprocess, sys
+    import subprocess
+    import sys
     out = subprocess.run([sys.executable, "-m", "resolver", "patch", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     for flag in ("--rocm-root", "--overlay", "--in-place", "--check", "--revert", "--dry-run", "--force", "--json"):

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from test_patch_support import FIXTURES, HEADER, SIX, make_rocm, run_patch
 
 GXX = shutil.which("g++")

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_patch_support import FIXTURES, HEADER, TABLE, sha
+
 from resolver.errors import BadInput
 from resolver.patch.registry import default_patches_dir, load_registry
 from resolver.patch.transform import add_static_inline

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from test_patch_support import FIXTURES, HEADER, SIX
+
 from resolver.patch.transform import add_static_inline
 
 SOURCE_60 = (FIXTURES / "root-6.0" / HEADER).read_text(encoding="latin-1")

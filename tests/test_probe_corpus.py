@@ -114,8 +114,8 @@ def test_profile_round_trips_through_json(name: str) -> None:
 def test_every_machine_is_plannable() -> None:
     """probe -> decide across the corpus: a plan for the hardware's own backend, or a refusal, never a crash."""
     from resolver.decide import decide
-    from resolver.knowledge import Knowledge
     from resolver.decide.model import Request
+    from resolver.knowledge import Knowledge
 
     knowledge = Knowledge.load()
     for name in MACHINES:

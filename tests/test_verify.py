@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from resolver.verify.checkpoint import TinySpec, default_checkpoint, tensor_shapes, write_tiny_checkpoint
 from resolver.inenv.protocol import parse as parse_output
+from resolver.verify.checkpoint import (
+    TinySpec,
+    default_checkpoint,
+    tensor_shapes,
+    write_tiny_checkpoint,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -117,7 +122,11 @@ def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
 
 
 def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():
-    from resolver.verify.fatbin import archs_in_fatbin, archs_of_library, fatbin_container
+    from resolver.verify.fatbin import (
+        archs_in_fatbin,
+        archs_of_library,
+        fatbin_container,
+    )
 
     blob = b"\0" * 13 + fatbin_container([(2, 80), (2, 90)]) + b"junk" + fatbin_container([(1, 90), (2, 120)])
     assert archs_in_fatbin(blob) == ["sm_80", "compute_90", "sm_90", "sm_120"]

@@ -107,8 +107,8 @@ def run(args, out) -> int:
     import tempfile
     from pathlib import Path
 
-    from resolver.install.environment import Environment
     from resolver.errors import BadInput, ExitCode
+    from resolver.install.environment import Environment
     from resolver.paths import ProjectPaths
     from resolver.verify.compare import compare_dumps
     from resolver.verify.in_env import resolve_model
@@ -134,7 +134,9 @@ def run(args, out) -> int:
             if results[0]["dtype"] != results[1]["dtype"]:
                 raise BadInput(f"the two environments ran different dtypes ({results[0]['dtype']} vs {results[1]['dtype']})",
                                fix="pass the same --dtype for both, e.g. --dtype float32")
-            from resolver.inenv.verify import TOLERANCE  # plain data; this import pulls no torch
+            from resolver.inenv.models import (
+                TOLERANCE,  # plain data; this import pulls no torch
+            )
 
             a, b = Path(tmp) / "a.f32", Path(tmp) / "b.f32"
             if a.is_file() and b.is_file():

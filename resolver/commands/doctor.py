@@ -33,8 +33,8 @@ def run(args, out) -> int:
     from resolver.doctor import checks
     from resolver.doctor.context import FixContext, applies, build_context
     from resolver.doctor.signatures import load_signatures, match_log
-    from resolver.install.environment import Environment
     from resolver.errors import EnvironmentProblem, ExitCode
+    from resolver.install.environment import Environment
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()

@@ -30,7 +30,6 @@ def add_arguments(parser) -> None:
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
     """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given)."""
-    from resolver.errors import InternalError
     from resolver.decide.model import Request, Target
 
     if not targets:
@@ -44,11 +43,8 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
                 return stored
         targets = ["auto"]
     parsed = [Target.parse(t) for t in targets]
-    try:
-        from resolver.planning import plan_for
-    except ImportError:
-        raise InternalError("the plan stage (resolver.decide) is not available in this installation",
-                            fix="reinstall mamba-resolver") from None
+    from resolver.planning import plan_for
+
     profile = None
     if profile_file is not None:
         from resolver.probe.profile import HardwareProfile
@@ -59,8 +55,8 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
 
 def run(args, out) -> int:
     from resolver import lock
-    from resolver.paths import ProjectPaths
     from resolver.lock.sources import Sources
+    from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
     started = time.monotonic()

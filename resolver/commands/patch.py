@@ -28,8 +28,8 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver.errors import ExitCode, Refusal
-    from resolver.paths import ProjectPaths
     from resolver.patch import PatchRequest, refusal_of, run_patches
+    from resolver.paths import ProjectPaths
 
     if args.check and args.revert:
         raise Refusal("--check and --revert cannot be combined", fix="use --revert --dry-run to see what a revert would do")

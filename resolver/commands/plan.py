@@ -24,9 +24,9 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver.decide import decide
+    from resolver.decide.model import Request, Target
     from resolver.errors import BadInput
     from resolver.knowledge import Knowledge
-    from resolver.decide.model import Request, Target
     from resolver.probe.profile import HardwareProfile
     from resolver.versions import DottedVersion
 

@@ -20,8 +20,8 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from pathlib import Path
 
-    from resolver.paths import ProjectPaths
     from resolver.decide.model import Request, Target
+    from resolver.paths import ProjectPaths
     from resolver.setup import SetupOptions, run_setup, summary_text
 
     if args.sysroot:

@@ -28,8 +28,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    from resolver.install.environment import Environment
     from resolver.errors import BadInput
+    from resolver.install.environment import Environment
     from resolver.paths import ProjectPaths
     from resolver.verify import report as rep
     from resolver.verify.in_env import resolve_model, run_in_env

@@ -6,12 +6,25 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from resolver.decide import explain
-from resolver.decide.choices import cxx_note, glibc_note, kernel_compiler, kernel_versions, torch_choice
+from resolver.decide.choices import (
+    cxx_note,
+    glibc_note,
+    kernel_compiler,
+    kernel_versions,
+    torch_choice,
+)
 from resolver.decide.context import Context, Gpu, python_text, text_or_none
 from resolver.decide.model import CondaChoice, KernelChoice, Plan
 from resolver.decide.rejection import ARCHITECTURE_STAGES, Rejected, Stage
-from resolver.decide.rules import (confirmed, coverage, cuda_variant_rejection, driver_rejection, matches,
-                                   release_rejection, wheel_edge)
+from resolver.decide.rules import (
+    confirmed,
+    coverage,
+    cuda_variant_rejection,
+    driver_rejection,
+    matches,
+    release_rejection,
+    wheel_edge,
+)
 from resolver.decide.search import newest_first
 from resolver.errors import Refusal
 from resolver.knowledge import TorchRelease, TorchVariant

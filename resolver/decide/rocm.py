@@ -4,7 +4,13 @@ system hipcc), with kernels in the wheel for every GPU's gfx target, and the hea
 from __future__ import annotations
 
 from resolver.decide import explain
-from resolver.decide.choices import cxx_note, glibc_note, kernel_compiler, kernel_versions, torch_choice
+from resolver.decide.choices import (
+    cxx_note,
+    glibc_note,
+    kernel_compiler,
+    kernel_versions,
+    torch_choice,
+)
 from resolver.decide.context import Context, Gpu, python_text, text_or_none
 from resolver.decide.model import KernelChoice, PatchRef, Plan
 from resolver.decide.rejection import Rejected, Rejection, Stage

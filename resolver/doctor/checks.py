@@ -143,7 +143,7 @@ def extension_findings(facts: dict, ctx: FixContext) -> list[Finding]:
             symbol = abi.get("demangled") or abi.get("undefined_symbol")
             detail = (f"ABI mismatch: {name} ({ext.get('file')}) needs `{symbol}`, which torch {torch_version} does not "
                       f"export; it was built for {'torch ' + expected if expected else 'another torch'}")
-            out.append(Finding(f"extension:{name}", "fail", detail, _rebuild_fix(name, ext, ctx)))
+            out.append(Finding(f"extension:{name}", "fail", detail, _rebuild_fix(name, ext, ctx, facts)))
             continue
         matches = match_log(ext.get("error", ""), load_signatures())
         fix = ctx.render(matches[0].signature.fix, matches[0].groups) if matches else f"python -m resolver build --env {ctx.env}"
@@ -163,11 +163,9 @@ def bytecode_finding(env: Environment, facts: dict) -> Finding:
     return Finding("bytecode", "ok", "bytecode is written on first import")
 
 
-def _rebuild_fix(name: str, ext: dict, ctx: FixContext) -> str:
+def _rebuild_fix(name: str, ext: dict, ctx: FixContext, facts: dict) -> str:
     """Our kernels are rebuilt by the build stage; any other extension by its own package, without isolation."""
-    from resolver.inenv.facts import EXTENSIONS
-
-    if name in EXTENSIONS:
+    if any(name in modules for modules in (facts.get("kernels") or {}).values()):
         return f"python -m resolver build --env {ctx.env} --no-prebuilt"
     dist = (ext.get("owner") or {}).get("name") or name
     return (f"rebuild {dist} against torch {ctx.torch}: .resolver/envs/{ctx.env}/bin/python -m pip install "
@@ -266,7 +264,10 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[
 
 def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> dict:
     """Run ``resolver.inenv.facts`` in the environment; a failure to start is itself a fact."""
-    answer = env.call("resolver.inenv.facts", [a for name in extra_extensions for a in ("--extension", name)],
+    from resolver.kernels.packages import kernel_module_args
+
+    answer = env.call("resolver.inenv.facts", [*kernel_module_args(),
+                                               *[a for name in extra_extensions for a in ("--extension", name)]],
                       timeout=timeout)
     return answer.document if answer.document is not None else {"run_error": answer.failure}
 

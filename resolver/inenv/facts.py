@@ -34,9 +34,9 @@ from pathlib import Path
 from resolver.inenv.protocol import emit
 from resolver.verify.fatbin import archs_of_library
 
-# The compiled modules of the two kernel packages, and the distribution that ships each.
-EXTENSIONS = {"causal_conv1d_cuda": "causal-conv1d", "selective_scan_cuda": "mamba-ssm"}
-PACKAGES = ("torch", "transformers", "mamba-ssm", "causal-conv1d", "triton", "safetensors", "numpy", "einops")
+# The libraries whose versions the report carries, besides the kernel packages (which the resolver names:
+# ``--kernel DIST:MODULE,...`` for each, from its own kernel package list).
+PACKAGES = ("torch", "transformers", "triton", "safetensors", "numpy", "einops")
 
 _UNDEFINED = re.compile(r"undefined symbol: (\S+)")
 _VERSION_NOT_FOUND = re.compile(r"version `([^']+)' not found")
@@ -180,9 +180,41 @@ def arch_supported(arch: str | None, compiled: list[str]) -> bool | None:
     return False
 
 
-def package_versions() -> dict:
+def parse_kernels(specs: list[str]) -> dict[str, tuple[str, ...]]:
+    """``["causal-conv1d:causal_conv1d_cuda,causal_conv1d"]`` -> ``{"causal-conv1d": ("causal_conv1d_cuda", ...)}``.
+
+    >>> parse_kernels(["causal-conv1d:causal_conv1d_cuda,causal_conv1d", "mamba-ssm:selective_scan_cuda"])
+    {'causal-conv1d': ('causal_conv1d_cuda', 'causal_conv1d'), 'mamba-ssm': ('selective_scan_cuda',)}
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
+        dist, _, modules = spec.partition(":")
+        out[dist.strip()] = tuple(m.strip() for m in modules.split(",") if m.strip())
+    return out
+
+
+def compiled_modules(kernels: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """The kernel packages' modules that are compiled extensions, each with its distribution; a module
+    that is not installed counts too (nothing tells it apart then: it is reported as missing)."""
     out = {}
-    for name in PACKAGES:
+    for dist, modules in kernels.items():
+        for module in modules:
+            spec = importlib.util.find_spec(module)
+            if spec is None or not (spec.submodule_search_locations or (spec.origin or "").endswith(".py")):
+                out[module] = dist
+    return out
+
+
+def python_packages(kernels: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """The kernel packages' installed pure-Python packages (``mamba_ssm``), each with its distribution."""
+    compiled = compiled_modules(kernels)
+    return {module: dist for dist, modules in kernels.items() for module in modules
+            if module not in compiled and importlib.util.find_spec(module) is not None}
+
+
+def package_versions(kernels: dict[str, tuple[str, ...]] | None = None) -> dict:
+    out = {}
+    for name in (*PACKAGES, *(kernels or {})):
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
@@ -190,14 +222,15 @@ def package_versions() -> dict:
     return out
 
 
-def collect(torch=None) -> dict:
+def collect(torch=None, kernels: dict[str, tuple[str, ...]] | None = None) -> dict:
     """All facts, loading each installed kernel extension once."""
     started = time.perf_counter()
     if torch is None:
         import torch  # noqa: PLC0415
     facts = {"python": platform.python_version(), "executable": sys.executable, "prefix": sys.prefix,
-             "torch": torch_facts(torch), "device": device_facts(torch), "packages": package_versions(),
-             "extensions": {name: load_extension(name) for name in EXTENSIONS},
+             "torch": torch_facts(torch), "device": device_facts(torch), "packages": package_versions(kernels),
+             "kernels": {dist: list(modules) for dist, modules in (kernels or {}).items()},
+             "extensions": {name: load_extension(name) for name in compiled_modules(kernels or {})},
              "tools": {tool: shutil.which(tool) for tool in ("ninja", "nvcc", "hipcc", "c++")}}
     facts["bytecode"] = bytecode_facts(torch)
     facts["seconds"] = round(time.perf_counter() - started, 3)
@@ -254,15 +287,17 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m resolver.inenv.facts")
     parser.add_argument("--extension", action="append", default=[], help="also try to load this extension module")
+    parser.add_argument("--kernel", action="append", default=[], metavar="DIST:MODULE,...",
+                        help="a kernel package and its modules (the resolver passes its list)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
         import torch
     except Exception as exc:  # noqa: BLE001 - report, do not crash
         emit({"torch_import_error": f"{type(exc).__name__}: {exc}"[:1000], "python": platform.python_version(),
-              "packages": package_versions(), "prefix": sys.prefix})
+              "packages": package_versions(parse_kernels(args.kernel)), "prefix": sys.prefix})
         return 0
-    facts = collect(torch)
+    facts = collect(torch, parse_kernels(args.kernel))
     facts["extensions"].update(extra_extensions(args.extension))
     facts["torch_import_seconds"] = round(time.perf_counter() - started - facts["seconds"], 3)
     emit(facts)

@@ -42,7 +42,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from resolver.inenv.facts import EXTENSIONS, arch_supported
+from resolver.inenv.facts import arch_supported
 
 KERNEL_TOLERANCE = {"float32": 1e-3, "bfloat16": 1e-2, "float16": 2e-3}
 # op name -> the compiled extension that runs it
@@ -89,12 +89,12 @@ def kernel_gate(gpu: bool, device_arch: str | None, extensions: dict,
     no PTX at or below it) is blocked; unknown architectures (None) are not, the call decides.
     """
     blocked = []
-    for name in EXTENSIONS:
+    for name in sorted(set(extensions) | set(OP_EXTENSION.values())):
         ext = extensions.get(name) or {}
         if not gpu:
             blocked.append((name, no_gpu))
         elif not ext.get("installed"):
-            blocked.append((name, f"{name} is not installed ({EXTENSIONS[name]})"))
+            blocked.append((name, f"{name} is not installed"))
         elif not ext.get("loaded"):
             blocked.append((name, f"{name} does not load ({str(ext.get('error') or 'see load:' + name)[:200]})"))
         elif arch_supported(device_arch, ext.get("built_for_archs") or []) is False:

@@ -18,19 +18,22 @@ import importlib
 import json
 import os
 import random
-import statistics
 import sys
 import time
 import traceback
 from pathlib import Path
 
 from resolver.inenv import kernel_checks
+from resolver.inenv.bench import bench
+from resolver.inenv.models import (
+    TOLERANCE,
+    compare_logits,
+    compare_tokens,
+    load_mamba_ssm,
+    load_transformers,
+    timed,
+)
 from resolver.inenv.protocol import emit
-
-# Relative tolerance on logits (max |lib - ref| / max |ref|), per dtype. float32 kernels and the
-# reference differ only in summation order; half precisions round every intermediate.
-TOLERANCE = {"float32": 1e-3, "bfloat16": 4e-2, "float16": 1e-2}
-_KERNEL_PACKAGES = ("mamba_ssm", "causal_conv1d", "selective_scan_cuda", "causal_conv1d_cuda")
 
 
 def prompt_ids(batch: int, length: int, vocab: int, seed: int) -> list[list[int]]:
@@ -43,127 +46,15 @@ def _check(name: str, status: str, detail: str, **numbers) -> dict:
     return {"name": name, "status": status, "detail": detail, **numbers}
 
 
-def _sync(torch, device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _hide_kernel_packages() -> None:
+def _hide_kernel_packages(modules: list[str]) -> None:
     """Make the kernel packages unimportable for the rest of this process: transformers 5.x calls
     them whenever they import, and their CUDA code cannot run on CPU."""
     for name in list(sys.modules):
         # transformers binds the kernel functions when its Mamba module is imported: re-import it too
-        if name.split(".")[0] in _KERNEL_PACKAGES or name.startswith("transformers.models.mamba"):
+        if name.split(".")[0] in modules or name.startswith("transformers.models.mamba"):
             del sys.modules[name]
-    for name in _KERNEL_PACKAGES:
+    for name in modules:
         sys.modules[name] = None  # type: ignore[assignment]
-
-
-def compare_logits(torch, ref, lib, dtype_name: str) -> dict:
-    ref32, lib32 = ref.float(), lib.float()
-    if ref32.shape != lib32.shape:
-        return {"ok": False, "why": f"shapes differ: reference {tuple(ref32.shape)}, library {tuple(lib32.shape)}"}
-    finite = bool(torch.isfinite(lib32).all())
-    max_abs = float((ref32 - lib32).abs().max()) if ref32.numel() else 0.0
-    scale = float(ref32.abs().max()) or 1.0
-    rel = max_abs / scale
-    tol = TOLERANCE[dtype_name]
-    return {"ok": finite and rel <= tol, "max_abs_err": max_abs, "rel_err": rel, "tolerance": tol, "finite": finite,
-            "logit_scale": scale}
-
-
-def compare_tokens(torch, ref_tokens, lib_tokens, ref_steps, tol: float) -> dict:
-    """Greedy generations agree, or first differ where the reference's top two logits are a near-tie."""
-    a, b = ref_tokens.tolist(), lib_tokens.tolist()
-    if a == b:
-        return {"ok": True, "tokens_equal": True}
-    for row, (ra, rb) in enumerate(zip(a, b)):
-        for step, (x, y) in enumerate(zip(ra, rb)):
-            if x != y:
-                top2 = torch.topk(ref_steps[step, row].float(), 2).values
-                margin = float(top2[0] - top2[1])
-                scale = float(ref_steps[step, row].float().abs().max()) or 1.0
-                near_tie = margin <= 2 * tol * scale
-                return {"ok": near_tie, "tokens_equal": False, "first_difference": {"row": row, "step": step,
-                        "reference": x, "library": y, "reference_margin": margin, "near_tie": near_tie}}
-    return {"ok": False, "tokens_equal": False, "why": "generations have different lengths"}
-
-
-class Library:
-    """The real library the checkpoint is loaded through."""
-
-    def __init__(self, name: str, model, device, uses_kernels: bool) -> None:
-        self.name, self.model, self.device, self.uses_kernels = name, model, device, uses_kernels
-
-    def forward(self, torch, ids):
-        with torch.no_grad():
-            return self.model(ids).logits
-
-    def generate(self, torch, ids, new_tokens: int):
-        with torch.no_grad():
-            if self.name.startswith("mamba_ssm"):
-                out = self.model.generate(ids, max_length=ids.shape[1] + new_tokens, top_k=1,
-                                          output_scores=True, return_dict_in_generate=True)
-                return out.sequences[:, ids.shape[1]:], torch.stack(list(out.scores))
-            out = self.model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-                                      output_logits=True, return_dict_in_generate=True, pad_token_id=0)
-            return out.sequences[:, ids.shape[1]:], torch.stack(list(out.logits))
-
-
-def load_mamba_ssm(torch, model_dir: Path, spec, state, dtype, device) -> Library:
-    from mamba_ssm.models.config_mamba import MambaConfig
-    from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
-
-    from resolver.verify.reference import canonical_weights
-
-    config = MambaConfig(d_model=spec.d_model, n_layer=spec.n_layer, vocab_size=spec.vocab_size,
-                         ssm_cfg={"d_state": spec.d_state, "d_conv": spec.d_conv, "expand": spec.expand,
-                                  "dt_rank": spec.dt_rank, "conv_bias": spec.conv_bias, "bias": spec.bias},
-                         rms_norm=spec.rms_norm, residual_in_fp32=spec.residual_in_fp32, fused_add_norm=True,
-                         pad_vocab_size_multiple=1, tie_embeddings=spec.tie_embeddings)
-    model = MambaLMHeadModel(config, device=device, dtype=dtype)
-    weights = {k.replace("backbone.embeddings.weight", "backbone.embedding.weight"): v
-               for k, v in canonical_weights(state, spec).items()}
-    model.load_state_dict(weights, strict=True)
-    model.eval()
-    return Library("mamba_ssm.MambaLMHeadModel", model, device, uses_kernels=True)
-
-
-def load_transformers(torch, model_dir: Path, cfg: dict, spec, state, dtype, device, uses_kernels: bool) -> Library:
-    """from_pretrained for a transformers checkpoint; a mamba_ssm one (d_model, ssm_cfg) is mapped onto
-    transformers' MambaConfig and its state dict loaded strictly."""
-    from transformers import MambaConfig, MambaForCausalLM
-    from transformers.utils import logging as hf_logging
-
-    from resolver.verify.reference import canonical_weights
-
-    hf_logging.set_verbosity_error()
-    if cfg.get("model_type") == "mamba" or "hidden_size" in cfg:
-        model = MambaForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
-    else:
-        if not spec.rms_norm:
-            raise ValueError("transformers' Mamba has RMSNorm only; this mamba_ssm checkpoint uses LayerNorm")
-        config = MambaConfig(vocab_size=spec.vocab_size, hidden_size=spec.d_model, state_size=spec.d_state,
-                             num_hidden_layers=spec.n_layer, conv_kernel=spec.d_conv, expand=spec.expand,
-                             time_step_rank=spec.dt_rank, layer_norm_epsilon=spec.norm_eps, use_bias=spec.bias,
-                             use_conv_bias=spec.conv_bias, residual_in_fp32=spec.residual_in_fp32,
-                             tie_word_embeddings=spec.tie_embeddings)
-        model = MambaForCausalLM(config)
-        model.load_state_dict(canonical_weights(state, spec), strict=True)
-        model = model.to(dtype)
-    model = model.to(device).eval()
-    return Library("transformers.MambaForCausalLM", model, device, uses_kernels=uses_kernels)
-
-
-def _timed(torch, device, fn, repeat: int):
-    times, result = [], None
-    for _ in range(repeat):
-        _sync(torch, device)
-        start = time.perf_counter()
-        result = fn()
-        _sync(torch, device)
-        times.append(time.perf_counter() - start)
-    return result, times
 
 
 def run(args, report: dict) -> dict:
@@ -175,7 +66,8 @@ def run(args, report: dict) -> dict:
     from resolver.inenv import facts as facts_mod
 
     report["timings"]["import_torch_s"] = round(time.perf_counter() - t0, 3)
-    facts = facts_mod.collect(torch)
+    kernels = facts_mod.parse_kernels(args.kernel)
+    facts = facts_mod.collect(torch, kernels)
     facts["extensions"].update(facts_mod.extra_extensions(args.extension))
     report["facts"] = facts
     device_kind = facts["device"]["kind"]
@@ -188,13 +80,14 @@ def run(args, report: dict) -> dict:
 
     # 1. kernel extensions
     exts = facts["extensions"]
-    installed = {n: e for n, e in exts.items() if e["installed"] and n in facts_mod.EXTENSIONS}
+    compiled = facts_mod.compiled_modules(kernels)
+    installed = {n: e for n, e in exts.items() if e["installed"] and n in compiled}
     if not installed:
-        checks.append(_check("kernel_extensions", "skip", "the kernel packages (causal-conv1d, mamba-ssm) are not "
-                             "installed in this environment"))
+        checks.append(_check("kernel_extensions", "skip", f"the kernel packages ({', '.join(kernels) or 'none named'}) "
+                             "are not installed in this environment"))
     else:
-        for name in sorted(set(facts_mod.EXTENSIONS) - set(installed)):
-            checks.append(_check(f"load:{name}", "skip", f"{name} is not installed ({facts_mod.EXTENSIONS[name]})"))
+        for name in sorted(set(compiled) - set(installed)):
+            checks.append(_check(f"load:{name}", "skip", f"{name} is not installed ({compiled[name]})"))
     for name in args.extension:
         if not exts[name]["installed"]:
             checks.append(_check(f"load:{name}", "fail", f"{name} is not importable from this environment"))
@@ -214,7 +107,7 @@ def run(args, report: dict) -> dict:
                           f"{'torch ' + expected if expected else 'another torch'}")
             checks.append(_check(f"load:{name}", "fail", detail, **{k: ext.get(k) for k in ("abi", "built_for_torch")}))
     # the Python packages around the extensions must import too (mamba_ssm pulls in Triton at import time)
-    for dist, module in (("causal-conv1d", "causal_conv1d"), ("mamba-ssm", "mamba_ssm")):
+    for module, dist in facts_mod.python_packages(kernels).items():
         if not facts["packages"].get(dist):
             continue
         started = time.perf_counter()
@@ -232,8 +125,10 @@ def run(args, report: dict) -> dict:
     kernels_loaded = bool(installed) and all(e["loaded"] for e in installed.values())
     device_arch = (facts["device"].get("devices") or [{}])[0].get("arch") if gpu else None
     # decided before anything calls a kernel: an extension without code for this GPU is never called
-    gate = (kernel_checks.kernel_gate(gpu, device_arch, exts) if not args.cpu or device_kind == "cpu" else
-            kernel_checks.kernel_gate(False, None, exts, no_gpu="--cpu: the run stays on the CPU, so no kernel is called"))
+    kernel_exts = {n: e for n, e in exts.items() if n in compiled}
+    gate = (kernel_checks.kernel_gate(gpu, device_arch, kernel_exts) if not args.cpu or device_kind == "cpu" else
+            kernel_checks.kernel_gate(False, None, kernel_exts,
+                                      no_gpu="--cpu: the run stays on the CPU, so no kernel is called"))
     kernels_callable = gpu and kernels_loaded and all(gate.callable(n) for n in installed)
     report["kernels"] = {"installed": sorted(installed), "loaded": kernels_loaded, "can_run_here": kernels_callable,
                          "blocked": dict(gate.blocked)}
@@ -294,7 +189,7 @@ def run(args, report: dict) -> dict:
 
     use_mamba_ssm = kernels_callable and facts["packages"].get("mamba-ssm") and not args.library == "transformers"
     if not kernels_callable:  # no GPU, or kernels without code for it: transformers must not reach them either
-        _hide_kernel_packages()
+        _hide_kernel_packages([m for modules in kernels.values() for m in modules])
     ids = torch.tensor(prompt_ids(args.batch, args.prompt_len, spec.vocab_size, args.seed), device=device)
     report["inputs"] = {"batch": args.batch, "prompt_len": args.prompt_len, "new_tokens": args.new_tokens,
                         "seed": args.seed, "dtypes": dtypes}
@@ -304,8 +199,8 @@ def run(args, report: dict) -> dict:
         entry = results.setdefault(dtype_name, {})
         t = time.perf_counter()
         ref = ReferenceMambaLM(spec, state, dtype=dtype, device=device)
-        ref_logits, ref_times = _timed(torch, device, lambda: ref.forward(ids), 2 if gpu else 1)
-        (ref_tokens, ref_steps), ref_gen_times = _timed(torch, device, lambda: ref.generate(ids, args.new_tokens), 1)
+        ref_logits, ref_times = timed(torch, device, lambda: ref.forward(ids), 2 if gpu else 1)
+        (ref_tokens, ref_steps), ref_gen_times = timed(torch, device, lambda: ref.generate(ids, args.new_tokens), 1)
         entry["reference"] = {"forward_s": ref_times[-1], "generate_s": ref_gen_times[0],
                               "tokens": ref_tokens.tolist()}
         report["timings"][f"reference_{dtype_name}_s"] = round(time.perf_counter() - t, 3)
@@ -322,8 +217,8 @@ def run(args, report: dict) -> dict:
                                             uses_kernels=kernels_callable)
                 report["timings"]["library_load_s"] = round(time.perf_counter() - t, 3)
                 # on a GPU the first call compiles/autotunes (Triton): time the second one
-                lib_logits, lib_times = _timed(torch, device, lambda: lib.forward(torch, ids), 2 if gpu else 1)
-                (lib_tokens, lib_steps), lib_gen_times = _timed(
+                lib_logits, lib_times = timed(torch, device, lambda: lib.forward(torch, ids), 2 if gpu else 1)
+                (lib_tokens, lib_steps), lib_gen_times = timed(
                     torch, device, lambda: lib.generate(torch, ids, args.new_tokens), 1)
         except Exception as exc:  # noqa: BLE001 - a library failure is a finding, not a crash
             msg = f"{type(exc).__name__}: {exc}"
@@ -404,41 +299,6 @@ def _dump(path: Path, logits, tokens) -> None:
     path.with_suffix(".json").write_text(json.dumps({"shape": list(logits.shape), "tokens": tokens.tolist()}))
 
 
-def bench(torch, device, lib: Library, ref, ids, args) -> dict:
-    """Prompt processing: one forward over the prompt (median tokens/s and latency). Decoding: the
-    fastest greedy generation of N tokens minus the fastest of 1 token (same prefill), divided by N - 1:
-    the per-token step latency, without subtracting two differently-measured things."""
-    batch, plen, new = ids.shape[0], ids.shape[1], max(args.new_tokens, 2)
-    out: dict = {}
-    for label, forward, generate in (("library", lambda: lib.forward(torch, ids), lambda n: lib.generate(torch, ids, n)),
-                                     ("reference", lambda: ref.forward(ids), lambda n: ref.generate(ids, n))):
-        if label == "reference" and args.skip_reference_bench:
-            continue
-        forward()  # warm-up (Triton autotuning, caches)
-        generate(new)
-        _, f_times = _timed(torch, device, forward, args.repeat)
-        _, one_times = _timed(torch, device, lambda: generate(1), args.repeat)
-        _, g_times = _timed(torch, device, lambda: generate(new), args.repeat)
-        prefill = statistics.median(f_times)
-        # the difference of the fastest runs: least disturbed by other load on a shared machine
-        step = (min(g_times) - min(one_times)) / (new - 1)
-        entry = {"prefill_latency_ms": prefill * 1e3, "prefill_tokens_per_s": batch * plen / prefill,
-                 "generate_latency_ms": statistics.median(g_times) * 1e3, "repeat": args.repeat,
-                 "prefill_all_ms": [round(x * 1e3, 3) for x in f_times],
-                 "generate_all_ms": [round(x * 1e3, 3) for x in g_times]}
-        if step > 0:
-            entry.update(per_token_latency_ms=step * 1e3, decode_tokens_per_s=batch / step)
-        else:  # the machine was too noisy for the difference to mean anything
-            entry.update(per_token_latency_ms=None, decode_tokens_per_s=None, note="decode timing too noisy")
-        out[label] = entry
-    if "reference" in out:
-        lib_b, ref_b = out["library"], out["reference"]
-        out["speedup_prefill"] = ref_b["prefill_latency_ms"] / lib_b["prefill_latency_ms"]
-        out["speedup_decode"] = (lib_b["decode_tokens_per_s"] / ref_b["decode_tokens_per_s"]
-                                 if lib_b["decode_tokens_per_s"] and ref_b["decode_tokens_per_s"] else None)
-    return out
-
-
 def _lengths(text: str) -> tuple[int, ...]:
     values = tuple(int(v) for v in text.split(",") if v.strip())
     if not values or min(values) < 1:
@@ -463,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-logits", default="", help="write the library's logits (float32) to this file")
     p.add_argument("--skip-reference-bench", action="store_true")
     p.add_argument("--extension", action="append", default=[], help="also check that this compiled module loads")
+    p.add_argument("--kernel", action="append", default=[], metavar="DIST:MODULE,...",
+                   help="a kernel package and its modules (the resolver passes its kernel package list)")
     p.add_argument("--expect-archs", default="", help="comma list of the plan's GPU architectures (9.0, gfx90a): "
                    "each compiled module's fat binary must carry exactly these")
     p.add_argument("--env-name", default="", help="the environment's name in the resolver, for fix commands")

@@ -27,14 +27,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver import conda, proc
-from resolver.lock.lockfile import LockedEnv, PypiArtifact, read_lock
+from resolver.errors import (
+    BuildFailed,
+    EnvironmentProblem,
+    IntegrityError,
+    ResolverError,
+)
 from resolver.fs import sha256_of
-from resolver.install.fetch import fetch
-from resolver.lock.pypi import find_interpreter
-from resolver.platforms import host_subdir
 from resolver.install.environment import READY_MARKER
-from resolver.errors import BuildFailed, EnvironmentProblem, IntegrityError, ResolverError
+from resolver.install.fetch import fetch
+from resolver.lock.lockfile import LockedEnv, PypiArtifact, read_lock
+from resolver.lock.pypi import find_interpreter
 from resolver.paths import ProjectPaths
+from resolver.platforms import host_subdir
 
 Info = Callable[[str], None]
 Progress = Callable[[str, int, "int | None", float], None]  # Output.progress

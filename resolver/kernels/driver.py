@@ -1,7 +1,7 @@
 """``build``: for each kernel package, key → cached? → (prebuilt wheel | compile) → channel → install → import.
 
->>> BuildOptions(packages=("causal-conv1d",)).packages
-('causal-conv1d',)
+The options and summaries are in :mod:`~resolver.kernels.summary`; linking into the environment and
+the import check in :mod:`~resolver.kernels.into_env`.
 """
 
 from __future__ import annotations
@@ -10,85 +10,31 @@ import os
 import shlex
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resolver.errors import BadInput, EnvironmentProblem
 from resolver.kernels.archs import apply_rules, parse_arch_list
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.envfacts import EnvFacts, probe_environment
+from resolver.kernels.into_env import (
+    add_to_environment,
+    check_imports,
+    verified,
+    write_verified,
+)
 from resolver.kernels.naming import build_string
 from resolver.kernels.packages import BUILD_EXT, KernelRecipe, selected_packages
-from resolver.kernels.parallelism import Parallelism, fit_parallelism, machine_resources
+from resolver.kernels.parallelism import fit_parallelism, machine_resources
 from resolver.kernels.recipe_run import SUBDIR, RecipeRun, publish, run_recipe
-from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
+from resolver.kernels.summary import BuildOptions, BuildSummary, PackageOutcome
 from resolver.paths import ProjectPaths
 from resolver.versions import DottedVersion
 
 
-@dataclass(frozen=True)
-class BuildOptions:
-    packages: tuple[str, ...] | None = None  # None: every known kernel package
-    arch: str | None = None  # --arch text; None = the GPUs of the plan / probe
-    env_name: str | None = None
-    jobs: int | None = None  # cap on ninja jobs (--jobs / MAX_JOBS)
-    prebuilt: str = "auto"  # "auto": use a reachable upstream wheel when the plan says so; "never"
-    install: bool = True
-    recipe_dirs: tuple[Path, ...] = ()  # explicit recipe folders (tests); overrides ``packages``
-    plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
-    plan_strategy: str | None = None
-    plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
-    rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
-
-
-@dataclass
-class PackageOutcome:
-    name: str
-    version: str
-    status: str  # "built" | "cached" | "prebuilt"
-    build_string: str
-    file: str
-    key: str
-    archs: tuple[str, ...]
-    dropped_archs: tuple[str, ...]
-    seconds: float
-    units: tuple[int, int] = (0, 0)
-    log: str | None = None
-    installed: bool = False
-    imports_ok: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "status": self.status, "build_string": self.build_string,
-                "file": self.file, "key": self.key, "archs": list(self.archs), "dropped_archs": list(self.dropped_archs),
-                "seconds": round(self.seconds, 2), "translation_units": {"done": self.units[0], "total": self.units[1]},
-                "log": self.log, "installed": self.installed, "imports_ok": list(self.imports_ok)}
-
-
-@dataclass
-class BuildSummary:
-    environment: str
-    env_path: str
-    facts: EnvFacts
-    toolkit: dict[str, Any] | None
-    archs: tuple[str, ...]
-    parallelism: Parallelism | None
-    channel: str
-    packages: list[PackageOutcome] = field(default_factory=list)
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"environment": self.environment, "env_path": self.env_path, "env": self.facts.to_json(),
-                "toolkit": self.toolkit, "archs": list(self.archs),
-                "parallelism": self.parallelism.to_json() if self.parallelism else None,
-                "channel": self.channel, "packages": [p.to_json() for p in self.packages],
-                "compiled": sum(1 for p in self.packages if p.status == "built"),
-                "seconds": round(self.seconds, 2), "warnings": list(self.warnings)}
-
-
 def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummary:
-    from resolver.kernels.toolkit import find_toolkit
     from resolver.install.environment import Environment
+    from resolver.kernels.toolkit import find_toolkit
 
     started = time.monotonic()
     env = Environment.find(project, options.env_name)
@@ -205,68 +151,16 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
         _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
     if options.install:
         stamp = project.cache / "build" / f"imported-{env.name}-{package.name}.json"
-        verified = _verified(stamp, env, in_channel)
-        if verified is None:
-            _install(project, env, in_channel)
-            outcome.imports_ok = _check_imports(env, package)
-            _write_verified(stamp, env, in_channel, outcome.imports_ok)
+        imported = verified(stamp, env, in_channel)
+        if imported is None:
+            add_to_environment(project, env, in_channel)
+            outcome.imports_ok = check_imports(env, package)
+            write_verified(stamp, env, in_channel, outcome.imports_ok)
         else:
-            outcome.imports_ok = verified
+            outcome.imports_ok = imported
         outcome.installed = True
     outcome.seconds = outcome.seconds or (time.monotonic() - started)
     return outcome
-
-
-def _verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
-    """The modules checked earlier, when this exact package is still installed in this unchanged env."""
-    import json
-
-    from resolver.kernels.envfacts import fingerprint
-
-    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
-    if not record.is_file():
-        return None
-    try:
-        data = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if data.get("package") != package_file.name or data.get("env") != fingerprint(env) \
-            or data.get("record_mtime") != record.stat().st_mtime_ns:
-        return None
-    return tuple(data.get("imports", ()))
-
-
-def _write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...]) -> None:
-    import json
-
-    from resolver.kernels.envfacts import fingerprint
-
-    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
-    if record.is_file():
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps({"package": package_file.name, "env": fingerprint(env),
-                                     "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}),
-                         encoding="utf-8")
-
-
-def _install(project: ProjectPaths, env, package_file: Path) -> None:
-    from resolver.conda import add_package
-
-    add_package(env.path, package_file, cache_dir=project.cache / "rattler")
-
-
-def _check_imports(env, package: KernelRecipe) -> tuple[str, ...]:
-    if not package.imports:
-        return ()
-    code = "import importlib, sys\ntry:\n    import torch\nexcept ImportError:\n    pass\n" + "".join(
-        f"importlib.import_module({name!r})\n" for name in package.imports)
-    done = env.run_python(["-c", code], timeout=300)
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise BuildFailed(f"{package.name} installed but `import {', '.join(package.imports)}` fails in '{env.name}': {tail[:240]}",
-                          fix="rebuild against this environment's torch (`python -m resolver build --env "
-                              f"{env.name}`); if it persists run `python -m resolver doctor`")
-    return package.imports
 
 
 def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str, toolkit: str) -> tuple[str, ...]:
@@ -282,18 +176,16 @@ def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str,
 
 
 def _plan(project: ProjectPaths):
-    """This machine's plan (``resolver.planning.plan_for`` for target ``auto``) when that stage can
-    make one here; else None (a refusal included: the probe or --arch answer instead)."""
+    """This machine's plan (target ``auto``), or None when none can be made here (the probe or --arch
+    answer instead)."""
+    from resolver.decide.model import Request
+    from resolver.errors import ResolverError
+    from resolver.planning import plan_for
+
     try:
-        from resolver.planning import plan_for
-        from resolver.decide.model import Request
-    except ImportError:
+        return plan_for(Request())
+    except ResolverError:
         return None
-    try:
-        plan = plan_for(Request())
-    except Exception:  # noqa: BLE001 - a plan that cannot be made here leaves the probe to answer
-        return None
-    return getattr(plan, "plan", plan)
 
 
 def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from resolver.errors import EnvironmentProblem
 from resolver.fs import read_json, write_json_atomic
 
+
 @dataclass(frozen=True)
 class EnvFacts:
     python: str  # "3.11"

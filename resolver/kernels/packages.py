@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from resolver.knowledge import BuildFix
+import tomllib
+
 from resolver.errors import BadInput
+from resolver.knowledge import BuildFix
 from resolver.resources import shipped
 
 RECIPES = shipped("recipes")
@@ -53,6 +54,12 @@ def known_packages() -> tuple[str, ...]:
     from resolver.knowledge import Knowledge
 
     return Knowledge.load().kernel_package_names()
+
+
+def kernel_module_args() -> list[str]:
+    """``--kernel DIST:MODULE,...`` for each kernel package a build makes: what the in-environment
+    checks (verify, doctor, bench) look for."""
+    return [arg for package in selected_packages() for arg in ("--kernel", f"{package.name}:{','.join(package.imports)}")]
 
 
 def selected_packages(names: tuple[str, ...] | None = None, recipe_dirs: tuple[Path, ...] = ()) -> list["KernelRecipe"]:

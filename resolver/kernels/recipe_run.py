@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver.kernels.logparse import NinjaProgress, first_error
 from resolver import proc
 from resolver.conda import index_channel
 from resolver.errors import BuildFailed
 from resolver.fs import atomic_stream
+from resolver.kernels.logparse import NinjaProgress, first_error
 
 SUBDIR = "linux-64"
 
@@ -142,7 +142,13 @@ def _child_main() -> int:
 def _run_in_process(run: RecipeRun, *, package_label: str,
                     on_progress: Callable[[int, int], None] | None = None) -> tuple[Path, float]:
     """The build itself (in the child): rattler-build, log file, first-error extraction."""
-    from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe, ToolConfiguration, VariantConfig
+    from rattler_build import (
+        PlatformConfig,
+        RenderConfig,
+        Stage0Recipe,
+        ToolConfiguration,
+        VariantConfig,
+    )
 
     out_dir = run.work_dir / "out"
     if out_dir.exists():

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resolver.kernels.packages import Sdist
 from resolver.errors import BadInput, IntegrityError, SourceUnreachable
 from resolver.fs import sha256_of
+from resolver.kernels.packages import Sdist
 from resolver.net import download
 
 

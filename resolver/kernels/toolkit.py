@@ -13,7 +13,14 @@ from typing import Mapping
 from resolver.errors import EnvironmentProblem
 from resolver.probe.amd_parse import parse_hipcc_version  # noqa: F401  (re-exported for the build's users)
 from resolver.probe.system import LiveSystem
-from resolver.probe.toolkits import CUDA_HOME_VARS, ROCM_HOME_VARS, Toolkit, find_cuda, find_rocm, parse_nvcc_version  # noqa: F401
+from resolver.probe.toolkits import (  # noqa: F401
+    CUDA_HOME_VARS,
+    ROCM_HOME_VARS,
+    Toolkit,
+    find_cuda,
+    find_rocm,
+    parse_nvcc_version,
+)
 
 
 def find_toolkit(backend: str, environ: Mapping[str, str] | None = None) -> Toolkit:

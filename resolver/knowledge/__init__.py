@@ -17,9 +17,23 @@ from __future__ import annotations
 
 from resolver.knowledge.load import DATA_DIR, TABLE_FILES, KnowledgeError
 from resolver.knowledge.query import Knowledge
-from resolver.knowledge.rows import (AmdModel, ArchSupport, BuildFix, CondaForge, CondaForgeBuild, DriverFloor,
-                                     HeaderFix, KernelRelease, NvidiaModel, OfficialGfx, ToolkitFloor, TorchRelease,
-                                     TorchVariant, UpstreamKernel, WheelSet)
+from resolver.knowledge.rows import (
+                                     AmdModel,
+                                     ArchSupport,
+                                     BuildFix,
+                                     CondaForge,
+                                     CondaForgeBuild,
+                                     DriverFloor,
+                                     HeaderFix,
+                                     KernelRelease,
+                                     NvidiaModel,
+                                     OfficialGfx,
+                                     ToolkitFloor,
+                                     TorchRelease,
+                                     TorchVariant,
+                                     UpstreamKernel,
+                                     WheelSet,
+)
 from resolver.versions import driver_text
 
 __all__ = ["Knowledge", "KnowledgeError", "DATA_DIR", "TABLE_FILES", "driver_text", "AmdModel", "ArchSupport",

@@ -13,9 +13,23 @@ from typing import Any
 from resolver.errors import InternalError
 from resolver.fs import write_text_atomic
 from resolver.knowledge.query import Knowledge
-from resolver.knowledge.rows import (AmdModel, ArchSupport, BuildFix, CondaForge, CondaForgeBuild, DriverFloor,
-                                     HeaderFix, KernelRelease, NvidiaModel, OfficialGfx, ToolkitFloor, TorchRelease,
-                                     TorchVariant, UpstreamKernel, WheelSet)
+from resolver.knowledge.rows import (
+    AmdModel,
+    ArchSupport,
+    BuildFix,
+    CondaForge,
+    CondaForgeBuild,
+    DriverFloor,
+    HeaderFix,
+    KernelRelease,
+    NvidiaModel,
+    OfficialGfx,
+    ToolkitFloor,
+    TorchRelease,
+    TorchVariant,
+    UpstreamKernel,
+    WheelSet,
+)
 from resolver.versions import ComputeCapability, CudaVariant, DottedVersion, GfxArch
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

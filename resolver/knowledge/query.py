@@ -18,10 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from resolver.knowledge.rows import (AmdModel, ArchSupport, BuildFix, CondaForge, DriverFloor, HeaderFix,
-                                     KernelRelease, NvidiaModel, OfficialGfx, ToolkitFloor, TorchRelease,
-                                     UpstreamKernel, WheelSet)
+from resolver.knowledge.rows import (
+    AmdModel,
+    ArchSupport,
+    BuildFix,
+    CondaForge,
+    DriverFloor,
+    HeaderFix,
+    KernelRelease,
+    NvidiaModel,
+    OfficialGfx,
+    ToolkitFloor,
+    TorchRelease,
+    UpstreamKernel,
+    WheelSet,
+)
 from resolver.versions import ComputeCapability, DottedVersion
+
 
 @dataclass(frozen=True)
 class Knowledge:

@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, write_lock
 from resolver.conda import index_channel, solve, virtual_package_strings
-from resolver.errors import BadInput, Refusal, ResolverError
-from resolver.lock.manifest import Manifest
-from resolver.paths import ProjectPaths
 from resolver.decide.model import Plan
+from resolver.errors import BadInput, Refusal, ResolverError
+from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, write_lock
+from resolver.lock.manifest import Manifest
 from resolver.lock.sources import Sources
+from resolver.paths import ProjectPaths
 
 Info = Callable[[str], None]
 

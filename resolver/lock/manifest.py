@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resolver.decide.model import Plan
 from resolver.errors import BadInput
 from resolver.fs import write_text_atomic
-from resolver.decide.model import Plan
 
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).

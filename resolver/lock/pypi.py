@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import Callable
 
 from resolver import proc
+from resolver.errors import BadInput, ResolverError, SourceUnreachable
 from resolver.fs import sha256_of
 from resolver.install.fetch import fetch
-from resolver.net import reachable
 from resolver.lock.lockfile import PypiArtifact
+from resolver.net import reachable
 from resolver.platforms import host_subdir, wheel_platform_tags
-from resolver.errors import BadInput, ResolverError, SourceUnreachable
-
-
 
 RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build downloads metadata of ~60 wheels
 

@@ -7,8 +7,15 @@ The kernel build asks :func:`overlay_include_dir` for the folder to put first on
 
 from __future__ import annotations
 
-from resolver.patch.engine import (PatchOutcome, PatchReport, PatchRequest, ensure_overlay, overlay_include_dir,
-                                      refusal_of, run_patches)
+from resolver.patch.engine import (
+                                      PatchOutcome,
+                                      PatchReport,
+                                      PatchRequest,
+                                      ensure_overlay,
+                                      overlay_include_dir,
+                                      refusal_of,
+                                      run_patches,
+)
 from resolver.patch.overlay import default_overlay
 from resolver.patch.registry import PatchSpec, Registry, load_registry
 from resolver.patch.transform import Change, add_static_inline

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from resolver.errors import BadInput
+from resolver.probe.profile import HardwareProfile
 from resolver.probe.sysroot import COMMANDS, META
 from resolver.probe.system import CommandResult, LiveSystem
-from resolver.probe.profile import HardwareProfile
 
 
 class _RecordingEnv(Mapping[str, str]):

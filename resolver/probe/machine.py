@@ -17,8 +17,8 @@ from resolver.probe import host, overrides, toolkits
 from resolver.probe.amd import detect_amd
 from resolver.probe.findings import Findings
 from resolver.probe.nvidia import detect_nvidia
-from resolver.probe.system import LiveSystem, System
 from resolver.probe.profile import HardwareProfile, NvidiaInfo
+from resolver.probe.system import LiveSystem, System
 from resolver.versions import DottedVersion
 
 

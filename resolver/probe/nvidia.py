@@ -22,8 +22,8 @@ from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
 from resolver.probe.name_table import NameTable, is_truncated
 from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
-from resolver.probe.system import CommandResult, System
 from resolver.probe.profile import NvidiaGpu, NvidiaInfo
+from resolver.probe.system import CommandResult, System
 from resolver.versions import ComputeCapability, DottedVersion
 
 PROC_VERSION = "/proc/driver/nvidia/version"

@@ -27,7 +27,6 @@ from resolver.platforms import KNOWN
 from resolver.versions import ComputeCapability, DottedVersion, GfxArch
 
 
-
 @dataclass(frozen=True)
 class NvidiaGpu:
     name: str

@@ -13,12 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resolver.install.environment import READY_MARKER, Environment
-from resolver.errors import CheckFailed, EnvironmentProblem
-from resolver.paths import ProjectPaths
-from resolver.setup.pipeline import StepLog, StepReport, Stamps, digest, jsonable, project_lock
 from resolver.decide.model import Plan, Request
+from resolver.errors import CheckFailed, EnvironmentProblem
+from resolver.install.environment import READY_MARKER, Environment
+from resolver.paths import ProjectPaths
 from resolver.probe.profile import HardwareProfile
+from resolver.setup.pipeline import (
+    Stamps,
+    StepLog,
+    StepReport,
+    digest,
+    jsonable,
+    project_lock,
+)
 from resolver.ui import Output
 
 STEPS = ("probe", "plan", "lock", "install", "patch", "build", "verify")
@@ -183,7 +190,7 @@ class Setup:
                 return "skipped", "verified earlier with the same environment and kernels", previous
             if self.options.dry_run:
                 return "would-run", "load a Mamba checkpoint and compare against the reference", None
-            report = verify_environment(self.project, env, extensions=self.kernel_modules,
+            report = verify_environment(self.project, env,
                                         expect_archs=plan.kernels.arch_list if self.kernel_modules else ())
             self.result.verify = report
             if not report.get("ok"):
@@ -231,16 +238,13 @@ def channel_digest(channel: Path) -> str:
     return digest(*sorted(channel.glob("*/repodata.json")))
 
 
-def verify_environment(project: ProjectPaths, env: Environment, *, extensions: tuple[str, ...] = (),
-                       expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Run ``verify`` on the default checkpoint inside ``env``: the modules the build installed must
-    load and carry exactly ``expect_archs``; its JSON document plus a one-line summary."""
+def verify_environment(project: ProjectPaths, env: Environment, *, expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run ``verify`` on the default checkpoint inside ``env``: the kernel modules must load and carry
+    exactly ``expect_archs``; its JSON document plus a one-line summary."""
     from resolver.verify import report as rep
     from resolver.verify.in_env import resolve_model, run_in_env
 
-    extra = [arg for module in extensions for arg in ("--extension", module)]
-    if expect_archs:
-        extra += ["--expect-archs", ",".join(expect_archs)]
+    extra = ["--expect-archs", ",".join(expect_archs)] if expect_archs else []
     result = run_in_env(env, resolve_model(project, None), extra)
     doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
     checks = doc.get("checks", [])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from resolver.errors import Busy, InternalError, ResolverError
+from resolver.errors import Busy, ResolverError
 from resolver.fs import write_json_atomic
 
 
@@ -106,7 +106,7 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
 @dataclass
 class StepReport:
     name: str
-    status: str  # "done" | "skipped" | "failed" | "not-needed" | "deferred" | "would-run" | "not-built"
+    status: str  # "done" | "skipped" | "failed" | "not-needed" | "deferred" | "would-run"
     detail: str = ""
     seconds: float = 0.0
     result: Any = None
@@ -130,8 +130,7 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-_SYMBOL = {"done": "✓", "skipped": "·", "failed": "✗", "not-needed": "·", "deferred": "→", "would-run": "?",
-           "not-built": "-"}
+_SYMBOL = {"done": "✓", "skipped": "·", "failed": "✗", "not-needed": "·", "deferred": "→", "would-run": "?"}
 
 
 @dataclass
@@ -159,16 +158,8 @@ class StepLog:
         try:
             status, detail, result = action()
         except ResolverError as exc:
-            self.add(StepReport(name, "failed", str(exc), time.monotonic() - started))
+            self.add(StepReport(name, "failed", str(exc), time.monotonic() - started, peak_rss_mib=peak_rss_mib()))
             raise
-        except ImportError as exc:
-            missing = getattr(exc, "name", None) or ""
-            if not missing.startswith("resolver"):
-                raise
-            self.add(StepReport(name, "not-built", f"this stage is not built yet ({missing})",
-                                time.monotonic() - started))
-            raise InternalError(f"the '{name}' stage is not built yet in this version of the resolver",
-                                fix="update mamba-resolver") from None
         return self.add(StepReport(name, status, detail, time.monotonic() - started, result, peak_rss_mib()))
 
 

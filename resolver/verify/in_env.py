@@ -7,9 +7,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver.install.environment import Environment
 from resolver.errors import BadInput, EnvironmentProblem
+from resolver.install.environment import Environment
 from resolver.paths import ProjectPaths
+
 
 @dataclass(frozen=True)
 class InEnvResult:
@@ -43,7 +44,9 @@ def resolve_model(project: ProjectPaths, model: str | None) -> Path:
 
 def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: float = 1800) -> InEnvResult:
     started = time.perf_counter()
-    answer = env.call("resolver.inenv.verify", ["--model", str(model), *extra], timeout=timeout)
+    from resolver.kernels.packages import kernel_module_args
+
+    answer = env.call("resolver.inenv.verify", ["--model", str(model), *kernel_module_args(), *extra], timeout=timeout)
     wall = time.perf_counter() - started
     if answer.completed.timed_out:
         raise EnvironmentProblem(f"the check in environment '{env.name}' did not finish within {timeout:.0f} s",

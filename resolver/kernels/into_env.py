@@ -1,0 +1,61 @@
+"""A built kernel package into its environment: linked from the channel, its modules imported once,
+and that check remembered while neither the package nor the environment changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from resolver.errors import BuildFailed
+from resolver.kernels.packages import KernelRecipe
+from resolver.paths import ProjectPaths
+
+
+def verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
+    """The modules checked earlier, when this exact package is still installed in this unchanged env."""
+
+    from resolver.kernels.envfacts import fingerprint
+
+    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
+    if not record.is_file():
+        return None
+    try:
+        data = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("package") != package_file.name or data.get("env") != fingerprint(env) \
+            or data.get("record_mtime") != record.stat().st_mtime_ns:
+        return None
+    return tuple(data.get("imports", ()))
+
+
+def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...]) -> None:
+
+    from resolver.kernels.envfacts import fingerprint
+
+    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
+    if record.is_file():
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps({"package": package_file.name, "env": fingerprint(env),
+                                     "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}),
+                         encoding="utf-8")
+
+
+def add_to_environment(project: ProjectPaths, env, package_file: Path) -> None:
+    from resolver.conda import add_package
+
+    add_package(env.path, package_file, cache_dir=project.cache / "rattler")
+
+
+def check_imports(env, package: KernelRecipe) -> tuple[str, ...]:
+    if not package.imports:
+        return ()
+    code = "import importlib, sys\ntry:\n    import torch\nexcept ImportError:\n    pass\n" + "".join(
+        f"importlib.import_module({name!r})\n" for name in package.imports)
+    done = env.run_python(["-c", code], timeout=300)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise BuildFailed(f"{package.name} installed but `import {', '.join(package.imports)}` fails in '{env.name}': {tail[:240]}",
+                          fix="rebuild against this environment's torch (`python -m resolver build --env "
+                              f"{env.name}`); if it persists run `python -m resolver doctor`")
+    return package.imports

@@ -1,0 +1,74 @@
+"""What a kernel build is asked (:class:`BuildOptions`) and what it answers (per package and in all).
+
+>>> BuildOptions(packages=("causal-conv1d",)).packages
+('causal-conv1d',)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resolver.kernels.envfacts import EnvFacts
+from resolver.kernels.parallelism import Parallelism
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    packages: tuple[str, ...] | None = None  # None: every known kernel package
+    arch: str | None = None  # --arch text; None = the GPUs of the plan / probe
+    env_name: str | None = None
+    jobs: int | None = None  # cap on ninja jobs (--jobs / MAX_JOBS)
+    prebuilt: str = "auto"  # "auto": use a reachable upstream wheel when the plan says so; "never"
+    install: bool = True
+    recipe_dirs: tuple[Path, ...] = ()  # explicit recipe folders (tests); overrides ``packages``
+    plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
+    plan_strategy: str | None = None
+    plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
+    rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
+
+
+@dataclass
+class PackageOutcome:
+    name: str
+    version: str
+    status: str  # "built" | "cached" | "prebuilt"
+    build_string: str
+    file: str
+    key: str
+    archs: tuple[str, ...]
+    dropped_archs: tuple[str, ...]
+    seconds: float
+    units: tuple[int, int] = (0, 0)
+    log: str | None = None
+    installed: bool = False
+    imports_ok: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "status": self.status, "build_string": self.build_string,
+                "file": self.file, "key": self.key, "archs": list(self.archs), "dropped_archs": list(self.dropped_archs),
+                "seconds": round(self.seconds, 2), "translation_units": {"done": self.units[0], "total": self.units[1]},
+                "log": self.log, "installed": self.installed, "imports_ok": list(self.imports_ok)}
+
+
+@dataclass
+class BuildSummary:
+    environment: str
+    env_path: str
+    facts: EnvFacts
+    toolkit: dict[str, Any] | None
+    archs: tuple[str, ...]
+    parallelism: Parallelism | None
+    channel: str
+    packages: list[PackageOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.environment, "env_path": self.env_path, "env": self.facts.to_json(),
+                "toolkit": self.toolkit, "archs": list(self.archs),
+                "parallelism": self.parallelism.to_json() if self.parallelism else None,
+                "channel": self.channel, "packages": [p.to_json() for p in self.packages],
+                "compiled": sum(1 for p in self.packages if p.status == "built"),
+                "seconds": round(self.seconds, 2), "warnings": list(self.warnings)}
