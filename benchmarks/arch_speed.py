@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from resolver.install.environment import Environment  # noqa: E402
 from resolver.kernels.archs import parse_arch_list, upstream_default_archs  # noqa: E402
 from resolver.kernels.packages import KernelPackage  # noqa: E402
 from resolver.kernels.sdist import ensure_sdist  # noqa: E402
 from resolver.kernels.toolkit import find_toolkit  # noqa: E402
-from resolver.install.environment import Environment  # noqa: E402
 from resolver.paths import ProjectPaths  # noqa: E402
 
 # The nvcc flags causal-conv1d 1.7.0 / mamba-ssm 2.3.2.post1 pass besides the gencode list (their

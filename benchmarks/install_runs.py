@@ -56,9 +56,10 @@ def main() -> int:
                              "crash this guards against is real on this machine")
     args = parser.parse_args()
     import channel_factory as cf
+
     from resolver import lock
-    from resolver.paths import ProjectPaths
     from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
+    from resolver.paths import ProjectPaths
 
     work = Path(tempfile.mkdtemp(prefix="resolver-install-runs-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "RESOLVER_"))}

@@ -87,8 +87,8 @@ def plans(python: str):
 
 def bench_lock(work: Path, repeat: int) -> dict:
     from resolver import lock
-    from resolver.paths import ProjectPaths
     from resolver.conda import rattler, target_virtual_packages
+    from resolver.paths import ProjectPaths
 
     r = rattler()
     chan = work / "chan"

@@ -336,7 +336,8 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
             'find-links = ["./wheels"]', f'find-links = ["{wheel_server.url}"]'))
         lock.lock_plans(project, [cpu_plan()])
         assert f"- pypi: {wheel_server.url}rtpy-1.0.0-py3-none-any.whl" in project.lockfile.read_text()
-        wheel_gets = lambda: [r for r in wheel_server.requests if r.startswith("GET") and r.endswith(".whl")]
+        def wheel_gets():
+            return [r for r in wheel_server.requests if r.startswith("GET") and r.endswith(".whl")]
         before = len(wheel_gets())
         install.install_environment(project, "cpu")
         first = wheel_gets()[before:]

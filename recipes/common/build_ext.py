@@ -50,7 +50,7 @@ def rewrite_flags(flags: list[str], *, backend: str, archs: list[str], cxx_std: 
     """The compile flags of one compiler ("cxx" or "nvcc") with our fixes applied."""
     out: list[str] = [f"-I{folder}" for folder in include_first]
     skip = False
-    for index, flag in enumerate(flags):
+    for _index, flag in enumerate(flags):
         if skip:
             skip = False
             continue

@@ -36,8 +36,10 @@ RECIPES_VAR = "RESOLVER_KERNEL_RECIPES"
 def configured_recipe_dirs(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
     """The recipe folders ``RESOLVER_KERNEL_RECIPES`` names (resolved), or () when it is unset.
 
-    >>> configured_recipe_dirs({RECIPES_VAR: "/a/recipe, /b/recipe"})
-    (PosixPath('/a/recipe'), PosixPath('/b/recipe'))
+    >>> configured_recipe_dirs({RECIPES_VAR: f"{RECIPES}/causal-conv1d, {RECIPES}/mamba-ssm"})[1].name
+    'mamba-ssm'
+    >>> configured_recipe_dirs({})
+    ()
     """
     text = (os.environ if environ is None else environ).get(RECIPES_VAR, "")
     folders = tuple(Path(part).expanduser().resolve() for part in re.split(rf"[,\s{re.escape(os.pathsep)}]+", text)

@@ -100,7 +100,7 @@ def problems(self: Knowledge) -> list[str]:
                                  "unknown to cuda.toml")
     for wheels in self.wheels:
         if not any(k.package == wheels.package and k.version == wheels.version for k in self.kernel_releases) and \
-                not (wheels.package, wheels.version) in _WHEEL_ONLY_RELEASES:
+                (wheels.package, wheels.version) not in _WHEEL_ONLY_RELEASES:
             found.append(f"mamba.toml: wheels for {wheels.package} {wheels.version}, which has no [[release]] row")
         for torch in wheels.torch:
             if torch not in release_names:

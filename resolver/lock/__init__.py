@@ -130,7 +130,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         carried.append(name)
     _check_platform_names(envs)
     text = write_lock(project.lockfile, envs, project.root)
-    for name, plan in by_env.items():
+    for plan in by_env.values():
         save_plan(project, plan, manifest)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(carried), changed,
                        hashlib.sha256(text.encode()).hexdigest(), tuple(notes))

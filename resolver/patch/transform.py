@@ -105,7 +105,7 @@ def add_static_inline(text: str, functions: Sequence[str], insert: str = "static
         new_text = new_text[:offset] + piece + new_text[offset:]
     changes = []
     shift = 0
-    for offset, piece, definition in sorted(edits, key=lambda e: e[0]):
+    for _offset, piece, definition in sorted(edits, key=lambda e: e[0]):
         line_no = text.count("\n", 0, definition.start) + 1
         end = text.find("\n", definition.start)
         before = text[definition.start:end if end >= 0 else len(text)]
