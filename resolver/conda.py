@@ -18,6 +18,7 @@ import asyncio
 import atexit
 import datetime
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -124,6 +125,12 @@ def index_channel(channel: Path, subdirs: tuple[str, ...] | None = None) -> None
         run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
 
 
+def version_matches(spec: str, version: str) -> bool:
+    """Whether a conda version ``spec`` (``>=3.10,<3.14``, ``3.11.*``) admits ``version``."""
+    r = rattler()
+    return r.VersionSpec(spec).matches(r.Version(version))
+
+
 # --------------------------------------------------------------------------------- solve and link
 
 
@@ -138,6 +145,12 @@ def solve(channels: list[str], specs: list[str], platform: str, virtual_packages
     except Exception as exc:  # rattler.exceptions.SolverError and friends
         text = str(exc).strip()
         first = " ".join(text.splitlines()[:6])[:600]
+        missing = re.search(r"No candidates were found for ([A-Za-z0-9_.-]+)", text)
+        if missing:
+            raise BadInput(f"no package {missing.group(1)} for {platform} in the conda channels {', '.join(channels)}",
+                           fix=f"add a channel that has {missing.group(1)} (conda-forge, or a mirror of it named with "
+                               "--channel / [tool.resolver] conda-channels), or drop it from [dependencies]",
+                           because=text[:4000]) from None
         raise Refusal(f"the conda packages cannot be solved for {platform} ({first})",
                       fix="relax the [dependencies] pins in pixi.toml or add the channel that has them",
                       because=text[:4000]) from None

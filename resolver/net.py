@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from resolver.errors import IntegrityError, SourceUnreachable
 from resolver.fs import MiB, atomic_stream
@@ -23,15 +23,21 @@ from resolver.fs import MiB, atomic_stream
 Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
 
 
+_SILENT: dict[str, str] = {}  # url -> why nothing answered, once per process: a firewall that drops costs one timeout
+
+
 def probe_status(url: str, *, timeout: float = 5.0) -> int | str:
     """The HTTP status a HEAD request gets (any answer counts), or the reason there was none."""
+    if url in _SILENT:
+        return _SILENT[url]
     try:
         with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
             return int(getattr(response, "status", None) or 200)  # a file:// answer carries no status
     except urllib.error.HTTPError as exc:
         return int(exc.code)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        return str(getattr(exc, "reason", exc)) or type(exc).__name__
+        _SILENT[url] = str(getattr(exc, "reason", exc)) or type(exc).__name__
+        return _SILENT[url]
 
 
 def reachable(url: str, *, timeout: float = 5.0) -> bool:
@@ -63,3 +69,20 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
         raise SourceUnreachable(f"cannot download {url} ({getattr(exc, 'reason', exc)})",
                                 fix="check the network or point a mirror at it ([tool.resolver] mirrors)") from None
     return target
+
+
+def fetch_json(url: str, *, timeout: float = 10.0, limit: int = 16 << 20, accept: str = "application/json") -> Any | None:
+    """A JSON document from ``url`` (at most ``limit`` bytes), or None when it cannot be had."""
+    import json
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=timeout) as response:
+            data = response.read(limit + 1)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None

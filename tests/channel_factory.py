@@ -1,6 +1,7 @@
 """A real local conda channel and wheelhouse for the lock/install tests, built with py-rattler-build.
 
-Packages (all python-less, so they install without a conda python):
+Packages (python-less; the environments take their ``python`` from the toolchain channel,
+tests/toolchain_channel.py, listed first in the test workspaces):
 
 * ``rt-base`` → ``rt-lib`` → ``rt-tool``: a dependency chain; ``rt-tool`` installs ``bin/rt-tool``
   which sources files of the other two and prints ``rt-tool ok <lib> <base>``.
@@ -8,10 +9,11 @@ Packages (all python-less, so they install without a conda python):
   ``__cuda >=12``), each installing ``bin/rt-kernel`` that prints its variant. The CUDA build gets the
   higher build number, as conda-forge does, because the solver otherwise prefers CPU at equal
   version and build number (notes §0.6).
-* ``pip``: a stand-in (one text file) so conda-lock style tools accept an environment with PyPI
-  packages; conda-lock requires pip among the conda packages.
+* ``pip``: a stand-in (one text file); the toolchain channel's real pip, first in channel order, wins.
+* ``python`` 3.11.7 for **osx-arm64** only: metadata and one text file, so a workspace declaring a
+  second platform can be locked here (it is never installed: no macOS here).
 
-The wheelhouse holds tiny pure-Python wheels: a ``torch`` stub for ``2.13.0+cpu`` and ``2.13.0+cu126``
+The wheelhouse holds tiny pure-Python wheels: a ``torch`` stub for ``2.13.0+cpu`` and ``2.13.0+cu130``
 (a module with ``__version__``) and ``rtpy`` (depends on nothing).
 
 >>> # build_channel(tmp / "chan"); build_wheelhouse(tmp / "wheels")
@@ -73,13 +75,20 @@ def recipes() -> list[tuple[str, str]]:
                                    run=["__cuda >=12"], number=1, string="cuda_1", noarch=False)),
         ("pip", _recipe("pip", "24.0", ["mkdir -p $PREFIX/share/rt",
                                         "echo 'stand-in: pip comes from the virtual environment' > $PREFIX/share/rt/pip.txt"])),
+        ("python-osx-arm64", _recipe("python", "3.11.7", ["mkdir -p $PREFIX/share/rt",
+                                                         "echo stand-in > $PREFIX/share/rt/python-osx.txt"],
+                                     string="h0_0_cpython", noarch=False)),
     ]
+
+
+TARGETS = {"python-osx-arm64": "osx-arm64"}  # recipes built for another platform than this one
 
 
 def build_channel(out: Path) -> Path:
     """Build every recipe into ``out`` (an indexed channel: noarch/ + linux-64/). ~1-2 s."""
-    from rattler_build import Stage0Recipe, ToolConfiguration
+    from rattler_build import PlatformConfig, RenderConfig, Stage0Recipe, ToolConfiguration
 
+    out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = out.parent / f"{out.name}-recipes"
     for key, text in recipes():
@@ -87,8 +96,9 @@ def build_channel(out: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "recipe.yaml").write_text(text)
         recipe = Stage0Recipe.from_yaml(text, recipe_dir=folder)
+        render = RenderConfig(platform=PlatformConfig(target_platform=TARGETS[key])) if key in TARGETS else None
         recipe.run_build(output_dir=out, channels=[], tool_config=ToolConfiguration(test_strategy="skip"),
-                         no_build_id=True)
+                         no_build_id=True, render_config=render)
     for leftover in ("bld", "src_cache", ".tmp"):
         shutil.rmtree(out / leftover, ignore_errors=True)
     reindex(out)
@@ -140,7 +150,7 @@ def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], re
 
 
 def build_wheelhouse(out: Path) -> Path:
-    for local in ("cpu", "cu126"):
+    for local in ("cpu", "cu130"):
         write_wheel(out, "torch", f"2.13.0+{local}",
                     {"torch/__init__.py": f'__version__ = "2.13.0+{local}"\nSTUB = True\n'})
     write_wheel(out, "rtpy", "1.0.0", {"rtpy/__init__.py": 'VALUE = "rtpy ok"\n'})

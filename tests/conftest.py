@@ -12,25 +12,55 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent))
+
+# Run inside created environments (they import torch) or are build inputs, not test modules.
+collect_ignore = ["kernel_cases.py", "reference_cases.py", "fixtures"]
+
+
+def torch_cpu_mirror() -> Path | None:
+    """The local folder pip's configuration here takes torch 2.13.0+cpu from (a wheelhouse), if any: it
+    mirrors https://download.pytorch.org/whl/cpu, which these machines cannot reach."""
+    from resolver.lock.pipconfig import read_pip_config
+
+    for folder in read_pip_config().local_folders:
+        if list(Path(folder).glob("torch-2.13.0+cpu-*.whl")):
+            return Path(folder)
+    return None
+
+
+def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None) -> str:
+    """A pixi.toml text whose workspace declares the glibc the toolchain channel's python needs and,
+    given ``torch_mirror``, maps PyTorch's CPU index to it under [tool.resolver.mirrors]."""
+    import toolchain_channel
+
+    text = text.replace('platforms = ["linux-64"]', f"platforms = [{toolchain_channel.platform_entry(toolchain)}]", 1)
+    if torch_mirror is not None:
+        text = text.replace("[tool.resolver.mirrors]\n",
+                            f'[tool.resolver.mirrors]\n"https://download.pytorch.org/whl/cpu" = "{torch_mirror}"\n', 1)
+    return text
 
 
 @pytest.fixture(scope="session")
-def cpu_project(tmp_path_factory) -> Path:
-    """A copy of this project where ``lock --target cpu`` then ``install --env cpu`` ran through the CLI,
-    with this machine's pip configuration as it is (torch 2.13.0+cpu from the local wheelhouse).
+def cpu_project(tmp_path_factory, conda_channel) -> Path:
+    """A copy of this project where ``lock --target cpu --channel <toolchain channel>`` then
+    ``install --env cpu`` ran through the CLI, with this machine's pip configuration as it is (torch
+    2.13.0+cpu from the local wheelhouse, mapped to its canonical index by a mirror entry).
 
-    Returns the project root; the environment is ``<root>/.resolver/envs/cpu`` (a venv, ready marker
-    written). Takes about a minute, once per test session.
+    Returns the project root; the environment is ``<root>/.resolver/envs/cpu``: a conda prefix with its
+    own python (ready marker written). Takes about a minute, once per test session.
     """
     root = tmp_path_factory.mktemp("cpu-project")
-    shutil.copy(REPO / "pixi.toml", root / "pixi.toml")
+    (root / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel, torch_cpu_mirror()))
     env = dict(os.environ, RESOLVER_PROJECT=str(root))
     cmd = [sys.executable, "-m", "resolver"]
-    done = subprocess.run([*cmd, "lock", "--target", "cpu", "--json"], env=env, capture_output=True, text=True)
+    done = subprocess.run([*cmd, "lock", "--target", "cpu", "--channel", str(conda_channel), "--json"], env=env,
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout)["path"] == str(root / ".resolver" / "envs" / "cpu")
+    installed = json.loads(done.stdout)
+    assert installed["path"] == str(root / ".resolver" / "envs" / "cpu") and installed["kind"] == "conda"
     return root
 
 

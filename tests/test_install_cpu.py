@@ -7,17 +7,20 @@ import os
 import subprocess
 import sys
 
+from conftest import torch_cpu_mirror
+
 from resolver import install
 from resolver.fs import sha256_of
-from resolver.install.fetch import local_path
+from resolver.install.fetch import file_name_of
 from resolver.lock.lockfile import read_lock
 from resolver.paths import ProjectPaths
 
 
-def test_cpu_environment_imports_torch(cpu_project):
+def test_cpu_environment_is_a_conda_prefix_whose_python_imports_torch(cpu_project):
     env = cpu_project / ".resolver" / "envs" / "cpu"
     marker = json.loads((env / "resolver-ready.json").read_text())
-    assert marker["kind"] == "venv" and "torch==2.13.0+cpu" in marker["pypi"]
+    assert marker["kind"] == "conda" and "torch==2.13.0+cpu" in marker["pypi"]
+    assert (env / "conda-meta").is_dir() and any(p.name.startswith("python-3.") for p in (env / "conda-meta").iterdir())
     done = subprocess.run([str(env / "bin" / "python"), "-c",
                            "import sys, torch, transformers, safetensors, einops, packaging, ninja, numpy; "
                            "print(torch.__version__, sys.prefix, float(torch.ones(3).sum()))"],
@@ -25,6 +28,7 @@ def test_cpu_environment_imports_torch(cpu_project):
     assert done.returncode == 0, done.stderr[-2000:]
     version, prefix, total = done.stdout.split()
     assert version == "2.13.0+cpu" and prefix == str(env) and float(total) == 3.0
+    assert not (env / "pyvenv.cfg").exists()  # its own interpreter, not a venv of this machine's
 
 
 def test_cpu_lock_records_every_wheel_with_its_hash(cpu_project):
@@ -34,11 +38,12 @@ def test_cpu_lock_records_every_wheel_with_its_hash(cpu_project):
     assert {"torch", "numpy", "transformers", "safetensors", "einops", "packaging", "ninja"} <= names
     torch = next(a for a in cpu.pypi if a.name == "torch")
     assert torch.version == "2.13.0+cpu"
-    path = local_path(torch.location)
-    if path is not None:  # from a local wheelhouse (pip's configuration here): the hash is the file's
-        assert sha256_of(path) == torch.sha256
+    mirror = torch_cpu_mirror()
+    if mirror is not None:  # pip took it from a local wheelhouse; the lock names PyTorch's index, the mirror entry maps it
+        assert torch.location.startswith("https://download.pytorch.org/whl/cpu/torch-2.13.0")
+        assert sha256_of(mirror / file_name_of(torch.location)) == torch.sha256
     assert all(len(a.sha256) == 64 for a in cpu.pypi)
-    assert cpu.conda == ()
+    assert [r.name.normalized for r in cpu.conda] == ["python"] and not cpu.fallback
 
 
 def test_cpu_reinstall_from_warm_cache_is_a_no_op(cpu_project):

@@ -1,4 +1,6 @@
-"""lock → install against a real conda channel built here with py-rattler-build, served over HTTP.
+"""lock → install against real conda channels: the toolchain channel (a real conda ``python`` and the
+CUDA 13.0 compiler, tests/toolchain_channel.py) as the mirror of conda-forge, and a small channel of
+test packages built here with py-rattler-build, served over HTTP.
 
 The PyPI side uses a wheelhouse inside the project (so its locations are relative in pixi.lock)
 with pip's own configuration switched off, so nothing outside the test is consulted.
@@ -9,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -18,53 +23,62 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
+import toolchain_channel as tc  # noqa: E402
 
 from resolver import install, lock  # noqa: E402
 from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
 from resolver.errors import IntegrityError, ResolverError  # noqa: E402
 from resolver.fs import sha256_of  # noqa: E402
+from resolver.knowledge import Knowledge  # noqa: E402
+from resolver.lock.sources import Sources  # noqa: E402
 from resolver.paths import ProjectPaths  # noqa: E402
+from resolver.versions import DottedVersion  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO.parent / "shared" / "schemas" / "pixi-manifest.schema.json"
-PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+PY = tc.PYTHON_SERIES
+CONDA_FORGE = "https://conda.anaconda.org/conda-forge/"
+
+pytestmark = pytest.mark.skipif(f"{sys.version_info.major}.{sys.version_info.minor}" != PY,
+                                reason=f"the toolchain channel's python is {PY}; the tests run its pip side with it")
 
 
-def cpu_plan(glibc: str = "2.28") -> Plan:
-    return Plan(backend="cpu", backend_version=None, python=PY, platform="linux-64", target="cpu",
+def cpu_plan(python: str = PY) -> Plan:
+    return Plan(backend="cpu", backend_version=None, python=python, platform="linux-64", target="cpu",
                 torch=TorchChoice("2.13.0", "cpu", TorchSource("pypi-index", "https://download.pytorch.org/whl/cpu"),
                                   local_version="cpu"),
-                kernels=KernelChoice("none"), glibc=glibc)
+                kernels=KernelChoice("none"), glibc="2.36", conda_packages=(("python", f"{python}.*"),))
 
 
 def cuda_plan() -> Plan:
-    return Plan(backend="cuda", backend_version="12.6", python=PY, platform="linux-64", target="cuda12.6",
-                torch=TorchChoice("2.13.0", "cu126", TorchSource("pypi-index", "https://download.pytorch.org/whl/cu126"),
-                                  local_version="cu126"),
-                kernels=KernelChoice("build", ("8.6",)), glibc="2.35", cuda_driver="12.8")
+    toolkit = Knowledge.load().conda_forge.toolkit_specs(DottedVersion.parse("13.0"))
+    return Plan(backend="cuda", backend_version="13.0", python=PY, platform="linux-64", target="cuda13.0",
+                torch=TorchChoice("2.13.0", "cu130", TorchSource("pypi-index", "https://download.pytorch.org/whl/cu130"),
+                                  local_version="cu130"),
+                kernels=KernelChoice("build", ("9.0",)), glibc="2.36", cuda_driver="13.0",
+                conda_packages=(("python", f"{PY}.*"), *toolkit))
 
 
 MANIFEST = """\
 # test workspace: comments must survive `lock`
 [workspace]
 name = "lock-test"
-channels = ["{channel}"]
-platforms = ["linux-64"]
+channels = ["conda-forge", "{channel}"]
+platforms = [{platform}, {cuda_platform}]
 
 [feature.cpu]
-platforms = ["linux-64"]
+platforms = ["{platform_name}"]
 dependencies = {{ rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }}
 pypi-dependencies = {{ rtpy = "*" }}
 
-[feature.cuda12]
-platforms = ["linux-64"]
-system-requirements = {{ cuda = "12" }}
+[feature.cuda13]
+platforms = ["{platform_name}-cuda13"]
 dependencies = {{ rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }}
 pypi-dependencies = {{ rtpy = "*" }}
 
 [environments]
-cpu = {{ features = ["cpu"], solve-group = "cpu" }}
-cuda12 = {{ features = ["cuda12"], solve-group = "cuda12" }}
+cpu = {{ features = ["cpu"], solve-group = "cpu", no-default-feature = true }}
+cuda13 = {{ features = ["cuda13"], solve-group = "cuda13", no-default-feature = true }}
 
 [tool.resolver]
 find-links = ["./wheels"]
@@ -80,34 +94,42 @@ def served(tmp_path_factory):
     server.close()
 
 
-@pytest.fixture(autouse=True)
-def isolated_pip(monkeypatch):
-    """pip sees only the project's wheelhouse: its machine configuration is switched off."""
+def _isolate(mp: pytest.MonkeyPatch, toolchain: Path) -> None:
+    """pip sees only the project's wheelhouse; conda-forge is the toolchain channel (a mirror)."""
     for key in [k for k in os.environ if k.startswith(("PIP_", "RESOLVER_"))]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
+        mp.delenv(key)
+    mp.setenv("PIP_CONFIG_FILE", os.devnull)
+    mp.setenv("PIP_NO_INDEX", "1")
+    mp.setenv("RESOLVER_CONDA_CHANNELS", str(toolchain))
 
 
-def make_project(base: Path, channel_url: str) -> ProjectPaths:
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, conda_channel):
+    _isolate(monkeypatch, conda_channel)
+
+
+def manifest_text(channel_url: str, toolchain: Path) -> str:
+    entry, name = tc.platform_entry(toolchain), tc.platform_name(toolchain)
+    cuda = entry.replace(f'name = "{name}"', f'name = "{name}-cuda13"').replace(" }", ', cuda = "13" }')
+    return MANIFEST.format(channel=channel_url, platform=entry, cuda_platform=cuda, platform_name=name)
+
+
+def make_project(base: Path, channel_url: str, toolchain: Path) -> ProjectPaths:
     base.mkdir(parents=True, exist_ok=True)
-    (base / "pixi.toml").write_text(MANIFEST.format(channel=channel_url))
+    (base / "pixi.toml").write_text(manifest_text(channel_url, toolchain))
     cf.build_wheelhouse(base / "wheels")
     return ProjectPaths(base)
 
 
 @pytest.fixture(scope="module")
-def locked(served, tmp_path_factory):
-    """A project locked for cpu and cuda12 and both environments installed (shared by the module)."""
+def locked(served, tmp_path_factory, conda_channel):
+    """A project locked for cpu and cuda13 and both environments installed (shared by the module)."""
     channel, server = served
     mp = pytest.MonkeyPatch()
-    for key in [k for k in os.environ if k.startswith(("PIP_", "RESOLVER_"))]:
-        mp.delenv(key)
-    mp.setenv("PIP_CONFIG_FILE", os.devnull)
-    mp.setenv("PIP_NO_INDEX", "1")
-    project = make_project(tmp_path_factory.mktemp("proj") / "p", server.url)
+    _isolate(mp, conda_channel)
+    project = make_project(tmp_path_factory.mktemp("proj") / "p", server.url, conda_channel)
     summary = lock.lock_plans(project, [cpu_plan(), cuda_plan()])
-    installed = {name: install.install_environment(project, name) for name in ("cpu", "cuda12")}
+    installed = {name: install.install_environment(project, name) for name in ("cpu", "cuda13")}
     mp.undo()
     return project, summary, installed
 
@@ -116,57 +138,72 @@ def run(path: Path, *args: str) -> str:
     return subprocess.run([str(path), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def test_lock_records_both_targets_with_the_right_variant(locked):
-    project, summary, _ = locked
-    assert [e.name for e in summary.locked] == ["cpu", "cuda12"]
+def lockfile(project: ProjectPaths):
     from rattler import LockFile
 
-    lf = LockFile.from_path(str(project.lockfile))
-    assert sorted(name for name, _ in lf.environments()) == ["cpu", "cuda12"]
-    platforms = {p.name: [str(v) for v in p.virtual_packages] for p in lf.platforms()}
-    assert "__cuda=12.8=0" in platforms["linux-64-cuda12"]
-    assert not any(v.startswith("__cuda") for v in platforms["linux-64"])
-    builds = {}
+    return LockFile.from_path(str(project.lockfile))
+
+
+def test_lock_holds_every_environment_with_its_python_and_the_right_builds(locked, conda_channel):
+    project, summary, _ = locked
+    base = tc.platform_name(conda_channel)
+    assert [(e.name, e.platform, e.fallback) for e in summary.locked] == [
+        ("cpu", base, False), ("cuda13", f"{base}-cuda13", False),
+        ("default", base, False), ("default", f"{base}-cuda13", False)]  # default: every workspace platform
+    lf = lockfile(project)
+    assert sorted(name for name, _ in lf.environments()) == ["cpu", "cuda13", "default"]
+    platforms = {p.name: sorted(str(v) for v in p.virtual_packages) for p in lf.platforms()}
+    floor = tc.channel_info(conda_channel)["python_glibc_floor"]
+    assert platforms == {base: [f"__glibc={floor}"], f"{base}-cuda13": ["__cuda=13", f"__glibc={floor}"]}
+    conda = {}
     for name, env in lf.environments():
         for plat in env.platforms():
-            for pkg in env.packages(plat):
-                if pkg.name == "rt-kernel":
-                    builds[name] = pkg.location.rsplit("/", 1)[1]
-    assert builds == {"cpu": "rt-kernel-1.2.0-cpu_0.conda", "cuda12": "rt-kernel-1.2.0-cuda_1.conda"}
+            conda[name] = {pkg.name: pkg.location.rsplit("/", 1)[1] for pkg in env.packages(plat)
+                           if pkg.location.endswith(".conda")}
+    assert conda["cpu"]["rt-kernel"] == "rt-kernel-1.2.0-cpu_0.conda"
+    assert conda["cuda13"]["rt-kernel"] == "rt-kernel-1.2.0-cuda_1.conda"
+    for name in ("cpu", "cuda13"):
+        assert conda[name]["python"].startswith(f"python-{PY}.")
+        assert conda[name]["pip"].startswith("pip-26.")  # the real pip: the first channel wins
+    assert {"cuda-nvcc", "cuda-version", "cuda-cudart-dev", "cuda-cccl"} <= set(conda["cuda13"])
+    assert conda["cuda13"]["cuda-version"].startswith("cuda-version-13.0-")
+    assert not any(n.startswith("cuda-") for n in conda["cpu"])
+    text = project.lockfile.read_text()
+    # conda-forge's packages are recorded at conda-forge, never at the mirror they were solved from
+    assert f"- conda: {CONDA_FORGE}linux-64/python-{PY}" in text and str(conda_channel) not in text
 
 
-def test_pypi_entries_have_relative_locations_and_real_sha256(locked):
+def test_pypi_entries_are_relative_hashed_and_indexed(locked):
     project, _, _ = locked
     text = project.lockfile.read_text()
     assert "- pypi: ./wheels/torch-2.13.0+cpu-py3-none-any.whl" in text
-    assert str(project.root) not in text
-    from rattler import LockFile
-
-    env = LockFile.from_path(str(project.lockfile)).environment("cuda12")
+    assert str(project.root) not in text and "file://" not in text
+    env = lockfile(project).environment("cuda13")
     pypi = {p.name: p for p in env.pypi_packages_for_platform(env.platforms()[0])}
     assert sorted(pypi) == ["rtpy", "torch"]
-    torch = pypi["torch"]
-    assert str(torch.version) == "2.13.0+cu126"
-    wheel = project.root / "wheels" / "torch-2.13.0+cu126-py3-none-any.whl"
-    assert torch.hashes.sha256.hex() == sha256_of(wheel)
+    assert str(pypi["torch"].version) == "2.13.0+cu130"
+    assert pypi["torch"].hashes.sha256.hex() == sha256_of(project.root / "wheels" / "torch-2.13.0+cu130-py3-none-any.whl")
+    assert "index: https://download.pytorch.org/whl/cu130" in text  # torch is pinned to its index
+    assert "indexes:\n    - https://pypi.org/simple" in text
 
 
-def test_installed_environments_run(locked):
+def test_installed_environments_are_conda_prefixes_that_run(locked):
     project, _, installed = locked
-    for name, variant in (("cpu", "cpu"), ("cuda12", "cuda")):
+    for name, variant in (("cpu", "cpu"), ("cuda13", "cuda")):
         summary = installed[name]
-        assert summary.kind == "venv" and summary.path == project.env(name) and summary.status == "installed"
+        assert summary.kind == "conda" and summary.path == project.env(name) and summary.status == "installed"
+        assert (summary.path / "conda-meta").is_dir()
         bin_dir = summary.path / "bin"
+        assert run(bin_dir / "python", "-c", "import sys; print(sys.prefix)") == str(summary.path)
         assert run(bin_dir / "rt-tool") == "rt-tool ok lib-2.1.0 base-1.0.0"
         assert run(bin_dir / "rt-kernel") == f"rt-kernel {variant}"
-        local = "cpu" if name == "cpu" else "cu126"
+        local = "cpu" if name == "cpu" else "cu130"
         assert run(bin_dir / "python", "-c", "import torch, rtpy; print(torch.__version__, rtpy.VALUE)") == \
             f"2.13.0+{local} rtpy ok"
-        # scripts written during the build point at the final place, not the temporary one
-        assert run(bin_dir / "pip", "--version").startswith("pip ")
-        assert ".tmp-" not in (bin_dir / "pip").read_text().splitlines()[0]
         marker = json.loads((summary.path / "resolver-ready.json").read_text())
         assert marker["lock_digest"] == install.locked_environment_digest(project, name)
+        assert marker["kind"] == "conda"
+    assert "release 13.0" in run(project.env("cuda13") / "bin" / "nvcc", "--version")  # the toolkit came with it
     assert not list(project.envs.glob(".*"))  # no temporary folder left behind
 
 
@@ -179,38 +216,45 @@ def test_reinstall_is_a_no_op_and_repairs_a_missing_marker(locked):
     assert run(project.env("cpu") / "bin" / "rt-kernel") == "rt-kernel cpu"
 
 
-def test_lock_is_deterministic_and_current(locked, tmp_path, served):
+def test_lock_is_deterministic_and_current(locked, tmp_path, served, conda_channel):
     project, summary, _ = locked
     first = project.lockfile.read_bytes()
     again = lock.lock_plans(project, [cpu_plan(), cuda_plan()])
     assert project.lockfile.read_bytes() == first and again.sha256 == summary.sha256
-    # the same inputs in another folder give the same bytes (locations are relative)
-    other = make_project(tmp_path / "elsewhere", served[1].url)
+    # the same inputs in another folder give the same bytes (locations are relative or canonical)
+    other = make_project(tmp_path / "elsewhere", served[1].url, conda_channel)
     lock.lock_plans(other, [cpu_plan(), cuda_plan()])
     assert other.lockfile.read_bytes() == first
     assert lock.lock_is_current(project, cpu_plan())
     assert lock.lock_is_current(project, cuda_plan())
-    assert not lock.lock_is_current(project, cpu_plan(glibc="2.35"))
+    assert not lock.lock_is_current(project, cpu_plan(python="3.12"))
 
 
-def test_relocking_one_target_keeps_the_other(locked, tmp_path, served):
-    project = make_project(tmp_path / "one-by-one", served[1].url)
+def test_relocking_one_target_keeps_the_others_byte_for_byte(locked, tmp_path, served, conda_channel):
+    project = make_project(tmp_path / "one-by-one", served[1].url, conda_channel)
     lock.lock_plans(project, [cpu_plan()])
     summary = lock.lock_plans(project, [cuda_plan()])
-    assert summary.carried_over == ("cpu",)
+    assert summary.carried_over == ("cpu", "default")  # default: every platform was there after the first lock
     assert project.lockfile.read_bytes() == locked[0].lockfile.read_bytes()
 
 
-def test_manifest_written_by_lock_keeps_comments_and_validates(locked):
+def test_manifest_written_by_lock_is_pixis_current_form(locked):
     project, _, _ = locked
     text = project.manifest.read_text()
     assert text.startswith("# test workspace: comments must survive `lock`")
-    assert 'torch = {version = "==2.13.0+cu126", index = "https://download.pytorch.org/whl/cu126"}' in text
-    jsonschema = pytest.importorskip("jsonschema")
+    assert 'torch = {version = "==2.13.0+cu130", index = "https://download.pytorch.org/whl/cu130"}' in text
+    assert "system-requirements" not in text
     import tomllib
 
+    data = tomllib.loads(text)
+    for name in ("cpu", "cuda13"):
+        assert data["feature"][name]["dependencies"]["python"] == f"{PY}.*"
+    assert data["feature"]["cuda13"]["dependencies"]["cuda-version"] == "13.0.*"
+    if not SCHEMA.is_file():
+        pytest.skip(f"pixi's manifest schema is not here ({SCHEMA}): the rest needs it")
+    jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text())
-    errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(tomllib.loads(text)))
+    errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(data))
     assert not errors, [e.message for e in errors]
 
 
@@ -225,56 +269,95 @@ def test_tampered_wheel_is_refused_naming_the_file(locked, tmp_path):
     assert not copy.env("cpu").exists() and not list(copy.envs.glob(".*"))
 
 
-def test_tampered_conda_package_is_refused(served, tmp_path):
+def test_tampered_conda_package_is_refused(served, tmp_path, conda_channel):
     channel, _ = served
     chan = tmp_path / "chan"
     shutil.copytree(channel, chan)
     server = cf.ChannelServer(chan)
     try:
-        project = make_project(tmp_path / "p", server.url)
+        project = make_project(tmp_path / "p", server.url, conda_channel)
         lock.lock_plans(project, [cpu_plan()])
         target = cf.package_file(chan, "rt-lib")
         target.write_bytes(target.read_bytes()[:-1] + b"x")
         with pytest.raises(IntegrityError, match="rt-lib-2.1.0"):
             install.install_environment(project, "cpu")
+        assert not project.env("cpu").exists()
     finally:
         server.close()
 
 
-def test_unreachable_channel_is_one_sentence_and_no_conda_still_locks(tmp_path):
-    project = make_project(tmp_path / "p", "http://127.0.0.1:9/nothing")
-    with pytest.raises(ResolverError, match="cannot be reached") as info:
-        lock.lock_plans(project, [cpu_plan()])
-    assert "--no-conda" in str(info.value) and "\n" not in str(info.value)
-    summary = lock.lock_plans(project, [cpu_plan()], no_conda=True)
-    assert summary.locked[0].conda_packages == 0 and summary.locked[0].pypi_packages == 2
+@pytest.fixture
+def silent_channel():
+    """A channel URL whose server accepts connections and never answers (a firewall that drops)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/silent"
+    sock.close()
+
+
+def test_a_named_mirror_that_times_out_is_one_sentence_and_writes_nothing(served, tmp_path, silent_channel,
+                                                                         conda_channel):
+    project = make_project(tmp_path / "p", served[1].url, conda_channel)
+    before = project.manifest.read_bytes()
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--target", "cpu", "--channel", silent_channel],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "cannot be reached" in errors[0] and silent_channel in errors[0]
+    assert "Traceback" not in done.stderr and time.monotonic() - started < 60
+    assert not project.lockfile.exists() and project.manifest.read_bytes() == before
+
+
+def test_no_conda_channel_answering_falls_back_explicitly(tmp_path, monkeypatch, conda_channel):
+    """The manifest's own channels unreachable, no mirror named (an air-gapped machine): each environment
+    becomes a virtual environment of this Python, and the lock says so in its header."""
+    monkeypatch.delenv("RESOLVER_CONDA_CHANNELS")
+    project = make_project(tmp_path / "p", "http://127.0.0.1:9/nothing", conda_channel)
+    summary = lock.lock_plans(project, [cpu_plan()])
+    cpu = next(e for e in summary.locked if e.name == "cpu")
+    assert cpu.fallback and cpu.conda_packages == 0 and cpu.pypi_packages == 2
+    header = [line for line in project.lockfile.read_text().splitlines() if line.startswith("#")]
+    assert any("environment cpu" in line and "fallback" in line and "pixi cannot install it" in line for line in header)
+    assert any("environment cpu" in note and "fallback" in note for note in summary.notes)
+    done = install.install_environment(project, "cpu")
+    assert done.kind == "venv" and run(done.path / "bin" / "python", "-c", "import rtpy; print(rtpy.VALUE)") == "rtpy ok"
+    # --no-conda is the same fallback, asked for
+    again = lock.lock_plans(make_project(tmp_path / "q", "http://127.0.0.1:9/nothing", conda_channel), [cpu_plan()],
+                            no_conda=True)
+    assert next(e for e in again.locked if e.name == "cpu").fallback
 
 
 def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     project, _, _ = locked
     copy = tmp_path / "cli"
     shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("envs", "cache"))
-    env = dict(os.environ, RESOLVER_PROJECT=str(copy), PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1")
-    env.pop("PIP_FIND_LINKS", None)
+    env = dict(os.environ, RESOLVER_PROJECT=str(copy))
     cmd = [sys.executable, "-m", "resolver"]
     done = subprocess.run([*cmd, "lock", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert [e["environment"] for e in data["locked"]] == ["cpu", "cuda12"]
+    assert [e["environment"] for e in data["locked"]] == ["cpu", "cuda13"] and data["carried_over"] == ["default"]
     assert (copy / "pixi.lock").read_bytes() == project.lockfile.read_bytes()
-    done = subprocess.run([*cmd, "install", "--env", "cuda12", "--json"], env=env, capture_output=True, text=True)
+    done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert data["kind"] == "venv" and data["path"] == str(copy / ".resolver" / "envs" / "cuda12")
-    assert data["status"] == "installed" and data["conda_packages"] == 5
+    assert data["kind"] == "conda" and data["path"] == str(copy / ".resolver" / "envs" / "cpu")
+    cpu = lockfile(ProjectPaths(copy)).environment("cpu")
+    conda = sorted(p.name for p in cpu.packages(cpu.platforms()[0]) if p.location.endswith(".conda"))
+    assert conda == ["pip", "python", "rt-base", "rt-kernel", "rt-lib", "rt-tool", "setuptools", "wheel"]
+    assert data["status"] == "installed" and data["conda_packages"] == len(conda)
+    assert data["enter"]["pixi"] == "pixi shell -e cpu" and data["enter"]["shell"].startswith("export CONDA_PREFIX=")
     done = subprocess.run([*cmd, "install", "--env", "nope"], env=env, capture_output=True, text=True)
     assert done.returncode == 7 and done.stderr.count("\n") == 1 and "no environment 'nope'" in done.stderr
 
 
-def test_pixi_to_conda_lock_converts_the_lock(locked, request, tmp_path):
+def test_pixi_to_conda_lock_converts_the_lock(locked, tmp_path):
     """A third-party reader pinned to an older py-rattler (0.24) converts our lock."""
     project, _, _ = locked
-    tool_venv = Path(request.config.cache.mkdir("pixi-to-conda-lock")) / "venv"
+    tool_venv = REPO / ".resolver" / "test-envs" / "pixi-to-conda-lock-0.4.5"
     exe = tool_venv / "bin" / "pixi-to-conda-lock"
     if not exe.exists():
         shutil.rmtree(tool_venv, ignore_errors=True)
@@ -291,25 +374,23 @@ def test_pixi_to_conda_lock_converts_the_lock(locked, request, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     import yaml
 
-    converted = yaml.safe_load((out / "cuda12.conda-lock.yml").read_text())
+    converted = yaml.safe_load((out / "cuda13.conda-lock.yml").read_text())
     names = {(p["name"], p["manager"]) for p in converted["package"]}
-    assert {("rt-kernel", "conda"), ("rt-tool", "conda"), ("torch", "pip"), ("rtpy", "pip")} <= names
+    assert {("python", "conda"), ("rt-kernel", "conda"), ("cuda-nvcc", "conda"), ("torch", "pip"),
+            ("rtpy", "pip")} <= names
     kernel = next(p for p in converted["package"] if p["name"] == "rt-kernel")
     assert kernel["url"].endswith("rt-kernel-1.2.0-cuda_1.conda") and kernel["url"].startswith("http://127.0.0.1")
     torch = next(p for p in converted["package"] if p["name"] == "torch")
-    assert torch["hash"]["sha256"] == sha256_of(project.root / "wheels" / "torch-2.13.0+cu126-py3-none-any.whl")
+    assert torch["hash"]["sha256"] == sha256_of(project.root / "wheels" / "torch-2.13.0+cu130-py3-none-any.whl")
 
 
 def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_path):
     project, _, _ = locked
     copy = ProjectPaths(tmp_path / "interrupted")
     shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
-    env = dict(os.environ, RESOLVER_PROJECT=str(copy.root), PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1")
+    env = dict(os.environ, RESOLVER_PROJECT=str(copy.root))
     proc = subprocess.Popen([sys.executable, "-m", "resolver", "install", "--env", "cpu"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    import signal
-    import time
-
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(copy.envs.glob(".cpu.tmp-*")) and proc.poll() is None:
         time.sleep(0.02)
@@ -317,13 +398,12 @@ def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_p
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not copy.env("cpu").exists()  # nothing at the final place: it never looks ready
-    assert list(copy.envs.glob(".cpu.tmp-*"))  # the half-built folder is only the temporary one
     summary = install.install_environment(copy, "cpu")
     assert summary.status == "installed" and not list(copy.envs.glob(".cpu.tmp-*"))
     assert run(copy.env("cpu") / "bin" / "rt-tool") == "rt-tool ok lib-2.1.0 base-1.0.0"
 
 
-def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
+def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path, conda_channel):
     """Wheels from an HTTP wheelhouse: install downloads each locked file once into .resolver/cache,
     verifies it, and every later install reuses it (pip itself fetched them once while resolving)."""
     channel, server = served
@@ -332,10 +412,11 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
     try:
         project = ProjectPaths(tmp_path / "p")
         project.root.mkdir()
-        (project.root / "pixi.toml").write_text(MANIFEST.format(channel=server.url).replace(
+        (project.root / "pixi.toml").write_text(manifest_text(server.url, conda_channel).replace(
             'find-links = ["./wheels"]', f'find-links = ["{wheel_server.url}"]'))
         lock.lock_plans(project, [cpu_plan()])
         assert f"- pypi: {wheel_server.url}rtpy-1.0.0-py3-none-any.whl" in project.lockfile.read_text()
+
         def wheel_gets():
             return [r for r in wheel_server.requests if r.startswith("GET") and r.endswith(".whl")]
         before = len(wheel_gets())
@@ -345,7 +426,7 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
         install.install_environment(project, "cpu", force=True, use_cache=False)
         assert len(wheel_gets()) == before + 2
         assert run(project.env("cpu") / "bin" / "python", "-c", "import rtpy; print(rtpy.VALUE)") == "rtpy ok"
-        cached = next(project.cache.glob("pypi/downloads/*/rtpy-1.0.0-py3-none-any.whl"))
+        cached = next(project.cache.glob("verified/*/*/rtpy-1.0.0-py3-none-any.whl"))
         cached.write_bytes(b"corrupted")  # a damaged cache entry is fetched again, not trusted
         install.install_environment(project, "cpu", force=True, use_cache=False)
         assert wheel_gets()[-1] == "GET /rtpy-1.0.0-py3-none-any.whl" and len(wheel_gets()) == before + 3
@@ -353,52 +434,46 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path):
         wheel_server.close()
 
 
-def test_a_damaged_lock_is_rewritten_with_a_note(served, tmp_path):
-    project = make_project(tmp_path / "p", served[1].url)
+def test_a_damaged_lock_is_kept_aside_and_rewritten_with_a_note(served, tmp_path, conda_channel):
+    project = make_project(tmp_path / "p", served[1].url, conda_channel)
     project.lockfile.write_text("version: 7\nplatforms: [oops\n")
     summary = lock.lock_plans(project, [cpu_plan()])
     assert summary.notes and "could not be read" in summary.notes[0]
-    from rattler import LockFile
+    (backup,) = project.root.glob("pixi.lock.unreadable-*")
+    assert backup.read_text() == "version: 7\nplatforms: [oops\n"
+    assert sorted(name for name, _ in lockfile(project).environments()) == ["cpu", "cuda13", "default"]
 
-    assert [name for name, _ in LockFile.from_path(str(project.lockfile)).environments()] == ["cpu"]
 
-
-def test_local_kernel_channel_is_indexed_used_and_relative(served, tmp_path):
+def test_a_channel_inside_the_project_is_recorded_relative(served, tmp_path, conda_channel):
     channel, _ = served
-    project = make_project(tmp_path / "p", "unused")
-    project.manifest.write_text(project.manifest.read_text().replace('channels = ["unused"]', "channels = []"))
-    shutil.copytree(channel, project.channel)
-    for index in project.channel.glob("*/repodata.json"):
-        index.unlink()  # not indexed yet: lock indexes it
+    project = make_project(tmp_path / "p", "./local-channel", conda_channel)
+    shutil.copytree(channel, project.root / "local-channel")
     summary = lock.lock_plans(project, [cuda_plan()])
-    assert (project.channel / "linux-64" / "repodata.json").is_file()
     text = project.lockfile.read_text()
-    assert "- url: ./.resolver/channel/" in text and "- conda: ./.resolver/channel/linux-64/rt-kernel-1.2.0-cuda_1.conda" in text
-    assert summary.locked[0].conda_packages == 5
-    done = install.install_environment(project, "cuda12")
+    assert "- url: ./local-channel/" in text and "- conda: ./local-channel/linux-64/rt-kernel-1.2.0-cuda_1.conda" in text
+    assert str(project.root) not in text
+    assert next(e for e in summary.locked if e.name == "cuda13").conda_packages > 20
+    done = install.install_environment(project, "cuda13")
     assert run(done.path / "bin" / "rt-kernel") == "rt-kernel cuda"
 
 
-def test_all_platforms_locks_the_other_declared_platform_with_its_target_overrides(served, tmp_path):
-    project = make_project(tmp_path / "p", served[1].url)
+def test_every_declared_platform_is_locked_with_its_target_overrides(served, tmp_path, conda_channel):
+    project = make_project(tmp_path / "p", served[1].url, conda_channel)
+    name = tc.platform_name(conda_channel)
     text = project.manifest.read_text().replace(
-        '[feature.cpu]\nplatforms = ["linux-64"]\ndependencies = { rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }',
-        '[feature.cpu]\nplatforms = ["linux-64", "osx-arm64"]\ndependencies = { rt-tool = ">=0.3", pip = "*" }\n'
-        'target.linux-64.dependencies = { rt-kernel = "1.2.*" }')
-    project.manifest.write_text(text.replace('platforms = ["linux-64"]\n\n[feature.cpu]',
-                                             'platforms = ["linux-64", "osx-arm64"]\n\n[feature.cpu]'))
-    summary = lock.lock_plans(project, [cpu_plan()], all_platforms=True)
-    assert [(e.platform, e.conda_packages, e.pypi_packages) for e in summary.locked] == \
-        [("linux-64", 5, 2), ("osx-arm64", 4, 2)]
-    from rattler import LockFile
-
-    env = LockFile.from_path(str(project.lockfile)).environment("cpu")
+        f'[feature.cpu]\nplatforms = ["{name}"]\ndependencies = {{ rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }}',
+        f'[feature.cpu]\nplatforms = ["{name}", "osx-arm64"]\n'
+        'dependencies = { rt-tool = ">=0.3" }\ntarget.linux-64.dependencies = { rt-kernel = "1.2.*" }')
+    project.manifest.write_text(text.replace("platforms = [{ name", 'platforms = ["osx-arm64", { name', 1))
+    summary = lock.lock_plans(project, [cpu_plan()])
+    cpu = {e.platform: e for e in summary.locked if e.name == "cpu"}
+    assert sorted(cpu) == sorted([name, "osx-arm64"])
+    assert cpu["osx-arm64"].pypi_packages == 2
+    env = lockfile(project).environment("cpu")
     osx = next(p for p in env.platforms() if p.name == "osx-arm64")
-    assert "__osx=11.0=0" in [str(v) for v in osx.virtual_packages]
+    assert [str(v) for v in osx.virtual_packages] == []  # pixi's defaults are not written
     assert sorted(pkg.name for pkg in env.packages(osx) if pkg.location.endswith(".conda")) == \
-        ["pip", "rt-base", "rt-lib", "rt-tool"]
-    again = lock.lock_plans(project, [cpu_plan()])  # platforms locked before stay locked
-    assert [e.platform for e in again.locked] == ["linux-64", "osx-arm64"]
+        ["python", "rt-base", "rt-lib", "rt-tool"]
     assert install.install_environment(project, "cpu").platform == "linux-64"
 
 
@@ -408,55 +483,96 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
     shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
     install.install_environment(copy, "cpu")
     (template,) = copy.cache.glob("envs/cpu-*")
-    python = template / "bin" / "python"
+    python = next((template / "bin").glob("python3.*"))
     python.unlink()
-    python.symlink_to("/nonexistent/python3")  # as if the interpreter it was made from had been removed
-    again = install.install_environment(copy, "cpu", force=True)
+    python.symlink_to("/nonexistent/python3")  # as if the cached build had lost its interpreter
+    again = install.install_environment(copy, "cpu")
     assert again.built_from == "lock" and run(again.path / "bin" / "rt-kernel") == "rt-kernel cpu"
     assert run(again.path / "bin" / "python", "-c", "print(1)") == "1"
 
 
-def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path):
+def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_channel):
     """A laptop locks for a GPU node: `lock --profile node.json` plans for the node (resolver.decide)
-    and solves with the node's virtual packages (__cuda from its driver), not this host's."""
-    from resolver.decide.model import Request
+    and solves with the node's CUDA platform, not this host's."""
+    from resolver.decide.model import Request, Target
     from resolver.planning import plan_for
     from resolver.probe.profile import HardwareProfile
 
     profile = tmp_path / "node.json"
     profile.write_text(json.dumps({
-        "platform": "linux-64", "glibc": "2.35", "python": PY,
-        "nvidia": {"driver_version": "570.86.15", "cuda_driver_version": "12.8",
+        "platform": "linux-64", "glibc": "2.35", "python": f"{PY}.4",
+        "nvidia": {"driver_version": "580.65.06", "cuda_driver_version": "13.0",
                    "gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]},
         "amd": None, "cuda_toolkit": None}))
-    plan = plan_for(Request(), HardwareProfile.from_file(profile))
-    assert plan.backend == "cuda"
-    project = make_project(tmp_path / "p", served[1].url)
+    plan = plan_for(Request(target=Target.parse("cuda13.0")), HardwareProfile.from_file(profile))
+    assert plan.backend == "cuda" and plan.backend_version == "13.0"
+    project = make_project(tmp_path / "p", served[1].url, conda_channel)
     version = plan.torch.requirement.split("==", 1)[1]
     cf.write_wheel(project.root / "wheels", "torch", version, {"torch/__init__.py": f'__version__ = "{version}"\n'})
     env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--profile", str(profile), "--json"],
+    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--profile", str(profile), "--target", "cuda13.0",
+                           "--json"],
                           env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    (locked_env,) = json.loads(done.stdout)["locked"]
-    assert locked_env["environment"] == plan.env_name and locked_env["torch"] == f"torch=={version}"
-    from rattler import LockFile
-
-    lf = LockFile.from_path(str(project.lockfile))
-    (platform,) = [p for p in lf.platforms() if p.name == f"linux-64-{plan.env_name}"]
-    assert f"__cuda={plan.cuda_driver}=0" in [str(v) for v in platform.virtual_packages]
-    assert "__glibc=2.35=0" in [str(v) for v in platform.virtual_packages]
+    locked_env = next(e for e in json.loads(done.stdout)["locked"] if e["environment"] == plan.env_name)
+    assert locked_env["torch"] == f"torch=={version}" and not locked_env["fallback"]
+    lf = lockfile(project)
+    (platform,) = [p for p in lf.platforms() if p.name == f"{tc.platform_name(conda_channel)}-cuda13"]
+    assert "__cuda=13" in [str(v) for v in platform.virtual_packages]
     kernel = [p.location for p in lf.environment(plan.env_name).packages(platform) if p.name == "rt-kernel"]
     assert kernel[0].endswith("rt-kernel-1.2.0-cuda_1.conda")
     assert lock.lock_is_current(project, plan)
 
 
-def test_a_channel_folder_that_is_not_indexed_is_one_sentence(tmp_path):
+def test_a_channel_folder_that_is_not_indexed_is_one_sentence(tmp_path, monkeypatch, conda_channel):
     raw = tmp_path / "raw-channel"
     (raw / "noarch").mkdir(parents=True)
-    project = make_project(tmp_path / "p", str(raw))
+    monkeypatch.setenv("RESOLVER_CONDA_CHANNELS", f"{conda_channel},{raw}")
+    project = make_project(tmp_path / "p", "http://127.0.0.1:9/unused", conda_channel)
     with pytest.raises(ResolverError, match="not indexed") as info:
         lock.lock_plans(project, [cpu_plan()])
     assert "\n" not in str(info.value)
+    monkeypatch.setenv("RESOLVER_CONDA_CHANNELS", f"{conda_channel},{tmp_path / 'missing'}")
     with pytest.raises(ResolverError, match="does not exist"):
-        lock.lock_plans(make_project(tmp_path / "q", str(tmp_path / "missing")), [cpu_plan()])
+        lock.lock_plans(make_project(tmp_path / "q", "http://127.0.0.1:9/unused", conda_channel), [cpu_plan()])
+
+
+def test_a_channel_without_python_is_one_sentence(served, tmp_path, monkeypatch, conda_channel):
+    """conda-forge mirrored by a channel that has no python: the solve names python, exit 3, nothing written."""
+    channel, server = served
+    monkeypatch.setenv("RESOLVER_CONDA_CHANNELS", server.url)
+    project = make_project(tmp_path / "p", server.url, conda_channel)
+    with pytest.raises(ResolverError) as info:
+        lock.lock_plans(project, [cpu_plan()])
+    assert info.value.code == 3 and "no package python" in str(info.value) and "\n" not in str(info.value)
+    assert not project.lockfile.exists()
+
+
+def test_a_lock_edited_to_drop_python_is_refused_before_anything_is_built(locked, tmp_path):
+    project, _, _ = locked
+    copy = ProjectPaths(tmp_path / "no-python")
+    shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
+    text = copy.lockfile.read_text()
+    # drop python from the environments (the package list keeps its entry, as a hand edit would)
+    kept = [line for line in text.splitlines(keepends=True)
+            if not (line.startswith("      - conda:") and f"/python-{PY}." in line)]
+    assert len(kept) == len(text.splitlines()) - 2  # the cpu and cuda13 entries
+    copy.lockfile.write_text("".join(kept))
+    with pytest.raises(ResolverError) as info:
+        install.install_environment(copy, "cpu")
+    assert info.value.code == 3 and "no conda python" in str(info.value) and "\n" not in str(info.value)
+    assert not copy.env("cpu").exists() and not list(copy.envs.glob(".*"))
+
+
+def test_sources_named_on_the_command_line_are_remembered_for_install(served, tmp_path, conda_channel, monkeypatch):
+    monkeypatch.delenv("RESOLVER_CONDA_CHANNELS")
+    project = make_project(tmp_path / "p", served[1].url, conda_channel)
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    cmd = [sys.executable, "-m", "resolver"]
+    done = subprocess.run([*cmd, "lock", "--target", "cpu", "--channel", str(conda_channel), "--json"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Sources.load(project.root).conda_channels == (str(conda_channel),)
+    done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["kind"] == "conda"

@@ -209,6 +209,17 @@ def channel_info(channel: Path) -> dict:
     return json.loads((channel / "channel.json").read_text())
 
 
+def platform_entry(channel: Path) -> str:
+    """The ``[workspace] platforms`` entry a workspace solving this channel's python declares: linux-64
+    with the glibc the python needs (pixi's default 2.28 is below it; see the module docstring)."""
+    floor = channel_info(channel)["python_glibc_floor"]
+    return f'{{ name = "linux-64-glibc{floor.replace(".", "")}", platform = "linux-64", glibc = "{floor}" }}'
+
+
+def platform_name(channel: Path) -> str:
+    return "linux-64-glibc" + channel_info(channel)["python_glibc_floor"].replace(".", "")
+
+
 # -- inputs ----------------------------------------------------------------------------------------
 def download_wheels(folder: Path, toolkit: Toolkit = TOOLKIT) -> dict[str, Path]:
     """The pinned wheels, fetched with pip (this machine's pip configuration: index, mirrors) once."""

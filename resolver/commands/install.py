@@ -8,15 +8,21 @@ HELP = "install an environment from pixi.lock only (sha256-verified; conda prefi
 def add_arguments(parser) -> None:
     parser.add_argument("--env", "-e", metavar="NAME", help="environment to install (default: the only one locked)")
     parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
+    parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
+                        help="a mirror of the lock's conda channel (repeatable, in the channels' order)")
+    parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
+                        help="a local wheelhouse to take locked wheels from (repeatable)")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not reuse the cached build of the same lock content (run pip again)")
 
 
 def run(args, out) -> int:
     from resolver import install
+    from resolver.lock.sources import Sources
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
+    sources = Sources.load(project.root, flags={"conda-channels": args.channel, "find-links": args.find_links})
     from resolver.setup.pipeline import project_lock
 
     if not project.lockfile.is_file():
@@ -25,12 +31,14 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
-                                               info=out.info, progress=out.progress)
+                                               info=out.info, progress=out.progress, sources=sources)
     verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
         f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"
     out.result(summary.to_json(),
                f"{summary.environment}: {kind} at {summary.path}, {verb} "
                f"({summary.conda_packages} conda + {summary.pypi_packages} PyPI packages)\n"
-               f"run inside it: {summary.path / 'bin' / 'python'}")
+               f"run inside it: {summary.path / 'bin' / 'python'}\n"
+               + (f"enter it: {summary.enter['pixi']}  (with pixi)  or, without pixi:\n  {summary.enter['shell']}"
+                  if summary.enter["pixi"] else f"enter it: {summary.enter['shell']}"))
     return 0

@@ -15,17 +15,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--profile", type=Path, metavar="FILE",
                         help="plan for the machine described by this `probe --json` file instead of this one")
     parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                        help="conda channel to use instead of the manifest's (repeatable; a mirror)")
+                        help="a mirror of the manifest's conda channel (repeatable, in the channels' order); the lock "
+                             "records the manifest's channel")
     parser.add_argument("--torch-index", metavar="URL", help="PyTorch wheel index; {variant} becomes cu126, cpu …")
     parser.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
                         help="another PyPI-style index (repeatable)")
     parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
                         help="a local wheelhouse (repeatable)")
     parser.add_argument("--no-conda", action="store_true",
-                        help="lock without the conda part (offline); the environment becomes a venv of the host Python")
+                        help="lock without the conda part; the environment falls back to a virtual environment of "
+                             "this machine's Python (pixi cannot install it)")
     parser.add_argument("--no-pypi", action="store_true", help="lock without the PyPI part (conda packages only)")
-    parser.add_argument("--all-platforms", action="store_true",
-                        help="also lock every other platform the environment declares (e.g. osx-arm64 for cpu)")
 
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
@@ -68,7 +68,7 @@ def run(args, out) -> int:
 
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
-                                  all_platforms=args.all_platforms, info=out.info)
+                                  info=out.info)
     data = summary.to_json()
     data["seconds"] = round(time.monotonic() - started, 3)
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]

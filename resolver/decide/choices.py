@@ -58,6 +58,21 @@ def kernel_compiler(ctx: Context, name: str, torch_version: DottedVersion,
     return f"{name} {torch_version.truncate(2)}", "missing"
 
 
+def environment_packages(ctx: Context, cuda: DottedVersion | None = None) -> tuple[tuple[str, str], ...]:
+    """The environment's conda dependencies: its own Python, and with ``cuda`` the CUDA toolkit an extension
+    build needs, pinned to torch's CUDA through ``cuda-version`` (the knowledge base's conda_forge.toml)."""
+    packages = [("python", f"{python_text(ctx.python)}.*")]
+    because = f"a conda environment with its own Python {python_text(ctx.python)}"
+    if cuda is not None:
+        toolkit = ctx.k.conda_forge.toolkit_specs(cuda)
+        packages += list(toolkit)
+        because += (f" and the CUDA {cuda.truncate(2)} toolkit ({', '.join(n for n, _ in toolkit)}, pinned by "
+                    f"cuda-version {cuda.truncate(2)}.*): the kernels compile with the environment's own nvcc, "
+                    f"whatever this machine has installed")
+    ctx.step("environment", ", ".join(f"{n} {s}" for n, s in packages), because)
+    return tuple(packages)
+
+
 def glibc_note(ctx: Context) -> None:
     if ctx.os == "linux" and ctx.profile.glibc is None:
         ctx.warn("glibc version unknown: assumed new enough (torch 2.6+ wheels need glibc >= 2.28)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from resolver.decide.choices import glibc_note, torch_choice
+from resolver.decide.choices import environment_packages, glibc_note, torch_choice
 from resolver.decide.context import Context, python_text, text_or_none
 from resolver.decide.model import CondaChoice, KernelChoice, Plan
 from resolver.decide.rejection import Rejection, Stage
@@ -35,10 +35,11 @@ def cpu_plan(ctx: Context, why: str) -> Plan:
     ctx.step("conda", conda.spec, "conda-forge builds pytorch for CPU on every platform "
                                   f"(the pytorch channel stopped after {ctx.k.conda_forge.pytorch_channel_last})")
     torch = torch_choice(ctx, release, variant, conda)
+    packages = environment_packages(ctx)
     summary = (f"CPU plan ({why}): torch {release.latest} ({'PyPI' if ctx.os == 'osx' else 'cpu wheels'}) "
                f"for Python {python_text(ctx.python)} on {ctx.profile.platform}. Mamba's CUDA/ROCm kernels are not "
                f"installed; models run on the reference path.")
     return Plan(backend="cpu", backend_version=None, python=python_text(ctx.python), platform=ctx.profile.platform,
                 torch=torch, kernels=KernelChoice(strategy="none"), warnings=tuple(ctx.warnings),
                 trace=tuple(ctx.trace), glibc=text_or_none(ctx.glibc), cuda_driver=None, runnable_here=True,
-                summary=summary, target=str(ctx.request.target))
+                summary=summary, target=str(ctx.request.target), conda_packages=packages)

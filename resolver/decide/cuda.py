@@ -8,8 +8,8 @@ from typing import NamedTuple
 from resolver.decide import explain
 from resolver.decide.choices import (
     cxx_note,
+    environment_packages,
     glibc_note,
-    kernel_compiler,
     kernel_versions,
     torch_choice,
 )
@@ -124,6 +124,7 @@ def _plan_from(ctx: Context, pick: CudaPick, gpus: list[Gpu], rejected: list[Rej
         cxx_note(ctx, release)
     else:
         kernel_choice = KernelChoice(strategy="none")
+    packages = environment_packages(ctx, cuda if kernels else None)
     cuda_driver = driver_cuda or (ctx.k.newest_cuda_for_driver(driver, ctx.driver_os)
                                   if driver is not None else None) or cuda
     why = f"{highlight[0]} is out: {highlight[1]}. " if highlight else ""
@@ -134,7 +135,7 @@ def _plan_from(ctx: Context, pick: CudaPick, gpus: list[Gpu], rejected: list[Rej
     return Plan(backend="cuda", backend_version=str(cuda), python=python_text(ctx.python), platform=ctx.profile.platform,
                 torch=torch, kernels=kernel_choice, warnings=tuple(ctx.warnings), trace=tuple(ctx.trace),
                 glibc=text_or_none(ctx.glibc), cuda_driver=str(cuda_driver.truncate(2)), runnable_here=True,
-                summary=summary, target=str(ctx.request.target))
+                summary=summary, target=str(ctx.request.target), conda_packages=packages)
 
 
 def _not_newer_line(release: TorchRelease, variant: TorchVariant, rejected: list[Rejected],
@@ -178,7 +179,10 @@ def _kernels(ctx: Context, release: TorchRelease, cuda: DottedVersion, gpus: lis
         ctx.warn(f"{', '.join(sorted({g.short for g in below}))}: {below[0].cc.sm} is below the architectures upstream "
                  f"builds and tests (>= {upstream_min.sm}); the kernels are built for it, but upstream does not test it")
     wheels, uncovered = _prebuilt_wheels(ctx, release, cuda, gpus, packages)
-    toolkit, toolkit_source = kernel_compiler(ctx, "nvcc", cuda, ctx.profile.cuda_toolkit)
+    toolkit, toolkit_source = f"nvcc {cuda.truncate(2)}", "environment"
+    ctx.step("kernels-compiler", f"the environment's nvcc {cuda.truncate(2)}",
+             f"the environment gets cuda-nvcc pinned to torch's CUDA {cuda.truncate(2)} (cuda-version), so the "
+             f"kernels do not depend on this machine's nvcc ({ctx.profile.cuda_toolkit or 'none'})")
     for line in uncovered:
         ctx.step("prebuilt", "unusable", line)
     if len(wheels) == len(packages):
@@ -283,15 +287,16 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
     conda = _conda_choice(ctx, release, cuda, [])
     torch = torch_choice(ctx, release, variant, conda)
     kernel_choice = KernelChoice(strategy="build" if kernels else "none", arch_list=arch_list if kernels else (),
-                                 packages=packages, toolkit=f"nvcc {cuda}" if kernels else None,
-                                 toolkit_source="target" if kernels else None)
+                                 packages=packages, toolkit=f"nvcc {cuda.truncate(2)}" if kernels else None,
+                                 toolkit_source="environment" if kernels else None)
+    environment = environment_packages(ctx, cuda if kernels else None)
     summary = (f"A plan for another machine: torch {release.latest}+{variant.tag} (CUDA {cuda}) for Python "
                f"{python_text(ctx.python)}; no NVIDIA GPU here, so the driver and GPU checks happen on the target. "
                + explain.kernel_text(kernel_choice))
     return Plan(backend="cuda", backend_version=str(cuda), python=python_text(ctx.python),
                 platform=ctx.profile.platform, torch=torch, kernels=kernel_choice, warnings=tuple(ctx.warnings),
                 trace=tuple(ctx.trace), glibc=text_or_none(ctx.glibc), cuda_driver=str(cuda), runnable_here=False,
-                summary=summary, target=str(ctx.request.target))
+                summary=summary, target=str(ctx.request.target), conda_packages=environment)
 
 
 def _by_release(rejected: list[Rejected]) -> dict[str, list[Rejected]]:

@@ -165,6 +165,8 @@ class Plan:
     runnable_here: bool = True  # False when the plan was made from another machine's profile
     summary: str = ""
     target: str = "auto"
+    # the environment's conda dependencies: its own python, and for CUDA the toolkit the kernels build with
+    conda_packages: tuple[tuple[str, str], ...] = ()
 
     @property
     def env_name(self) -> str:
@@ -189,6 +191,7 @@ class Plan:
             "cuda_driver": self.cuda_driver,
             "runnable_here": self.runnable_here,
             "summary": self.summary,
+            "conda_packages": dict(self.conda_packages),
         }
 
     @classmethod
@@ -215,7 +218,8 @@ class Plan:
                 warnings=tuple(data.get("warnings", [])),
                 trace=tuple(TraceStep(**t) for t in data.get("trace", [])),
                 glibc=data.get("glibc"), cuda_driver=data.get("cuda_driver"),
-                runnable_here=data.get("runnable_here", True), summary=data.get("summary", ""))
+                runnable_here=data.get("runnable_here", True), summary=data.get("summary", ""),
+                conda_packages=tuple((data.get("conda_packages") or {}).items()))
         except (KeyError, TypeError) as exc:
             raise BadInput(f"stored plan is malformed (missing {exc})",
                            fix="run `python -m resolver plan` again") from None

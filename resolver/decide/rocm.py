@@ -6,6 +6,7 @@ from __future__ import annotations
 from resolver.decide import explain
 from resolver.decide.choices import (
     cxx_note,
+    environment_packages,
     glibc_note,
     kernel_compiler,
     kernel_versions,
@@ -110,6 +111,7 @@ def _plan_from(ctx: Context, release: TorchRelease, variant: TorchVariant, gpus:
     ctx.step("conda", "none", "conda-forge has no ROCm builds of pytorch; torch comes from "
                               f"download.pytorch.org/whl/{variant.tag}")
     torch = torch_choice(ctx, release, variant, None)
+    environment = environment_packages(ctx)
     kernels = KernelChoice(strategy="build", arch_list=arch_list, packages=packages, toolkit=toolkit,
                            toolkit_source=toolkit_source)
     patch_text = f" ROCm {rocm} needs the header fix {patches[0].id} ({patches[0].file}) before the build." if patches else ""
@@ -119,4 +121,4 @@ def _plan_from(ctx: Context, release: TorchRelease, variant: TorchVariant, gpus:
     return Plan(backend="rocm", backend_version=str(rocm), python=python_text(ctx.python),
                 platform=ctx.profile.platform, torch=torch, kernels=kernels, patches=tuple(patches),
                 warnings=tuple(ctx.warnings), trace=tuple(ctx.trace), glibc=text_or_none(ctx.glibc), cuda_driver=None,
-                runnable_here=here, summary=summary, target=str(ctx.request.target))
+                runnable_here=here, summary=summary, target=str(ctx.request.target), conda_packages=environment)

@@ -1,4 +1,10 @@
-"""Locked artefacts as local files: local ones read in place, remote ones downloaded once into the cache.
+"""Locked artefacts as private, verified files: found through mirrors, checked by sha256, then installed.
+
+The lock names where each artefact canonically lives. Install looks for it, in order: at that very
+path (a project-relative or local location); through ``[tool.resolver.mirrors]``; by file name in the
+local wheelhouses and indexes that ``[tool.resolver]`` and pip's configuration name; else it downloads
+it. Whatever the source, the bytes are copied into ``.resolver/cache/verified/<sha256>/`` while they are
+hashed, and only that private copy is installed: a file swapped after the check cannot be installed.
 
 >>> local_path("file:///srv/wheels/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl").name
 'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'
@@ -9,13 +15,19 @@ True
 from __future__ import annotations
 
 import hashlib
+import html
+import re
+import shutil
 from pathlib import Path
 from typing import Callable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
-from resolver.errors import BadInput
-from resolver.fs import sha256_of
+from resolver.errors import BadInput, IntegrityError
+from resolver.fs import atomic_stream, sha256_file
+from resolver.lock.sources import Sources
 from resolver.net import download
+
+Progress = Callable[[str, int, "int | None", float], None]
 
 
 def local_path(url: str) -> Path | None:
@@ -27,20 +39,115 @@ def local_path(url: str) -> Path | None:
     return None
 
 
-def fetch(url: str, cache: Path, expected_sha256: str | None = None,
-          progress: Callable[[str, int, int | None, float], None] | None = None) -> Path:
-    """The artefact at ``url`` as a local file: local files in place, remote ones downloaded once.
+def _mirrored(location: str) -> str:
+    """A URL moved onto a mirror: a local folder's file as a path (its URL-quoted name unquoted)."""
+    if location.startswith("/"):
+        return unquote(location)
+    return str(local_path(location) or location)
 
-    A cached download is reused only while it still has ``expected_sha256``.
-    """
-    path = local_path(url)
-    if path is not None:
-        if not path.is_file():
-            raise BadInput(f"locked file {path} does not exist",
-                           fix="restore the wheelhouse/channel it came from, or run `python -m resolver lock` again")
-        return path
-    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
-    target = cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:16] / name
-    if target.is_file() and (expected_sha256 is None or sha256_of(target) == expected_sha256):
+
+def file_name_of(url: str) -> str:
+    return unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+
+
+class Finder:
+    """Where the artefacts of one install come from: mirrors, local folders, the network."""
+
+    def __init__(self, sources: Sources, local_folders: tuple[str, ...] = (), channels: tuple[str, ...] = ()) -> None:
+        """``channels``: the lock's conda channels (canonical URLs), looked up through their mirrors."""
+        self.sources = sources
+        self.channel_mirrors = tuple((c, m) for c, m in zip(channels, sources.channels_for(list(channels)))
+                                     if c != m)
+        self.folders = tuple(dict.fromkeys([*(f for f in sources.find_links if local_path(f) or f.startswith("/")),
+                                            *(u for u in sources.extra_index_urls if local_path(u)),
+                                            *local_folders]))
+        self._pages: dict[Path, str] = {}
+
+    def candidates(self, url: str, name: str | None = None) -> list[str]:
+        """Places to take ``url`` from, best first (local ones before any download)."""
+        out: list[str] = []
+        here = local_path(url)
+        if here is not None:
+            out.append(str(here))
+        for canonical, mirror in self.channel_mirrors:
+            if url.startswith(canonical):
+                out.append(_mirrored(mirror + url[len(canonical):]))
+        mirrored = self.sources.mirror(url)
+        if mirrored != url:
+            out.append(_mirrored(mirrored))
+        file_name = file_name_of(url)
+        for folder in self.folders:
+            root = local_path(folder) or Path(folder)
+            if (root / file_name).is_file():
+                out.append(str(root / file_name))
+            if name:
+                page = self._index_entry(root, name, file_name)
+                if page:
+                    out.append(page)
+        if here is None:
+            out.append(mirrored)
+        return list(dict.fromkeys(out))
+
+    def _index_entry(self, index: Path, name: str, file_name: str) -> str | None:
+        """The file a local PEP 503 index page links for ``file_name`` (``<index>/<project>/index.html``)."""
+        project = re.sub(r"[-_.]+", "-", name).lower()
+        page = index / project / "index.html"
+        if page not in self._pages:
+            try:
+                self._pages[page] = page.read_text(encoding="utf-8", errors="replace")[:4 << 20]
+            except OSError:
+                self._pages[page] = ""
+        for href in re.findall(r'href="([^"]+)"', self._pages[page]):
+            target = html.unescape(href).split("#", 1)[0]
+            if file_name_of(target) == file_name:
+                resolved = local_path(urljoin(page.as_uri(), target))
+                if resolved is not None and resolved.is_file():
+                    return str(resolved)
+        return None
+
+
+def verified_copy(url: str, sha256: str, store: Path, finder: Finder, *, name: str | None = None,
+                  progress: Progress | None = None) -> Path:
+    """A private copy of the artefact ``url`` that has ``sha256`` (re-checked when it is reused)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
+        raise IntegrityError(f"pixi.lock records no usable sha256 for {file_name_of(url)}",
+                             fix="relock with `python -m resolver lock` (it records one for every artefact)")
+    file_name = file_name_of(url)
+    target = store / sha256[:2] / sha256 / file_name
+    if sha256_file(target) == sha256:
         return target
-    return download(url, target, expected_sha256=expected_sha256, progress=progress)
+    wrong: list[str] = []
+    for source in finder.candidates(url, name):
+        path = local_path(source) if source.startswith("file://") else (Path(source) if source.startswith("/") else None)
+        if path is None:
+            download(source, target, expected_sha256=sha256, progress=progress, what=file_name)
+            return target
+        if not path.is_file():
+            continue
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as handle, atomic_stream(target, label="verified-copy") as sink:
+                for block in iter(lambda: handle.read(1 << 20), b""):  # noqa: B023 - read here, in this loop turn
+                    sink.write(block)
+                    digest.update(block)
+                if digest.hexdigest() != sha256:
+                    raise _Mismatch(digest.hexdigest())
+        except _Mismatch as exc:
+            wrong.append(f"{path} (sha256 {exc.args[0][:12]}…)")
+            continue
+        return target
+    if wrong:
+        raise IntegrityError(f"{file_name} does not match pixi.lock (sha256 {sha256[:12]}… expected; found {wrong[0]})",
+                             fix="restore the original file (or delete it from the mirror) and install again; if the "
+                                 "source really changed, relock with `python -m resolver lock`")
+    raise BadInput(f"locked file {file_name} is nowhere to be found ({url})",
+                   fix="restore the wheelhouse/channel it came from, add a [tool.resolver.mirrors] entry for it, "
+                       "or run `python -m resolver lock` again")
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def drop_store(store: Path) -> None:
+    shutil.rmtree(store, ignore_errors=True)

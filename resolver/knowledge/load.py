@@ -25,6 +25,7 @@ from resolver.knowledge.rows import (
     NvidiaModel,
     OfficialGfx,
     ToolkitFloor,
+    ToolkitPackage,
     TorchRelease,
     TorchVariant,
     UpstreamKernel,
@@ -300,8 +301,13 @@ def _build(raw: dict[str, dict]) -> Knowledge:
     for i, data in enumerate(_rows(cf, "cuda_archs", "conda_forge.toml")):
         row = _Row(data, f"conda_forge.toml [[cuda_archs]] #{i + 1}")
         cf_archs.append((row.version("cuda").truncate(2), row.strs("archs"), row.strs("ptx")))
+    toolkit = []
+    for i, data in enumerate(_rows(cf, "cuda_toolkit_package", "conda_forge.toml")):
+        row = _Row(data, f"conda_forge.toml [[cuda_toolkit_package]] #{i + 1} ({data.get('name', '?')})")
+        toolkit.append(ToolkitPackage(row.str("name"), row.str("role"), row.ints("cuda_majors"), row.opt_str("ask"),
+                                      row.confirmed(), row.str("source")))
     conda_forge = CondaForge(channel.bool("rocm_builds"), old_channel.str("last_version"), tuple(builds),
-                             tuple(cf_archs), channel.str("source"))
+                             tuple(cf_archs), channel.str("source"), tuple(toolkit))
 
     return Knowledge(
         releases=tuple(sorted(releases, key=lambda r: r.version)), mvc_floors=tuple(mvc), toolkits=tuple(toolkits),

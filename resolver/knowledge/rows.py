@@ -258,12 +258,32 @@ class CondaForgeBuild(NamedTuple):
     source: str
 
 
+class ToolkitPackage(NamedTuple):
+    """A conda-forge package of the CUDA toolkit an extension build takes from the environment."""
+
+    name: str
+    role: str
+    cuda_majors: tuple[int, ...]
+    ask: str | None  # the spec an environment asks for, with {X.Y} for torch's CUDA; None: not asked for
+    confirmed: bool
+    source: str
+
+    def spec_for(self, cuda: DottedVersion) -> str:
+        """``ask`` for CUDA ``cuda``: ``13.0.*`` for cuda-version, ``*`` for the rest."""
+        return (self.ask or "*").replace("{X.Y}", str(cuda.truncate(2)))
+
+
 class CondaForge(NamedTuple):
     rocm_builds: bool
     pytorch_channel_last: str
     builds: tuple[CondaForgeBuild, ...]
     cuda_archs: tuple[tuple[DottedVersion, tuple[str, ...], tuple[str, ...]], ...]  # (cuda, archs, ptx)
     source: str
+    toolkit: tuple[ToolkitPackage, ...] = ()
+
+    def toolkit_specs(self, cuda: DottedVersion) -> tuple[tuple[str, str], ...]:
+        """The (name, spec) pairs a CUDA ``cuda`` environment asks for, e.g. ``("cuda-version", "13.0.*")``."""
+        return tuple((p.name, p.spec_for(cuda)) for p in self.toolkit if p.ask and cuda.major in p.cuda_majors)
 
     def cuda_builds(self, version: str, platform: str) -> tuple[DottedVersion, ...] | None:
         """The CUDA versions conda-forge built ``pytorch version`` with on ``platform`` (None: not recorded)."""

@@ -1,19 +1,20 @@
-"""``lock``: plans → pixi.toml environments → one pixi.lock (v7) holding every environment.
+"""``lock``: pixi.toml environments → one pixi.lock (v7) that pixi itself calls up to date.
 
-For each environment being locked:
+Every environment the manifest declares is locked, for every platform it declares
+(../shared/notes/pixi-compat.md §2): the requested ones are (re)resolved, the others keep their entries
+when the lock already holds them. For one environment on one platform:
 
-1. pixi.toml gets (or keeps) feature + environment ``plan.env_name`` with torch pinned to the plan's
-   exact build and index (:mod:`resolver.lock.manifest`);
-2. conda side: py-rattler ``solve`` of the environment's conda dependencies against its channels
-   (mirrors applied, the local kernel channel ``.resolver/channel`` first when it has packages) with
-   the *target's* virtual packages from the plan, so a laptop can lock for a GPU cluster. No conda
-   dependencies → no solve (the environment is then a venv of the host's Python, see install);
-3. PyPI side: pip resolves the environment's PyPI dependencies (:mod:`resolver.lock.pypi`);
-4. all environments go into pixi.lock (:mod:`resolver.lock.lockfile`); environments not asked for
-   are carried over from the existing lock unchanged.
+1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)
+   against its channels, mirrors applied, with the platform's virtual packages as the manifest declares
+   them (pixi's defaults otherwise), so a laptop can lock for a GPU cluster. When no channel answers,
+   the environment falls back, explicitly, to a virtual environment of the host's Python: the lock
+   says so in its header and ``setup`` in its summary;
+2. PyPI: pip resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
+3. locations are canonical: the channel and index a package canonically comes from, never this
+   machine's mirror or wheelhouse (:mod:`.canonical`); install applies the mirrors again.
 
-The plan used is stored in ``.resolver/state/plans/<env>.json`` so :func:`lock_is_current` can tell
-whether the lock is stale for a new plan.
+pixi.toml and pixi.lock are written together, only after every environment resolved: a failed
+resolve leaves the previous pair as it was, byte for byte.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver.conda import index_channel, solve, virtual_package_strings
+from resolver.conda import solve
 from resolver.decide.model import Plan
-from resolver.errors import BadInput, Refusal, ResolverError
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, write_lock
-from resolver.lock.manifest import Manifest
-from resolver.lock.sources import Sources
+from resolver.errors import BadInput, SourceUnreachable
+from resolver.fs import write_text_atomic
+from resolver.lock.canonical import Canonicalizer
+from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, render_lock
+from resolver.lock.manifest import EnvSpec, Manifest
+from resolver.lock.pixi_platforms import PixiPlatform
+from resolver.lock.sources import Sources, channel_url
 from resolver.paths import ProjectPaths
 
 Info = Callable[[str], None]
@@ -46,11 +50,13 @@ class EnvLockReport:
     channels: tuple[str, ...]
     skipped_indexes: tuple[str, ...]
     seconds: float
+    fallback: bool = False  # a virtual environment of the host's Python: no conda channel answered
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.name, "platform": self.platform, "conda_packages": self.conda_packages,
                 "pypi_packages": self.pypi_packages, "torch": self.torch, "channels": list(self.channels),
-                "skipped_indexes": list(self.skipped_indexes), "seconds": round(self.seconds, 3)}
+                "skipped_indexes": list(self.skipped_indexes), "seconds": round(self.seconds, 3),
+                "fallback": self.fallback}
 
 
 @dataclass(frozen=True)
@@ -70,167 +76,179 @@ class LockSummary:
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
-               no_conda: bool = False, no_pypi: bool = False, all_platforms: bool = False,
-               info: Info = lambda text: None) -> LockSummary:
-    """Lock the environments of ``plans`` (re-resolved) plus every other locked one (carried over).
-
-    Each environment is locked for its plan's platform; with ``all_platforms`` also for every other
-    platform its features declare (e.g. ``osx-arm64`` for ``cpu``), resolved for that platform.
-    """
+               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None) -> LockSummary:
+    """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
+    (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock."""
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
         Manifest.new(project.root.name or "project", project.manifest)
-    before = manifest.dumps() if project.manifest.is_file() else ""
-    by_env: dict[str, Plan] = {}
-    for plan in plans:
-        by_env[manifest.ensure_environment(plan)] = plan
-    changed = manifest.dumps() != before
-    if changed:
-        manifest.save(project.manifest)
-    notes = []
-    try:
-        existing = read_lock(project.lockfile, project.root) if project.lockfile.is_file() else {}
-    except BadInput as exc:  # a damaged lock is rewritten; what it held for other environments is lost
-        existing = {}
-        notes.append(f"the previous pixi.lock could not be read ({exc.message}); only the environments "
-                     f"locked now are in the new one")
-        info(f"note: {notes[-1]}")
+    before = project.manifest.read_bytes() if project.manifest.is_file() else b""
+    wanted = {manifest.ensure_environment(plan): plan for plan in plans}
+    changed = manifest.dumps().encode() != before
+    notes: list[str] = []
+    existing = _existing_lock(project, notes, info)
+    canonical = Canonicalizer(sources, project.cache, project.root)
     envs: list[LockedEnv] = []
-    reports = []
-    for name, plan in sorted(by_env.items()):
-        declared = manifest.environment(name).platforms
-        before = {e.platform.subdir for e in existing.get(name, [])}  # platforms locked before stay locked
-        extra = [p for p in declared if p != plan.platform and (all_platforms or p in before)]
-        targets = [plan, *(for_platform(plan, p) for p in extra)]
-        for target in targets:
-            started = time.monotonic()
-            try:
-                env, skipped = lock_environment(project, manifest, target, sources, no_conda=no_conda,
-                                                no_pypi=no_pypi, info=info)
-            except ResolverError as exc:
-                if target is plan:
-                    raise
-                # another OS resolved from here: pip evaluates markers for this host, so this can fail;
-                # the plan's own platform still locks, the other keeps what it had
-                kept = [e for e in existing.get(name, []) if e.platform.subdir == target.platform]
-                envs.extend(kept)
-                notes.append(f"{name} could not be locked for {target.platform} from this machine ({exc.message}); "
-                             + ("the previous entry is kept" if kept else "lock it on a machine of that platform"))
-                info(f"note: {notes[-1]}")
+    reports: list[EnvLockReport] = []
+    carried: list[str] = []
+    for name in manifest.environment_names():
+        spec = manifest.environment(name)
+        old = {e.platform.name: e for e in existing.get(name, [])}
+        for platform in spec.platforms:
+            kept = old.get(platform.name)
+            if kept is None and name in existing and not spec.conda and not spec.pypi:
+                kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
+                                                      tuple(platform.lock_virtual_packages())),
+                                 tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
+            if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
+                envs.append(kept.with_manifest(spec))
+                carried.append(name)
                 continue
+            started = time.monotonic()
+            env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
+                                            no_conda=no_conda, no_pypi=no_pypi, info=info)
             envs.append(env)
             torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-            reports.append(EnvLockReport(name, env.platform.name, len(env.conda), len(env.pypi), torch,
-                                         env.channels, skipped, time.monotonic() - started))
-    carried = []
-    for name, locked in sorted(existing.items()):
-        if name in by_env or name not in manifest.environment_names():
-            continue
-        envs.extend(locked)
-        carried.append(name)
-    _check_platform_names(envs)
-    text = write_lock(project.lockfile, envs, project.root)
-    for plan in by_env.values():
+            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
+                                         skipped, time.monotonic() - started, env.fallback))
+    for note in canonical.notes + [r.fallback_note for r in envs if r.fallback]:
+        if note not in notes:
+            notes.append(note)
+            info(f"note: {note}")
+    text = render_lock(envs, project.root)
+    write_text_atomic(project.lockfile, text, label="lock")  # the pair: the lock first, then the manifest
+    if changed:
+        manifest.save(project.manifest)
+    for plan in wanted.values():
         save_plan(project, plan, manifest)
-    return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(carried), changed,
+    sources.remember(project.root)
+    return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
                        hashlib.sha256(text.encode()).hexdigest(), tuple(notes))
 
 
-def lock_environment(project: ProjectPaths, manifest: Manifest, plan: Plan, sources: Sources, *,
-                     no_conda: bool = False, no_pypi: bool = False,
+def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[str, list[LockedEnv]]:
+    """The lock there is, or {}; one that cannot be read is kept as a backup before it is replaced."""
+    if not project.lockfile.is_file():
+        return {}
+    try:
+        return read_lock(project.lockfile, project.root)
+    except BadInput as exc:
+        backup = project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
+        backup.write_bytes(project.lockfile.read_bytes())
+        notes.append(f"the previous pixi.lock could not be read ({exc.message}); it is kept as {backup.name} and "
+                     "only the environments resolvable now are in the new one")
+        info(f"note: {notes[-1]}")
+        return {}
+
+
+def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
+    """An existing entry is kept when its channels and platform are still the manifest's."""
+    return (env.channels == tuple(channel_url(c) for c in spec.channels)
+            and env.platform == LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages())))
+
+
+def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
+                     canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
                      info: Info = lambda text: None) -> tuple[LockedEnv, tuple[str, ...]]:
-    """Resolve one environment for ``plan``'s target machine."""
+    """Resolve one environment for one platform."""
     from resolver.lock import pypi
 
-    spec = manifest.environment(plan.env_name, plan.platform)
-    platform = locked_platform(plan)
-    channels = sources.channels_for(list(spec.channels))
-    local = local_kernel_channel(project, info)
-    if local:
-        channels = [local, *[c for c in channels if c != local]]
+    spec = manifest.environment(name, platform.subdir)
+    channels = tuple(channel_url(c) for c in spec.channels)
     records: list[Any] = []
-    conda_specs = spec.conda_specs()
-    if conda_specs and not no_conda:
-        info(f"solving conda packages for {spec.name} ({plan.platform}): {', '.join(conda_specs)}")
-        records = solve(channels, conda_specs, plan.platform, list(platform.virtual_packages))  # conda gateway
-    indexes = [sources.torch_index_for(url, plan.torch.variant) for url in spec.pypi_indexes()
-               if url != spec.index_url]
-    index_url = sources.mirror(spec.index_url) if spec.index_url else None
-    if sources.torch_index and not indexes and index_url is None:
-        indexes = [sources.torch_index_for(None, plan.torch.variant)]
+    fallback = False
+    python = _python_of_spec(spec)
+    if spec.conda and no_conda:
+        fallback = True
+        python = _fallback_python(spec, name, "--no-conda skips the conda channels", "lock without --no-conda")
+    elif spec.conda:
+        solve_channels = sources.channels_for(list(spec.channels))
+        info(f"solving conda packages for {name} ({platform.name}): {', '.join(spec.conda_specs())}")
+        try:
+            solved = solve(solve_channels, spec.conda_specs(), platform.subdir, platform.solve_virtual_packages())
+        except SourceUnreachable as exc:
+            if solve_channels != list(channels):  # mirrors the user named must answer: no silent fallback
+                raise
+            fallback = True
+            python = _fallback_python(spec, name, exc.message, exc.fix)
+            info(f"note: {exc.message}: environment {name} falls back to a virtual environment of this machine's "
+                 "Python (not installable by pixi until locked where a conda channel answers)")
+        else:
+            records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
+            python = next((".".join(str(r.version).split(".")[:2]) for r in records
+                           if r.name.normalized == "python"), python)
     artifacts: tuple = ()
     skipped: tuple[str, ...] = ()
     requirements = [] if no_pypi else spec.pypi_requirements()
     if requirements:
-        info(f"resolving PyPI packages for {spec.name} ({plan.platform}, Python {plan.python}) with pip")
+        if python is None:
+            raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
+                           "python pin in its [dependencies])",
+                           fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
+        info(f"resolving PyPI packages for {name} ({platform.name}, Python {python}) with pip")
+        pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
+        extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
         resolution = pypi.resolve(pypi.PipRequest(
-            requirements=tuple(requirements), python=plan.python, platform=plan.platform, glibc=plan.glibc,
-            index_url=index_url,
-            extra_index_urls=tuple(dict.fromkeys([*(i for i in indexes if i), *sources.extra_index_urls,
-                                                  *(sources.mirror(u) for u in spec.extra_index_urls)])),
+            requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
+            index_url=sources.mirror(spec.index_url) if spec.index_url else None,
+            extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
+                *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
             find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
             project.cache / "pypi", info=info)
-        artifacts, skipped = resolution.artifacts, resolution.skipped_indexes
-    return LockedEnv(spec.name, platform, tuple(channels), tuple(records), artifacts), skipped
+        artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
+        skipped = resolution.skipped_indexes
+    indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
+    locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))
+    return LockedEnv(name, locked, channels, tuple(records), artifacts, indexes, fallback=fallback,
+                     python=python), skipped
 
 
-def for_platform(plan: Plan, platform: str) -> Plan:
-    """``plan`` for another platform of the same environment (the glibc floor only applies to linux)."""
-    import dataclasses
+def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str:
+    """The Python of a fallback environment: the pinned ``X.Y``, or this interpreter's when the pin
+    admits it (the fallback is a virtual environment of a Python this machine has)."""
+    import sys
 
-    return dataclasses.replace(plan, platform=platform, glibc=plan.glibc if platform.startswith("linux") else None,
-                               runnable_here=False)
+    from resolver.conda import version_matches
 
-
-def locked_platform(plan: Plan) -> LockedPlatform:
-    """The lock platform of a plan: the subdir, named apart when it carries a GPU virtual package."""
-
-    vps = virtual_package_strings(plan.platform, glibc=plan.glibc,
-                                  cuda=plan.cuda_driver if plan.backend == "cuda" else None)
-    name = plan.platform if plan.backend == "cpu" else f"{plan.platform}-{plan.env_name}"
-    return LockedPlatform(name, plan.platform, tuple(vps))
-
-
-def _check_platform_names(envs: list[LockedEnv]) -> None:
-    seen: dict[str, LockedPlatform] = {}
-    for env in envs:
-        other = seen.setdefault(env.platform.name, env.platform)
-        if other != env.platform:
-            raise Refusal(f"two environments lock platform {env.platform.name} for different machines "
-                          f"({', '.join(other.virtual_packages)} vs {', '.join(env.platform.virtual_packages)})",
-                          fix="lock them from the same profile (--profile), or relock all with one `lock` run")
+    pinned = _python_of_spec(spec)
+    if pinned:
+        return pinned
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    pin = dict(spec.conda).get("python", "").strip()
+    if not pin or pin == "*" or version_matches(pin, f"{here}.{sys.version_info.micro}"):
+        return here
+    raise SourceUnreachable(f"{why}, and environment {name} asks for python {pin} which this machine's Python "
+                            f"{here} is not", fix=fix)
 
 
-def local_kernel_channel(project: ProjectPaths, info: Info = lambda text: None) -> str | None:
-    """``.resolver/channel`` as a channel URL when it holds packages, re-indexed when they changed."""
-    folder = project.channel
-    if not folder.is_dir():
-        return None
-    packages = sorted(p for p in folder.glob("*/*") if p.suffix == ".conda" or p.name.endswith(".tar.bz2"))
-    if not packages:
-        return None
-    newest = max(p.stat().st_mtime for p in packages)
-    indexes = [folder / sub / "repodata.json" for sub in {p.parent.name for p in packages}]
-    if not (folder / "noarch").is_dir() or any(not i.is_file() or i.stat().st_mtime < newest for i in indexes):
-        info(f"indexing the local channel {folder}")
-        index_channel(folder)
-    return folder.resolve().as_uri() + "/"
+def _python_of_spec(spec: EnvSpec) -> str | None:
+    """``3.11`` from a ``python = "3.11.*"`` pin (what a fallback environment uses), else None."""
+    import re
+
+    pin = dict(spec.conda).get("python", "")
+    match = re.match(r"^=?=?(\d+\.\d+)", pin.strip())
+    return match.group(1) if match else None
 
 
-# -- staleness ------------------------------------------------------------------------------------
+def _variant_of(index_url: str) -> str:
+    """``cu126`` from ``https://download.pytorch.org/whl/cu126`` (the {variant} of a torch-index template)."""
+    return index_url.rstrip("/").rsplit("/", 1)[-1]
+
+
+# -- the plans behind the lock -------------------------------------------------------------------
 def plan_key(plan: Plan) -> dict[str, Any]:
     """What in a plan decides the lock (trace, warnings and kernels do not)."""
     return {"environment": plan.env_name, "platform": plan.platform, "python": plan.python,
-            "torch": plan.torch.requirement, "index": plan.torch.source.url, "glibc": plan.glibc,
-            "cuda_driver": plan.cuda_driver if plan.backend == "cuda" else None}
+            "torch": plan.torch.requirement, "index": plan.torch.source.url,
+            "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
 
 
 def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest) -> Path:
-    folder = project.stamps / "plans"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{plan.env_name}.json"
-    data = {"plan": plan.to_json(), "key": plan_key(plan), "manifest_env": _env_digest(manifest, plan.env_name)}
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    from resolver.fs import write_json_atomic
+
+    path = project.stamps / "plans" / f"{plan.env_name}.json"
+    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan),
+                             "manifest_env": _env_digest(manifest, plan.env_name)}, label="plan")
     return path
 
 
@@ -244,16 +262,17 @@ def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
 
 def _env_digest(manifest: Manifest, name: str) -> str:
     spec = manifest.environment(name)
-    return hashlib.sha256(json.dumps([spec.channels, spec.platforms, spec.conda, spec.pypi, spec.index_url,
-                                      spec.extra_index_urls, spec.find_links], default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
+                                      spec.index_url, spec.extra_index_urls, spec.find_links],
+                                     default=str).encode()).hexdigest()
 
 
 def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
     """Whether pixi.lock already holds ``plan``'s environment as ``plan`` would lock it.
 
-    Checked against the lock's own content (torch build, target virtual packages, Python tag), so
-    it also holds on a teammate's machine; where this machine locked it, the pixi.toml section
-    must also be unchanged since.
+    Checked against the lock's own content (torch build, the environment's conda python), so it also
+    holds on a teammate's machine; where this machine locked it, the pixi.toml section must also be
+    unchanged since.
     """
     if not project.lockfile.is_file() or not project.manifest.is_file():
         return False
@@ -261,28 +280,27 @@ def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
         manifest = Manifest.load(project.manifest)
         if plan.env_name not in manifest.environment_names():
             return False
-        spec = manifest.environment(plan.env_name, plan.platform)
+        spec = manifest.environment(plan.env_name)
         torch_pin = dict(spec.pypi).get("torch", {}).get("version", "")
         if torch_pin != "==" + plan.torch.requirement.split("==", 1)[1]:
+            return False
+        if any(dict(spec.conda).get(name) != wanted for name, wanted in plan.conda_packages):
             return False
         state_path = project.stamps / "plans" / f"{plan.env_name}.json"
         if state_path.is_file():
             state = json.loads(state_path.read_text(encoding="utf-8"))
             if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
                 return False
-        locked = read_lock(project.lockfile, project.root).get(plan.env_name, [])
-    except (ResolverError, OSError, ValueError):
+        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root).get(plan.env_name, [])}
+    except (BadInput, OSError, ValueError):
         return False
-    want = locked_platform(plan)
-    for env in locked:
-        if env.platform != want:
-            continue
+    if not spec.platforms or any(p.name not in locked for p in spec.platforms):
+        return False
+    version = plan.torch.requirement.split("==", 1)[1]
+    for env in locked.values():
         torch = [a for a in env.pypi if a.name == "torch"]
-        version = plan.torch.requirement.split("==", 1)[1]
         if torch and torch[0].version != version:
             return False
-        tag = "cp" + plan.python.replace(".", "")
-        if torch and "-cp" in torch[0].file_name and f"-{tag}-" not in torch[0].file_name:
+        if env.python not in (None, plan.python):
             return False
-        return bool(torch) or not any(name == "torch" for name, _ in spec.pypi)
-    return False
+    return True

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from resolver.errors import BadInput
-from resolver.fs import temp_path, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class PypiArtifact:
     sha256: str
     requires_dist: tuple[str, ...] = ()
     requires_python: str | None = None
+    index: str | None = None  # the index it is pinned to (pixi's `index:`), None: the environment's first index
 
     @property
     def file_name(self) -> str:
@@ -61,6 +62,21 @@ class LockedEnv:
     conda: tuple[Any, ...] = ()  # rattler RepoDataRecord, urls absolute
     pypi: tuple[PypiArtifact, ...] = ()
     indexes: tuple[str, ...] = field(default=())
+    fallback: bool = False  # no conda python: a virtual environment of the host's Python (no channel answered)
+    python: str | None = None  # "3.11": the conda python's, else the wheels' cpXY tag
+
+    @property
+    def fallback_note(self) -> str:
+        return (f"environment {self.name} ({self.platform.name}) is a fallback: a virtual environment of this "
+                f"machine's Python {self.python or ''}, because its conda packages were not solved (no conda channel "
+                "answered, or --no-conda); pixi cannot install it until it is locked where a conda channel answers")
+
+    def with_manifest(self, spec) -> "LockedEnv":
+        """This entry with the PyPI indexes the manifest names now (the lock records them per environment)."""
+        import dataclasses
+
+        pypi = tuple(dataclasses.replace(a, index=spec.package_index(a.name)) for a in self.pypi)
+        return dataclasses.replace(self, pypi=pypi, indexes=tuple(spec.pypi_indexes()) if spec.pypi else ())
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.name, "platform": self.platform.name, "subdir": self.platform.subdir,
@@ -69,8 +85,11 @@ class LockedEnv:
                 "pypi": [f"{p.name}=={p.version}" for p in self.pypi]}
 
 
-def write_lock(path: Path, envs: list[LockedEnv], root: Path) -> str:
-    """Write ``envs`` to ``path`` as pixi.lock v7; returns the text. Same input → same bytes."""
+FALLBACK_HEADER = "# mamba-resolver: "
+
+
+def render_lock(envs: list[LockedEnv], root: Path) -> str:
+    """``envs`` as pixi.lock v7 text (py-rattler's layout, plus what it cannot write). Same input, same bytes."""
     from resolver.conda import rattler
 
     r = rattler()
@@ -96,30 +115,42 @@ def write_lock(path: Path, envs: list[LockedEnv], root: Path) -> str:
         for art in sorted(env.pypi, key=lambda a: (a.name, a.location)):
             lock.add_pypi_package(env.name, plat, art.name, art.version, art.location)
             extras[art.location] = art
-    path.parent.mkdir(parents=True, exist_ok=True)
-    raw = temp_path(path)
-    try:
+    indexes = {env.name: env.indexes for env in envs if env.indexes}
+    header = [f"{FALLBACK_HEADER}{env.fallback_note}" for env in sorted(envs, key=lambda e: (e.name, e.platform.name))
+              if env.fallback]
+    with tempfile.TemporaryDirectory(prefix="resolver-lock-") as tmp:
+        raw = Path(tmp) / "pixi.lock"
         lock.to_path(str(raw))
-        text = postprocess(raw.read_text(encoding="utf-8"), extras, root)
-    finally:
-        raw.unlink(missing_ok=True)
-    write_text_atomic(path, text, label="lock")
-    return text
+        text = postprocess(raw.read_text(encoding="utf-8"), extras, indexes, root)
+    return "".join(f"{line}\n" for line in header) + text
 
 
-def postprocess(text: str, extras: dict[str, PypiArtifact], root: Path) -> str:
-    """Add the PyPI hashes/metadata after each ``- pypi:`` entry's ``version:`` and relativize paths."""
+def postprocess(text: str, extras: dict[str, PypiArtifact], indexes: dict[str, tuple[str, ...]], root: Path) -> str:
+    """Add what py-rattler does not write: each environment's PyPI ``indexes``, and after each ``- pypi:``
+    entry's ``version:`` its sha256, ``index``, ``requires_dist`` and ``requires_python``; and make
+    locations inside the project relative."""
     out: list[str] = []
-    in_packages = False
+    section = ""
+    env_name = None
     current: PypiArtifact | None = None
     for line in text.splitlines():
-        if line == "packages:":
-            in_packages = True
-        elif in_packages and line.startswith("- "):
+        if not line.startswith(" ") and line.endswith(":"):
+            section = line[:-1]
+        elif section == "environments" and line.startswith("  ") and not line.startswith("   ") and line.endswith(":"):
+            env_name = line.strip()[:-1]
+        elif section == "environments" and line == "    packages:" and indexes.get(env_name):
+            out.append("    indexes:")
+            out += [f"    - {url}" for url in indexes[env_name]]
+        elif section == "packages" and line.startswith("- "):
             current = extras.get(_unquote_yaml(line.split(": ", 1)[1])) if line.startswith("- pypi: ") else None
+        if section == "packages" and line.startswith("  channel: ") and \
+                relative_location(_unquote_yaml(line.split(": ", 1)[1]), root) is not None:
+            continue  # py-rattler names a folder channel per package; its URL says it, relative, already
         out.append(relativize_line(line, root))
-        if in_packages and current is not None and line.startswith("  version: "):
+        if section == "packages" and current is not None and line.startswith("  version: "):
             out.append(f"  sha256: {current.sha256}")
+            if current.index:
+                out.append(f"  index: {current.index}")
             if current.requires_dist:
                 out.append("  requires_dist:")
                 out += [f"  - {json.dumps(req)}" for req in current.requires_dist]
@@ -170,6 +201,27 @@ def _unquote_yaml(value: str) -> str:
     return value
 
 
+def _wheel_python(pypi: list[PypiArtifact]) -> str | None:
+    """The one ``cpXY`` tag the wheels share (``3.11``), else None."""
+    found = sorted({f"{m.group(1)}.{m.group(2)}" for a in pypi for m in [re.search(r"-cp(\d)(\d+)-", a.file_name)] if m})
+    return found[0] if len(found) == 1 else None
+
+
+def _fallbacks_in_header(path: Path) -> dict[tuple[str, str], str | None]:
+    """(environment, platform) → Python X.Y of the pairs the lock's header marks as fallbacks
+    (:attr:`LockedEnv.fallback_note` writes them)."""
+    found: dict[tuple[str, str], str | None] = {}
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                break
+            match = re.match(re.escape(FALLBACK_HEADER) + r"environment (\S+) \((\S+)\) is a fallback: .*?"
+                             r"Python (\d+\.\d+)?", line)
+            if match:
+                found[(match.group(1), match.group(2))] = match.group(3)
+    return found
+
+
 def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
     """Every environment of a pixi.lock, per platform, with locations made absolute."""
     from resolver.conda import rattler
@@ -182,6 +234,7 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
     except Exception as exc:  # rattler.exceptions.LockFileError and parse errors
         raise BadInput(f"{path} cannot be read as a pixi.lock ({str(exc).splitlines()[0][:200]})",
                        fix="restore it from version control or run `python -m resolver lock` again") from None
+    fallbacks = _fallbacks_in_header(path)
     result: dict[str, list[LockedEnv]] = {}
     for name, env in lock.environments():
         channels = tuple(absolute_location(str(c.url if hasattr(c, "url") else c), root) for c in env.channels())
@@ -203,9 +256,12 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
                     channel = location.rsplit("/", 2)[0] + "/"
                     conda.append(r.RepoDataRecord(pkg.package_record, file_name=file_name, url=location,
                                                   channel=channel))
+            python = next((".".join(str(rec.version).split(".")[:2]) for rec in conda
+                           if rec.name.normalized == "python"), None)
             locked.append(LockedEnv(
                 name=name, platform=LockedPlatform(plat.name, str(plat.subdir),
                                                    tuple(str(v) for v in plat.virtual_packages)),
-                channels=channels, conda=tuple(conda), pypi=tuple(pypi)))
+                channels=channels, conda=tuple(conda), pypi=tuple(pypi), fallback=(name, plat.name) in fallbacks,
+                python=python or fallbacks.get((name, plat.name)) or _wheel_python(pypi)))
         result[name] = locked
     return result

@@ -1,12 +1,23 @@
 """pixi.toml: read an environment's inputs, and add/update the environment for a plan, keeping comments.
 
-One feature per backend family (``cpu``, ``cuda12``, ``cuda13``, ``rocm6`` …) and one environment
-of the same name built from it. ``lock --target T`` pins torch in that feature to the plan's exact
-build and index; every other line of the file (comments, order, the user's own additions) stays.
+One feature per backend family (``cpu``, ``cuda12``, ``cuda13``, ``rocm6`` …) and one environment of
+the same name built from it (``no-default-feature``: the default feature is the resolver's own
+tooling). ``lock --target T`` writes, in pixi's current form:
+
+* ``[feature.T.dependencies]``: the environment's own ``python`` and, for CUDA, the CUDA toolkit the
+  kernels build with, pinned by ``cuda-version`` (the plan's ``conda_packages``);
+* ``[feature.T.platforms]``: the platform the plan is for; CUDA gets a named platform declaring the
+  driver (``{ name = "linux-64-cuda13", platform = "linux-64", cuda = "13" }`` in the workspace's
+  platforms), derived from the subdir's own entry so a declared ``glibc`` carries over;
+* ``[feature.T.pypi-dependencies] torch``: the plan's exact build, and its index when it is not PyPI.
+
+Every other line of the file (comments, order, the user's own additions) stays.
 
 >>> m = Manifest.parse('[workspace]\\nname = "x"\\nchannels = ["conda-forge"]\\nplatforms = ["linux-64"]\\n')
 >>> m.environment_names()
-[]
+['default']
+>>> m.environment("default").platforms[0].name
+'linux-64'
 """
 
 from __future__ import annotations
@@ -17,11 +28,14 @@ from typing import Any
 
 from resolver.decide.model import Plan
 from resolver.errors import BadInput
-from resolver.fs import write_text_atomic
+from resolver.fs import read_text_bounded, write_text_atomic
+from resolver.lock.pixi_platforms import PixiPlatform
 
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
 DEFAULT_PYPI = ("numpy", "transformers", "safetensors", "einops", "packaging", "ninja")
+MANIFEST_LIMIT = 4 << 20  # a pixi.toml larger than 4 MiB is not one a person wrote
+_FIX = "fix pixi.toml (its layout is pixi's: https://pixi.sh/latest/reference/pixi_manifest/)"
 
 
 @dataclass(frozen=True)
@@ -31,7 +45,7 @@ class EnvSpec:
     name: str
     features: tuple[str, ...]
     channels: tuple[str, ...]
-    platforms: tuple[str, ...]
+    platforms: tuple[PixiPlatform, ...]
     conda: tuple[tuple[str, str], ...]  # (name, spec) sorted
     pypi: tuple[tuple[str, dict[str, Any]], ...]  # (name, {"version":…, "index":…, "extras":…}) sorted
     index_url: str | None = None
@@ -52,11 +66,18 @@ class EnvSpec:
         return out
 
     def pypi_indexes(self) -> list[str]:
-        """Per-dependency ``index`` values (torch's PyTorch index) plus the feature index-url."""
-        found = [spec["index"] for _, spec in self.pypi if spec.get("index")]
-        if self.index_url:
-            found.append(self.index_url)
-        return list(dict.fromkeys(found))
+        """The indexes pixi records for this environment: index-url (else PyPI's), then extra-index-urls."""
+        return list(dict.fromkeys([self.index_url or PYPI_INDEX, *self.extra_index_urls]))
+
+    def package_index(self, name: str) -> str | None:
+        """The ``index`` a PyPI dependency is pinned to (torch's PyTorch index), if any."""
+        return dict(self.pypi).get(name, {}).get("index")
+
+    def platform(self, name: str) -> PixiPlatform:
+        return next(p for p in self.platforms if p.name == name)
+
+
+PYPI_INDEX = "https://pypi.org/simple"
 
 
 class Manifest:
@@ -71,28 +92,26 @@ class Manifest:
         import tomlkit
 
         try:
-            return cls(tomlkit.parse(text), path)
+            manifest = cls(tomlkit.parse(text), path)
         except Exception as exc:  # tomlkit raises several parse error types
             where = path or "pixi.toml"
-            raise BadInput(f"cannot parse {where}: {exc}", fix=f"fix the TOML syntax of {where}") from None
+            raise BadInput(f"cannot parse {where}: {str(exc)[:300]}", fix=f"fix the TOML syntax of {where}") from None
+        manifest.check_shape()
+        return manifest
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BadInput(f"{path} does not exist",
-                           fix="run the command in the project folder (the one holding pixi.toml)") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read {path}: {exc}", fix="check the file's permissions and encoding") from None
+        text = read_text_bounded(path, limit=MANIFEST_LIMIT, what="the manifest")
         return cls.parse(text, path)
 
     @classmethod
     def new(cls, name: str, path: Path | None = None) -> "Manifest":
         """A minimal workspace, for a folder that has no pixi.toml yet."""
+        import json
+
         return cls.parse(
             "# Written by mamba-resolver (`python -m resolver lock`); edit freely, comments are kept.\n"
-            f'[workspace]\nname = "{name}"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n', path)
+            f'[workspace]\nname = {json.dumps(name)}\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n', path)
 
     def dumps(self) -> str:
         return self.doc.as_string()
@@ -105,27 +124,57 @@ class Manifest:
         return target
 
     # -- reading ------------------------------------------------------------------------------
+    def check_shape(self) -> None:
+        """The tables we read must have the types pixi gives them: one sentence otherwise, never a crash."""
+        ws = self.workspace
+        for key, kind in (("channels", list), ("platforms", list)):
+            if key in ws and not isinstance(ws[key], kind):
+                raise BadInput(f"pixi.toml: [workspace] {key} must be a list", fix=_FIX)
+        for key in ("feature", "environments", "dependencies", "pypi-dependencies"):
+            if key in self.doc and not isinstance(self.doc[key], dict):
+                raise BadInput(f"pixi.toml: [{key}] must be a table", fix=_FIX)
+        for name, feature in self.doc.get("feature", {}).items():
+            if not isinstance(feature, dict):
+                raise BadInput(f"pixi.toml: [feature.{name}] must be a table", fix=_FIX)
+            for key in ("dependencies", "pypi-dependencies", "pypi-options", "target"):
+                if key in feature and not isinstance(feature[key], dict):
+                    raise BadInput(f"pixi.toml: [feature.{name}.{key}] must be a table", fix=_FIX)
+            if "platforms" in feature and not isinstance(feature["platforms"], list):
+                raise BadInput(f"pixi.toml: [feature.{name}] platforms must be a list", fix=_FIX)
+        self.platforms()  # every platform entry parses
+
     @property
     def workspace(self) -> Any:
         ws = self.doc.get("workspace", self.doc.get("project"))
-        if ws is None:
+        if not isinstance(ws, dict):
             raise BadInput("pixi.toml has no [workspace] table", fix="add [workspace] with name, channels, platforms")
         return ws
 
+    def platforms(self) -> dict[str, PixiPlatform]:
+        """The workspace's platforms by name (a bare subdir is its own name)."""
+        out: dict[str, PixiPlatform] = {}
+        for entry in self.workspace.get("platforms", []):
+            platform = PixiPlatform.from_entry(entry)
+            out.setdefault(platform.name, platform)
+        return out
+
     def environment_names(self) -> list[str]:
-        return sorted(str(k) for k in self.doc.get("environments", {}).keys())
+        """Every environment pixi sees: the declared ones and ``default`` (always there)."""
+        return sorted({"default", *(str(k) for k in self.doc.get("environments", {}).keys())})
 
     def environment(self, name: str, platform: str | None = None) -> EnvSpec:
-        """Environment ``name`` merged over its features; with ``platform``, the features'
+        """Environment ``name`` merged over its features; with ``platform`` (a subdir), the features'
         ``[target.<platform>]`` dependencies are merged in too (e.g. torch without ``+cpu`` on macOS)."""
         envs = self.doc.get("environments", {})
-        if name not in envs:
-            known = ", ".join(self.environment_names()) or "none"
+        if name != "default" and name not in envs:
+            known = ", ".join(self.environment_names())
             raise BadInput(f"pixi.toml has no environment '{name}' (known: {known})",
                            fix=f"run `python -m resolver lock --target <target for {name}>` to add it")
-        entry = envs[name]
-        features = list(entry if isinstance(entry, list) else entry.get("features", []))
-        no_default = (not isinstance(entry, list)) and bool(entry.get("no-default-feature", False))
+        entry = envs.get(name, [])
+        if not isinstance(entry, (list, dict)):
+            raise BadInput(f"pixi.toml: environment '{name}' must be a list of features or a table", fix=_FIX)
+        features = [str(f) for f in (entry if isinstance(entry, list) else entry.get("features", []))]
+        no_default = isinstance(entry, dict) and bool(entry.get("no-default-feature", False))
         feature_tables = self.doc.get("feature", {})
         layers = [] if no_default else [self.doc]
         for feature in features:
@@ -135,17 +184,21 @@ class Manifest:
             layers.append(feature_tables[feature])
         ws = self.workspace
         channels: list[str] = []
-        for layer in layers[1 if not no_default else 0:]:
-            channels += [str(c) if not isinstance(c, dict) else str(c["channel"]) for c in layer.get("channels", [])]
-        channels += [str(c) if not isinstance(c, dict) else str(c["channel"]) for c in ws.get("channels", [])]
-        platforms: list[str] = []
+        for layer in layers:
+            if layer is not self.doc:
+                channels += [self._channel(c) for c in layer.get("channels", [])]
+        channels += [self._channel(c) for c in ws.get("channels", [])]
+        known = self.platforms()
+        chosen: list[str] | None = None  # the features' platforms, intersected; none named: the workspace's
         for layer in layers:
             if layer is not self.doc and layer.get("platforms"):
-                platforms = [str(p) for p in layer["platforms"]] if not platforms else \
-                    [p for p in platforms if p in [str(q) for q in layer["platforms"]]]
-        if not platforms:
-            platforms = [str(p if not isinstance(p, dict) else p.get("name", p.get("platform")))
-                         for p in ws.get("platforms", [])]
+                named = [str(p) for p in layer["platforms"]]
+                chosen = named if chosen is None else [n for n in chosen if n in named]
+        names = list(known) if chosen is None else chosen
+        for platform_name in names:
+            if platform_name not in known:
+                raise BadInput(f"environment '{name}' names platform {platform_name!r}, which [workspace] platforms "
+                               "does not declare", fix=f"add {platform_name!r} to [workspace] platforms")
         conda: dict[str, str] = {}
         pypi: dict[str, dict[str, Any]] = {}
         index_url = None
@@ -165,18 +218,20 @@ class Manifest:
             extra += [str(u) for u in options.get("extra-index-urls", [])]
             links += [str(fl.get("path") or fl.get("url")) for fl in options.get("find-links", [])]
         return EnvSpec(name=name, features=tuple(features), channels=tuple(dict.fromkeys(channels)),
-                       platforms=tuple(platforms), conda=tuple(sorted(conda.items())),
+                       platforms=tuple(known[n] for n in names), conda=tuple(sorted(conda.items())),
                        pypi=tuple(sorted(pypi.items())), index_url=index_url,
                        extra_index_urls=tuple(dict.fromkeys(extra)), find_links=tuple(dict.fromkeys(links)))
 
+    def _channel(self, entry: Any) -> str:
+        """A channel as written; a relative folder is taken from the manifest's folder, as pixi does."""
+        name = _channel_name(entry)
+        if _is_relative_path(name) and self.path is not None:
+            return str((self.path.parent / name).resolve())
+        return name
+
     # -- writing ------------------------------------------------------------------------------
     def ensure_environment(self, plan: Plan) -> str:
-        """Add or update feature + environment ``plan.env_name`` for ``plan``; returns the name.
-
-        Pins torch to the plan's exact build and index; adds the default PyPI set only to a new
-        feature; adds the plan's platform; for CUDA a ``system-requirements.cuda`` floor, for ROCm
-        the feature-level PyTorch index (pixi has no ROCm virtual package).
-        """
+        """Add or update feature + environment ``plan.env_name`` for ``plan``; returns the name."""
         import tomlkit
 
         name = plan.env_name
@@ -187,23 +242,23 @@ class Manifest:
         if created:
             features.add(name, tomlkit.table())
         feature = features[name]
-        ws_platforms = [str(p) for p in self.workspace.get("platforms", [])]
-        if plan.platform not in ws_platforms:
-            self.workspace.setdefault("platforms", tomlkit.array()).append(plan.platform)
-        if "platforms" in feature and plan.platform not in [str(p) for p in feature["platforms"]]:
-            feature["platforms"].append(plan.platform)
-        elif created:  # an existing feature without platforms inherits the workspace's: leave it so
-            feature["platforms"] = [plan.platform]
-        if plan.backend == "cuda" and "system-requirements" not in feature:
-            sysreq = tomlkit.table()
-            sysreq["cuda"] = str(plan.backend_version).split(".")[0]
-            feature["system-requirements"] = sysreq
+        platform = self._platform_for(plan)
+        if "system-requirements" in feature:  # the deprecated form cannot be mixed with named platforms
+            del feature["system-requirements"]
+        if "platforms" not in feature:
+            feature["platforms"] = tomlkit.array()
+        if platform.name not in [str(p) for p in feature["platforms"]]:
+            feature["platforms"].append(platform.name)
+        if "dependencies" not in feature:
+            feature["dependencies"] = tomlkit.table()
+        for package, spec in plan.conda_packages:
+            feature["dependencies"][package] = spec
         index = plan.torch.source.url if plan.torch.source.kind == "pypi-index" else None
         if plan.backend == "rocm" and index:
             options = feature.setdefault("pypi-options", tomlkit.table())
             options["index-url"] = index
             if "extra-index-urls" not in options:
-                options["extra-index-urls"] = ["https://pypi.org/simple"]
+                options["extra-index-urls"] = [PYPI_INDEX]
             options["index-strategy"] = "unsafe-best-match"
         if "pypi-dependencies" not in feature:
             feature["pypi-dependencies"] = tomlkit.table()
@@ -214,6 +269,8 @@ class Manifest:
             current["version"] = version
             if index:
                 current["index"] = index
+            elif "index" in current:
+                del current["index"]
         else:
             pin = tomlkit.inline_table()
             pin["version"] = version
@@ -230,10 +287,40 @@ class Manifest:
             entry = tomlkit.inline_table()
             entry["features"] = [name]
             entry["solve-group"] = name
-            # the default feature holds the resolver's own tooling (python + mamba-resolver), not the target's
+            # the default feature holds the resolver's own tooling (python + its libraries), not the target's
             entry["no-default-feature"] = True
             envs[name] = entry
         return name
+
+    def _platform_for(self, plan: Plan) -> PixiPlatform:
+        """The workspace platform a plan's environment runs on, added when missing: the subdir's own
+        entry, or for CUDA that entry also declaring the driver's CUDA major."""
+        import tomlkit
+
+        known = self.platforms()
+        base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
+        wanted = base or PixiPlatform(plan.platform, plan.platform)
+        if plan.backend == "cuda":
+            wanted = wanted.with_cuda(int(str(plan.backend_version).split(".")[0]))
+        ws = self.workspace
+        if "platforms" not in ws:
+            ws["platforms"] = tomlkit.array()
+        if wanted.name not in known:
+            entry = wanted.entry()
+            if isinstance(entry, dict):
+                table = tomlkit.inline_table()
+                table.update(entry)
+                entry = table
+            ws["platforms"].append(entry)
+        return wanted
+
+
+def _channel_name(channel: Any) -> str:
+    return str(channel["channel"]) if isinstance(channel, dict) else str(channel)
+
+
+def _is_relative_path(text: str) -> bool:
+    return text.startswith(("./", "../")) or text in (".", "..")
 
 
 def _conda_spec(spec: Any) -> str:
@@ -253,4 +340,3 @@ def _pypi_spec(spec: Any) -> dict[str, Any]:
         return {"version": str(spec.get("version", "*")), "index": spec.get("index") and str(spec["index"]),
                 "extras": [str(e) for e in spec.get("extras", [])]}
     return {"version": str(spec)}
-

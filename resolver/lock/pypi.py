@@ -25,9 +25,9 @@ from typing import Callable
 from resolver import proc
 from resolver.errors import BadInput, ResolverError, SourceUnreachable
 from resolver.fs import sha256_of
-from resolver.install.fetch import fetch
+from resolver.install.fetch import file_name_of, local_path
 from resolver.lock.lockfile import PypiArtifact
-from resolver.net import reachable
+from resolver.net import download, reachable
 from resolver.platforms import host_subdir, wheel_platform_tags
 
 RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build downloads metadata of ~60 wheels
@@ -71,7 +71,8 @@ def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = l
         indexes.append(url)
     index_url = request.index_url
     if index_url and index_url.startswith(("http://", "https://")) and not reachable(index_url):
-        skipped.append(index_url)
+        if index_url not in skipped:
+            skipped.append(index_url)
         info(f"  index {index_url} cannot be reached; left out (pip's own configuration still applies)")
         index_url = None
     same_machine = request.platform == host_subdir() and not _older_glibc(request.glibc)
@@ -156,7 +157,10 @@ def _artifact(item: dict, cache: Path) -> PypiArtifact:
     hashes = (info.get("archive_info") or {}).get("hashes") or {}
     sha = hashes.get("sha256")
     if not sha:
-        sha = sha256_of(fetch(url, cache))
+        here = local_path(url)
+        if here is None:  # hashed once: the download stays in the cache for the install
+            here = download(url, cache / "downloads" / file_name_of(url), what=file_name_of(url))
+        sha = sha256_of(here)
     name = canonical_name(meta.get("name", ""))
     return PypiArtifact(name=name, version=str(meta.get("version")), location=url, sha256=sha,
                         requires_dist=tuple(meta.get("requires_dist") or ()),

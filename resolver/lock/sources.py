@@ -17,6 +17,9 @@ mirrors             (table only)                 URL prefix → replacement, app
 
 Lists in environment variables are separated by commas or whitespace. Relative paths are taken
 from the project root. pip's own configuration (pip.conf, ``PIP_*``) always applies on top.
+What flags and environment variables set for a successful ``lock`` is remembered for this checkout
+only (``.resolver/state/sources.json``, between pixi.toml and the environment variables), so
+``install`` after ``lock --channel DIR`` finds the files where the lock did.
 
 >>> s = Sources(mirrors=(("https://download.pytorch.org/whl", "https://mirror.example/torch"),))
 >>> s.mirror("https://download.pytorch.org/whl/cu126")
@@ -69,6 +72,9 @@ class Sources:
             for key, value in table.items():
                 merged[key] = value
                 origins[key] = f"{name} [tool.resolver]"
+        for key, value in _remembered(root).items():
+            merged[key] = value
+            origins[key] = f"the last lock here ({REMEMBERED})"
         for key, var in ENV_VARS.items():
             if environ.get(var, "").strip():
                 merged[key] = environ[var] if key == "torch-index" else _split(environ[var])
@@ -95,6 +101,17 @@ class Sources:
                                   for k, v in mirrors.items()), key=lambda kv: -len(kv[0]))),
             origins=tuple(sorted(origins.items())))
 
+    def remember(self, root: Path) -> None:
+        """Keep what flags and environment variables set, for the next run in this checkout."""
+        from resolver.fs import write_json_atomic
+
+        chosen = {key: getattr(self, key.replace("-", "_")) for key, origin in self.origins
+                  if key in ENV_VARS and (origin == "command line" or origin.startswith("$"))}
+        path = root / REMEMBERED
+        if chosen or path.is_file():
+            write_json_atomic(path, {k: list(v) if isinstance(v, tuple) else v for k, v in sorted(chosen.items())},
+                              label="sources")
+
     def mirror(self, url: str) -> str:
         """``url`` with the longest matching mirror prefix replaced."""
         for prefix, replacement in self.mirrors:
@@ -102,10 +119,30 @@ class Sources:
                 return replacement + url[len(prefix):]
         return url
 
+    def canonical(self, location: str) -> str | None:
+        """The canonical URL of a location under a mirror (the mirror table read backwards), else None.
+
+        >>> s = Sources(mirrors=(("https://download.pytorch.org/whl/cpu", "/srv/wheels"),))
+        >>> s.canonical("file:///srv/wheels/torch-2.13.0%2Bcpu-cp311-none-any.whl")
+        'https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp311-none-any.whl'
+        >>> s.canonical("file:///elsewhere/x.whl") is None
+        True
+        """
+        target = _as_url(location)
+        for prefix, replacement in self.mirrors:
+            base = _as_url(replacement).rstrip("/") + "/"
+            if target.startswith(base):
+                return prefix.rstrip("/") + "/" + target[len(base):]
+        return None
+
     def channels_for(self, manifest_channels: list[str]) -> list[str]:
-        """The conda channel URLs to solve against, mirrors applied."""
-        chosen = list(self.conda_channels) if self.conda_channels is not None else list(manifest_channels)
-        return [channel_url(self.mirror(channel_url(c).rstrip("/"))) for c in chosen]
+        """The conda channel URLs to solve against: each manifest channel through its mirror. ``conda-channels``
+        (``--channel``, RESOLVER_CONDA_CHANNELS) name mirrors of the manifest's channels, in order."""
+        chosen = [channel_url(self.mirror(channel_url(c).rstrip("/"))) for c in manifest_channels]
+        if self.conda_channels is not None:
+            replacements = [channel_url(c) for c in self.conda_channels]
+            chosen = replacements[:len(chosen)] + chosen[len(replacements):]
+        return chosen
 
     def torch_index_for(self, default_url: str | None, variant: str) -> str | None:
         """The index torch comes from: the override template, else ``default_url``; mirrors applied."""
@@ -118,6 +155,19 @@ class Sources:
                 "find_links": list(self.find_links), "mirrors": dict(self.mirrors), "set_by": dict(self.origins)}
 
 
+REMEMBERED = ".resolver/state/sources.json"
+
+
+def _remembered(root: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads((root / REMEMBERED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if k in ENV_VARS and v} if isinstance(data, dict) else {}
+
+
 def channel_url(name: str) -> str:
     """A channel as a URL with a trailing slash: names go to anaconda.org, paths become file URLs."""
     text = str(name).strip()
@@ -126,6 +176,13 @@ def channel_url(name: str) -> str:
     if text.startswith(("/", "./", "../", "~")) or os.sep in text:
         return Path(text).expanduser().resolve().as_uri() + "/"
     return f"https://conda.anaconda.org/{text.strip('/')}/"
+
+
+def _as_url(location: str) -> str:
+    """A location as a URL: paths become file URLs (quoted as pip and rattler quote them)."""
+    if re.match(r"^[a-z][a-z0-9+.-]*://", location):
+        return location
+    return Path(location).expanduser().resolve().as_uri()
 
 
 def _tool_table(path: Path) -> dict[str, Any]:

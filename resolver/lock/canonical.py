@@ -1,0 +1,117 @@
+"""Where each locked artefact canonically lives: the channel or index that serves it, never this machine.
+
+A lock is shared, so it records canonical locations and the sha256; mirrors (local channel folders,
+wheelhouses, pip's configured local indexes) are applied again at install time
+(:func:`resolver.install.fetch.fetch`). A location is made canonical, in order:
+
+1. through ``[tool.resolver.mirrors]`` read backwards (``"https://download.pytorch.org/whl/cpu" =
+   "/srv/wheels"`` makes ``/srv/wheels/torch-….whl`` ``https://download.pytorch.org/whl/cpu/torch-….whl``);
+2. a conda record solved from a mirror of the manifest's channel takes that channel's URL;
+3. a remote URL an index served stays as it is, and so does a file inside the project (the lock
+   records it relative to the project, which is shared with it);
+4. a local file that PyPI serves with the same sha256 takes PyPI's URL (asked once, then cached).
+
+What none of these places is kept as it is, and ``lock`` says so in one line with the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from resolver.lock.lockfile import PypiArtifact
+from resolver.lock.sources import Sources
+
+# PyPI's simple index in its JSON form (PEP 691): absolute file URLs with their sha256. (The legacy
+# /pypi/NAME/json answers with relative URLs through some proxies, and its per-release form with 404.)
+PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
+PEP691 = "application/vnd.pypi.simple.v1+json"
+
+
+class Canonicalizer:
+    """Canonical locations for one lock run, and the notes about the ones it could not find."""
+
+    def __init__(self, sources: Sources, cache: Path, root: Path | None = None) -> None:
+        self.sources = sources
+        self.root = root.resolve() if root is not None else None
+        self.cache_file = cache / "canonical-urls.json"
+        self.notes: list[str] = []
+        self._known: dict[str, str] | None = None
+
+    # ---- conda
+    def conda_record(self, record: Any, solved_from: list[str], canonical: list[str]) -> Any:
+        """``record`` with its URL and channel moved from the mirror it was solved from to the manifest's channel."""
+        for mirror, channel in zip(solved_from, canonical):
+            mirror = mirror.rstrip("/") + "/"
+            if record.url.startswith(mirror) and mirror != channel:
+                from resolver.conda import rattler
+
+                url = channel + record.url[len(mirror):]
+                return rattler().RepoDataRecord(record, file_name=record.file_name, url=url, channel=channel)
+        return record
+
+    # ---- PyPI
+    def pypi_artifact(self, art: PypiArtifact, spec) -> PypiArtifact:
+        """``art`` at its canonical location, with the index it is pinned to (torch's PyTorch index)."""
+        index = spec.package_index(art.name)
+        location = self.sources.canonical(art.location)
+        if location is None and (art.location.startswith(("http://", "https://")) or self._in_project(art.location)):
+            location = art.location
+        if location is None:
+            location = self._from_pypi(art)
+        if location is None:
+            location = art.location
+            self._note_local(art, index)
+        return PypiArtifact(art.name, art.version, location, art.sha256, art.requires_dist, art.requires_python,
+                            index=index)
+
+    def _in_project(self, location: str) -> bool:
+        from resolver.install.fetch import local_path
+
+        path = local_path(location)
+        return self.root is not None and path is not None and path.resolve().is_relative_to(self.root)
+
+    def _from_pypi(self, art: PypiArtifact) -> str | None:
+        known = self._load()
+        if art.sha256 in known:
+            return known[art.sha256]
+        from resolver.net import fetch_json
+
+        page = PYPI_SIMPLE.format(name=re.sub(r"[-_.]+", "-", art.name).lower())
+        data = fetch_json(page, timeout=10, accept=PEP691) or {}
+        for entry in data.get("files") or []:
+            if entry.get("filename") == art.file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
+                known[art.sha256] = urllib.parse.urljoin(page, str(entry["url"]))
+                self._save(known)
+                return known[art.sha256]
+        return None
+
+    def _note_local(self, art: PypiArtifact, index: str | None) -> None:
+        folder = str(Path(urllib.parse.unquote(urllib.parse.urlsplit(art.location).path)).parent)
+        if index:
+            fix = f"add \"{index}\" = \"{folder}\" under [tool.resolver.mirrors] in pixi.toml and lock again"
+        else:
+            fix = ("lock where PyPI (https://pypi.org) answers, so the file's PyPI address can be recorded, or map its "
+                   f"canonical address to {folder} under [tool.resolver.mirrors]")
+        self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock records "
+                          f"a path of this machine. Fix: {fix}")
+
+    def _load(self) -> dict[str, str]:
+        if self._known is None:
+            try:
+                data = json.loads(self.cache_file.read_text(encoding="utf-8"))
+                self._known = {k: v for k, v in data.items() if isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", k)}
+            except (OSError, ValueError, AttributeError):
+                self._known = {}
+        return self._known
+
+    def _save(self, known: dict[str, str]) -> None:
+        from resolver.fs import write_json_atomic
+
+        try:
+            write_json_atomic(self.cache_file, known, label="canonical-cache")
+        except OSError:  # a cache is an optimisation
+            pass

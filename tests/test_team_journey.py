@@ -1,0 +1,46 @@
+"""The team journey: one person locks on their machine (its pip configuration points at local
+folders), the lock is shared, a teammate installs it in another checkout whose pip configuration
+points at no local folder, given only the mirror entries of pixi.toml. The lock holds no location of
+the first machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import torch_cpu_mirror
+
+
+def test_a_lock_made_here_installs_in_a_second_checkout_with_only_mirror_entries(cpu_project, conda_channel,
+                                                                                tmp_path):
+    lock_text = (cpu_project / "pixi.lock").read_text()
+    # no path of the first machine: its wheelhouse, its local indexes, its conda channel, its checkout
+    for local in ("/opt/", "file://", str(conda_channel), str(cpu_project)):
+        assert local not in lock_text, local
+    assert not [line for line in lock_text.splitlines() if line.startswith("#")]  # not a fallback
+    if torch_cpu_mirror() is None:
+        pytest.skip("pip's configuration here has no local torch 2.13.0+cpu wheelhouse to act as the mirror")
+    second = tmp_path / "teammate"
+    second.mkdir()
+    for name in ("pixi.toml", "pixi.lock"):
+        shutil.copy(cpu_project / name, second / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "RESOLVER_"))}
+    env.update(RESOLVER_PROJECT=str(second), PIP_CONFIG_FILE=os.devnull)
+    done = subprocess.run([sys.executable, "-m", "resolver", "install", "--env", "cpu", "--channel", str(conda_channel),
+                           "--json"], env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["kind"] == "conda" and summary["path"] == str(second / ".resolver" / "envs" / "cpu")
+    python = Path(summary["path"]) / "bin" / "python"
+    ran = subprocess.run([str(python), "-c", "import sys, torch, transformers; print(torch.__version__, sys.prefix)"],
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.split() == ["2.13.0+cpu", summary["path"]]
+    # the teammate's checkout stays as shared: install wrote neither file
+    for name in ("pixi.toml", "pixi.lock"):
+        assert (second / name).read_bytes() == (cpu_project / name).read_bytes()
