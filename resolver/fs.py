@@ -181,13 +181,18 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str) -> bytes:
         raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file") from None
     except OSError as exc:
         raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
-                           fix="pass a regular file (save the text to a file first)")
+        raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                       fix="pass a regular file (save the text to a file first)")
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
@@ -205,6 +210,42 @@ def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str) -> bytes:
     if len(data) > limit:
         raise BadInput(f"{what} is larger than {_size(limit)}", fix=f"pass at most {_size(limit)}")
     return data
+
+
+def parse_json(text: str | bytes, *, what: str, fix: str) -> Any:
+    """JSON from input: malformed text, nesting too deep for the parser, or an integer too long to
+    convert is one :class:`BadInput` (never a RecursionError or a bare ValueError)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{what} is not valid JSON (line {exc.lineno}: {exc.msg})", fix=fix) from None
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{what} is not valid JSON ({_value_error(exc)})", fix=fix) from None
+
+
+def parse_toml(text: str, *, what: str, fix: str) -> dict[str, Any]:
+    """TOML from input, with the same guarantees as :func:`parse_json`."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{what} is not valid TOML ({exc})", fix=fix) from None
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
+    except ValueError as exc:
+        raise BadInput(f"{what} is not valid TOML ({_value_error(exc)})", fix=fix) from None
+
+
+def _value_error(exc: Exception) -> str:
+    text = str(exc)
+    if "integer string conversion" in text:  # Python's guard against quadratic int() on huge numbers
+        return "it holds an integer of thousands of digits"
+    return text[:160]
 
 
 def _size(n: int) -> str:

@@ -53,7 +53,13 @@ class ProjectPaths:
         return self.state_dir / "envs"
 
     def env(self, name: str) -> Path:
-        return self.envs / name
+        """``.resolver/envs/<name>``; the last guard on names from files and flags: a name that is not a
+        valid environment name (``..``, ``a/b``, ``./../../docs``) is refused before any path is made."""
+        from resolver.names import check_env_name, check_inside
+
+        path = self.envs / check_env_name(name)
+        return check_inside(self.envs, path, what=f"environment '{name}'",
+                            fix=f"remove whatever links {self.envs / name} elsewhere, then install again")
 
     @property
     def channel(self) -> Path:

@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from resolver.errors import BadInput
 from resolver.fs import temp_path, write_text_atomic
+from resolver.names import check_env_name
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,9 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
                        fix="restore it from version control or run `python -m resolver lock` again") from None
     result: dict[str, list[LockedEnv]] = {}
     for name, env in lock.environments():
+        check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
+                       fix="restore pixi.lock from version control (or lock again); environment names are "
+                           "lowercase letters, digits and '-'")
         channels = tuple(absolute_location(str(c.url if hasattr(c, "url") else c), root) for c in env.channels())
         locked = []
         for plat in env.platforms():

@@ -149,7 +149,9 @@ class StepLog:
             with contextlib.suppress(OSError), open(self.log_file, "a", encoding="utf-8") as handle:
                 handle.write(line.rstrip() + "\n")
         if not self.quiet:
-            print(line.rstrip(), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
+            from resolver.names import printable
+
+            print(printable(line.rstrip()), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
         return report
 
     def timed(self, name: str, action: Callable[[], tuple[str, str, Any]]) -> StepReport:
