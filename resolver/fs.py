@@ -165,7 +165,7 @@ def _fsync_dir(folder: Path) -> None:
 # -------------------------------------------------------------------------------------------- reads
 
 
-def read_bytes_bounded(path: str | Path, *, limit: int, what: str) -> bytes:
+def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
@@ -191,17 +191,17 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str) -> bytes:
         if stat.S_ISDIR(info.st_mode):
             raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
         raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
-                       fix="pass a regular file (save the text to a file first)")
+                       fix=fix or "pass a regular file (save the text to a file first)")
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
+        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
     return data
 
 
-def read_text_bounded(path: str | Path, *, limit: int, what: str) -> str:
+def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> str:
     """:func:`read_bytes_bounded` decoded as UTF-8 (undecodable bytes replaced)."""
-    return read_bytes_bounded(path, limit=limit, what=what).decode("utf-8", errors="replace")
+    return read_bytes_bounded(path, limit=limit, what=what, fix=fix).decode("utf-8", errors="replace")
 
 
 def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str) -> bytes:
