@@ -87,7 +87,8 @@ def temp_path(path: Path) -> Path:
 
 
 def remove_stale_temps(path: Path) -> list[Path]:
-    """Temporary files a killed run left beside ``path``; removed, and returned."""
+    """Temporary files a killed run left beside ``path``; removed, and returned. A temporary file of a
+    process that still runs is another run's write in progress: it is left alone."""
     removed = []
     try:
         entries = list(path.parent.iterdir())
@@ -95,11 +96,27 @@ def remove_stale_temps(path: Path) -> list[Path]:
         return removed
     prefix = f".{path.name}{TEMP_MARK}"
     for entry in entries:
-        if entry.name.startswith(prefix):
+        if entry.name.startswith(prefix) and not _running(entry.name[len(prefix):]):
             with contextlib.suppress(OSError):
                 entry.unlink()
                 removed.append(entry)
     return removed
+
+
+def _running(pid_text: str) -> bool:
+    """Whether the process named by a temporary file's suffix is alive (this one included)."""
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False  # our own leftover from an earlier write of this run: ours to remove
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # alive, another user's (or unknowable): leave it
+    return True
 
 
 @contextlib.contextmanager
@@ -204,11 +221,11 @@ def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | Non
     return read_bytes_bounded(path, limit=limit, what=what, fix=fix).decode("utf-8", errors="replace")
 
 
-def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str) -> bytes:
+def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str, fix: str | None = None) -> bytes:
     """At most ``limit`` bytes of an open stream (stdin); more is one :class:`BadInput`."""
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise BadInput(f"{what} is larger than {_size(limit)}", fix=f"pass at most {_size(limit)}")
+        raise BadInput(f"{what} is larger than {_size(limit)}", fix=fix or f"pass at most {_size(limit)}")
     return data
 
 
