@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from resolver.errors import BadInput
 from resolver.fs import sha256_of
+from resolver.names import check_file_name, check_inside
 from resolver.net import download
 
 
@@ -25,6 +26,18 @@ def local_path(url: str) -> Path | None:
     if url.startswith("/"):
         return Path(url)
     return None
+
+
+def download_name(url: str) -> str:
+    """The file name a download is saved as: the URL's last path segment, decoded, which must be one
+    plain name (a ``%2F``-encoded ``..`` in a shared lock must not become a path).
+
+    >>> download_name("https://h/whl/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl")
+    'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'
+    """
+    return check_file_name(unquote(urlsplit(url).path.rsplit("/", 1)[-1]), what=f"the file name of {url}",
+                           fix="restore pixi.lock from version control or lock again: a locked URL must end in "
+                               "the artefact's own file name")
 
 
 def fetch(url: str, cache: Path, expected_sha256: str | None = None,
@@ -39,8 +52,9 @@ def fetch(url: str, cache: Path, expected_sha256: str | None = None,
             raise BadInput(f"locked file {path} does not exist",
                            fix="restore the wheelhouse/channel it came from, or run `python -m resolver lock` again")
         return path
-    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    name = download_name(url)
     target = cache / "downloads" / hashlib.sha256(url.encode()).hexdigest()[:16] / name
+    check_inside(cache, target, what="the download of", fix="restore pixi.lock from version control or lock again")
     if target.is_file() and (expected_sha256 is None or sha256_of(target) == expected_sha256):
         return target
     return download(url, target, expected_sha256=expected_sha256, progress=progress)

@@ -78,7 +78,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     platform its features declare (e.g. ``osx-arm64`` for ``cpu``), resolved for that platform.
     """
     sources = sources or Sources.load(project.root)
-    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+    manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
     before = manifest.dumps() if project.manifest.is_file() else ""
     by_env: dict[str, Plan] = {}

@@ -100,7 +100,13 @@ def write_lock(path: Path, envs: list[LockedEnv], root: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = temp_path(path)
     try:
-        lock.to_path(str(raw))
+        try:
+            lock.to_path(str(raw))
+        except OSError:
+            raise
+        except Exception as exc:  # rattler's IoError (disk full, read-only) is not an OSError
+            raise BadInput(f"cannot write {path}: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}",
+                           fix="free disk space (or make the project folder writable) and lock again") from None
         text = postprocess(raw.read_text(encoding="utf-8"), extras, root)
     finally:
         raw.unlink(missing_ok=True)

@@ -17,7 +17,10 @@ from typing import Any
 
 from resolver.decide.model import Plan
 from resolver.errors import BadInput
-from resolver.fs import write_text_atomic
+from resolver.fs import read_bytes_bounded, write_text_atomic
+from resolver.manifest_shape import check_manifest
+
+MANIFEST_LIMIT = 16 << 20
 
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
@@ -71,19 +74,23 @@ class Manifest:
         import tomlkit
 
         try:
-            return cls(tomlkit.parse(text), path)
+            doc = tomlkit.parse(text)
         except Exception as exc:  # tomlkit raises several parse error types
             where = path or "pixi.toml"
             raise BadInput(f"cannot parse {where}: {exc}", fix=f"fix the TOML syntax of {where}") from None
+        check_manifest(doc.unwrap(), str(path or "pixi.toml"))  # types and names, before anything reads it
+        return cls(doc, path)
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BadInput(f"{path} does not exist",
-                           fix="run the command in the project folder (the one holding pixi.toml)") from None
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # bounded: never a FIFO, a device or a file of gigabytes
+            text = read_bytes_bounded(path, limit=MANIFEST_LIMIT, what="the manifest").decode("utf-8")
+        except BadInput as exc:
+            if "does not exist" in exc.message:
+                raise BadInput(f"{path} does not exist",
+                               fix="run the command in the project folder (the one holding pixi.toml)") from None
+            raise
+        except UnicodeDecodeError as exc:
             raise BadInput(f"cannot read {path}: {exc}", fix="check the file's permissions and encoding") from None
         return cls.parse(text, path)
 
