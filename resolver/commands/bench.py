@@ -117,6 +117,9 @@ def run(args, out) -> int:
 
     if min(args.batch, args.prompt_len, args.new_tokens, args.repeat) < 1:
         raise BadInput("--batch, --prompt-len, --new-tokens and --repeat must be at least 1", fix="pass positive numbers")
+    from resolver.commands.verify import check_dtypes
+
+    check_dtypes(args.dtype, "--dtype", one=True)
     if args.prompt_lens:
         args.prompt_lens = ",".join(str(v) for v in parse_lengths(args.prompt_lens))
     if args.dtype and args.dtype not in ("float32", "bfloat16", "float16"):
