@@ -124,6 +124,9 @@ def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") 
     """Write ``path`` through a handle: the content appears under its name only when the block ends
     without an exception (a download cut short leaves no partial file behind)."""
     path = Path(path)
+    if path.is_dir():  # os.replace cannot put a file there: say so before anything is written
+        raise BadInput(f"cannot write {path}: a folder of that name is in the way",
+                       fix=f"move the folder {path} aside (the file {path.name} belongs there)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -157,11 +160,12 @@ def write_json_atomic(path: str | Path, data: Any, *, label: str = "record") -> 
     write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label)
 
 
-def read_json(path: str | Path) -> dict[str, Any] | None:
-    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable or not an object."""
+def read_json(path: str | Path, *, limit: int = 16 * MiB) -> dict[str, Any] | None:
+    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable (a FIFO, a device,
+    larger than ``limit``), malformed (nesting too deep included) or not an object."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_bytes_bounded(path, limit=limit, what="record"))
+    except (BadInput, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -214,6 +218,26 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | No
     if len(data) > limit:
         raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
     return data
+
+
+def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> int:
+    """The size of ``path`` when it is a regular file of at most ``limit`` bytes, for a reader that
+    opens it itself (rattler); the same :class:`BadInput` sentences as :func:`read_bytes_bounded`."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise BadInput(f"{what} {path} does not exist", fix=fix or "check the path") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise BadInput(f"{what} {path} is a folder, not a file", fix=fix or "pass a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                       fix=fix or "pass a regular file")
+    if info.st_size > limit:
+        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
+    return info.st_size
 
 
 def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> str:

@@ -528,3 +528,18 @@ def test_error_line_quoting_input_is_one_escaped_line(tmp_path):
     line = one_error(result, 3)
     assert "\\x0a" in line and "\\x1b]0;owned\\x07" in line and "\\u202e" in line
     assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
+
+
+@pytest.mark.parametrize("command,kind", [(("install", "--env", "cpu"), "folder"), (("install", "--env", "cpu"), "fifo"),
+                                          (("lock", "--target", "cpu", "--no-pypi"), "folder")])
+def test_lock_file_that_is_a_folder_or_fifo_is_not_called_missing(tmp_path, command, kind):
+    """(`lock` over a FIFO simply replaces it with the new lock: nothing is read from it.)"""
+    (tmp_path / "pixi.toml").write_text(MANIFEST)
+    if kind == "folder":
+        (tmp_path / "pixi.lock").mkdir()
+    else:
+        os.mkfifo(tmp_path / "pixi.lock")
+    line = one_error(cli(tmp_path, *command, timeout=60), 3)
+    assert "does not exist" not in line
+    assert ("folder" in line) if kind == "folder" else ("not a regular file" in line)
+    assert not leftovers(tmp_path)

@@ -23,7 +23,11 @@ def run(args, out) -> int:
 
     if not project.lockfile.is_file():
         from resolver.errors import BadInput
+        from resolver.fs import check_regular_file
 
+        if project.lockfile.exists():  # a folder or FIFO is not "missing"
+            check_regular_file(project.lockfile, limit=1, what="the lock file",
+                               fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,

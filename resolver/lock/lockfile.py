@@ -15,6 +15,7 @@ py-rattler writes the layout pixi reads; we then post-process its text, determin
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +23,11 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from resolver.errors import BadInput
-from resolver.fs import temp_path, write_text_atomic
+from resolver.fs import check_regular_file, temp_path, write_text_atomic
 from resolver.names import check_env_name
+
+
+LOCK_LIMIT = 256 << 20  # a lock of every CUDA build for three platforms is a few MB
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,11 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
 
     r = rattler()
     if not path.is_file():
+        if os.path.lexists(path):  # a folder, FIFO or device is not "missing": and never read
+            check_regular_file(path, limit=LOCK_LIMIT, what="the lock file",
+                               fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{path} does not exist", fix="run `python -m resolver lock` first")
+    check_regular_file(path, limit=LOCK_LIMIT, what="the lock file", fix="restore pixi.lock from version control")
     try:
         lock = r.LockFile.from_path(str(path))
     except Exception as exc:  # rattler.exceptions.LockFileError and parse errors
