@@ -8,7 +8,8 @@ HELP = "install an environment from pixi.lock only (sha256-verified; conda prefi
 def add_arguments(parser) -> None:
     from resolver.names import env_name_arg  # light: the name rule only
 
-    parser.add_argument("--env", "-e", type=env_name_arg, metavar="NAME", help="environment to install (default: the only one locked)")
+    parser.add_argument("--env", "-e", type=env_name_arg, metavar="NAME",
+                        help="environment to install (default: the only one locked)")
     parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not reuse the cached build of the same lock content (run pip again)")

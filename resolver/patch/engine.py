@@ -327,7 +327,8 @@ class _Worker:
                 for rel in [other.get("file"), *(other.get("siblings") or [])]}
         # every path the record names is checked before the first is removed: a record edited to name
         # /etc/... or ../.. removes nothing
-        paths = {rel: _overlay_path(self.overlay, rel, f"{RECORD_NAME} names") for rel in [spec.file, *entry.get("siblings", [])]}
+        paths = {rel: _overlay_path(self.overlay, rel, f"{RECORD_NAME} names")
+                 for rel in [spec.file, *entry.get("siblings", [])]}
         try:
             for rel, path in paths.items():
                 if rel not in keep and (path.is_symlink() or path.exists()):
