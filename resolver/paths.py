@@ -54,12 +54,12 @@ class ProjectPaths:
 
     def env(self, name: str) -> Path:
         """``.resolver/envs/<name>``; the last guard on names from files and flags: a name that is not a
-        valid environment name (``..``, ``a/b``, ``./../../docs``) is refused before any path is made."""
-        from resolver.names import check_env_name, check_inside
+        valid environment name (``..``, ``a/b``, ``./../../docs``) is refused before any path is made, so
+        the path is always one folder directly under ``envs``. (That folder may be a link the user made
+        to an environment elsewhere: a place chosen by the owner of the project, not by a shared file.)"""
+        from resolver.names import check_env_name
 
-        path = self.envs / check_env_name(name)
-        return check_inside(self.envs, path, what=f"environment '{name}'",
-                            fix=f"remove whatever links {self.envs / name} elsewhere, then install again")
+        return self.envs / check_env_name(name)
 
     @property
     def channel(self) -> Path:

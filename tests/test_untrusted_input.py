@@ -174,13 +174,9 @@ def test_env_flag_that_is_a_path_is_a_usage_error(tmp_path, command):
 def test_project_paths_env_is_the_last_guard(tmp_path):
     paths = ProjectPaths(tmp_path)
     assert paths.env("cuda12") == tmp_path / ".resolver" / "envs" / "cuda12"
-    for name in ("..", ".", "a/b", "../x", "", "x" * 65):
+    for name in ("..", ".", "a/b", "../x", "", "x" * 65, "cpu/../../x", "Cpu", None):
         with pytest.raises(BadInput):
             paths.env(name)
-    paths.envs.mkdir(parents=True)
-    (paths.envs / "cpu").symlink_to(tmp_path)  # a link planted where an environment goes
-    with pytest.raises(BadInput, match="leads outside"):
-        paths.env("cpu")
 
 
 # --------------------------------------------------------------- 2. download file names are paths

@@ -285,18 +285,15 @@ def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = Fal
               on_wait=None) -> SetupResult:
     """Run the whole pipeline under the project lock; progress lines go to stderr under ``json_mode``.
 
-    A dry run writes nothing at all: no log file, no project lock file, no stamps."""
-    import contextlib
-
+    A dry run writes nothing at all: no log file, no project lock file, no stamps (it still waits
+    for a run in progress, so what it reports is not half-written)."""
     log_file = None
     if not options.dry_run:
         project.logs.mkdir(parents=True, exist_ok=True)
         log_file = project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log"
     log = StepLog(quiet=quiet, to_stderr=json_mode, log_file=log_file)
     out = Output(json_mode=json_mode, quiet=quiet)
-    held = contextlib.nullcontext() if options.dry_run else \
-        project_lock(project.stamps, wait=options.wait, on_wait=on_wait)
-    with held:
+    with project_lock(project.stamps, wait=options.wait, on_wait=on_wait, read_only=options.dry_run):
         return Setup(project, options, log, out).run()
 
 
