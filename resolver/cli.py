@@ -16,6 +16,7 @@ import time
 
 from resolver import __version__
 from resolver.errors import BadInput, ExitCode, InternalError, ResolverError, UsageError
+from resolver.names import printable
 from resolver.ui import Output
 
 COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "verify", "doctor", "bench")
@@ -91,7 +92,7 @@ def _internal() -> InternalError:
 def _report(exc: ResolverError, out: Output) -> int:
     if out.json_mode:
         out.result(exc.to_json())
-    print(f"error: {exc}", file=sys.stderr)
+    print(f"error: {printable(str(exc))}", file=sys.stderr)  # one line, whatever the input quoted
     return int(exc.code)
 
 

@@ -87,7 +87,8 @@ def temp_path(path: Path) -> Path:
 
 
 def remove_stale_temps(path: Path) -> list[Path]:
-    """Temporary files a killed run left beside ``path``; removed, and returned."""
+    """Temporary files a killed run left beside ``path``; removed, and returned. A temporary file of a
+    process that still runs is another run's write in progress: it is left alone."""
     removed = []
     try:
         entries = list(path.parent.iterdir())
@@ -95,11 +96,27 @@ def remove_stale_temps(path: Path) -> list[Path]:
         return removed
     prefix = f".{path.name}{TEMP_MARK}"
     for entry in entries:
-        if entry.name.startswith(prefix):
+        if entry.name.startswith(prefix) and not _running(entry.name[len(prefix):]):
             with contextlib.suppress(OSError):
                 entry.unlink()
                 removed.append(entry)
     return removed
+
+
+def _running(pid_text: str) -> bool:
+    """Whether the process named by a temporary file's suffix is alive (this one included)."""
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False  # our own leftover from an earlier write of this run: ours to remove
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # alive, another user's (or unknowable): leave it
+    return True
 
 
 @contextlib.contextmanager
@@ -107,6 +124,9 @@ def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") 
     """Write ``path`` through a handle: the content appears under its name only when the block ends
     without an exception (a download cut short leaves no partial file behind)."""
     path = Path(path)
+    if path.is_dir():  # os.replace cannot put a file there: say so before anything is written
+        raise BadInput(f"cannot write {path}: a folder of that name is in the way",
+                       fix=f"move the folder {path} aside (the file {path.name} belongs there)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -140,11 +160,12 @@ def write_json_atomic(path: str | Path, data: Any, *, label: str = "record") -> 
     write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label)
 
 
-def read_json(path: str | Path) -> dict[str, Any] | None:
-    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable or not an object."""
+def read_json(path: str | Path, *, limit: int = 16 * MiB) -> dict[str, Any] | None:
+    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable (a FIFO, a device,
+    larger than ``limit``), malformed (nesting too deep included) or not an object."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_bytes_bounded(path, limit=limit, what="record"))
+    except (BadInput, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -165,7 +186,7 @@ def _fsync_dir(folder: Path) -> None:
 # -------------------------------------------------------------------------------------------- reads
 
 
-def read_bytes_bounded(path: str | Path, *, limit: int, what: str) -> bytes:
+def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
@@ -181,30 +202,91 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str) -> bytes:
         raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file") from None
     except OSError as exc:
         raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
-                           fix="pass a regular file (save the text to a file first)")
+        raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                       fix=fix or "pass a regular file (save the text to a file first)")
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
+        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
     return data
 
 
-def read_text_bounded(path: str | Path, *, limit: int, what: str) -> str:
+def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> int:
+    """The size of ``path`` when it is a regular file of at most ``limit`` bytes, for a reader that
+    opens it itself (rattler); the same :class:`BadInput` sentences as :func:`read_bytes_bounded`."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise BadInput(f"{what} {path} does not exist", fix=fix or "check the path") from None
+    except OSError as exc:
+        raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise BadInput(f"{what} {path} is a folder, not a file", fix=fix or "pass a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                       fix=fix or "pass a regular file")
+    if info.st_size > limit:
+        raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
+    return info.st_size
+
+
+def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> str:
     """:func:`read_bytes_bounded` decoded as UTF-8 (undecodable bytes replaced)."""
-    return read_bytes_bounded(path, limit=limit, what=what).decode("utf-8", errors="replace")
+    return read_bytes_bounded(path, limit=limit, what=what, fix=fix).decode("utf-8", errors="replace")
 
 
-def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str) -> bytes:
+def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str, fix: str | None = None) -> bytes:
     """At most ``limit`` bytes of an open stream (stdin); more is one :class:`BadInput`."""
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise BadInput(f"{what} is larger than {_size(limit)}", fix=f"pass at most {_size(limit)}")
+        raise BadInput(f"{what} is larger than {_size(limit)}", fix=fix or f"pass at most {_size(limit)}")
     return data
+
+
+def parse_json(text: str | bytes, *, what: str, fix: str) -> Any:
+    """JSON from input: malformed text, nesting too deep for the parser, or an integer too long to
+    convert is one :class:`BadInput` (never a RecursionError or a bare ValueError)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{what} is not valid JSON (line {exc.lineno}: {exc.msg})", fix=fix) from None
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{what} is not valid JSON ({_value_error(exc)})", fix=fix) from None
+
+
+def parse_toml(text: str, *, what: str, fix: str) -> dict[str, Any]:
+    """TOML from input, with the same guarantees as :func:`parse_json`."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{what} is not valid TOML ({exc})", fix=fix) from None
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
+    except ValueError as exc:
+        raise BadInput(f"{what} is not valid TOML ({_value_error(exc)})", fix=fix) from None
+
+
+def _value_error(exc: Exception) -> str:
+    text = str(exc)
+    if "integer string conversion" in text:  # Python's guard against quadratic int() on huge numbers
+        return "it holds an integer of thousands of digits"
+    return text[:160]
 
 
 def _size(n: int) -> str:

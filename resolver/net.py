@@ -10,6 +10,7 @@ False
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import time
 import urllib.error
@@ -17,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver.errors import IntegrityError, SourceUnreachable
+from resolver.errors import BadInput, IntegrityError, SourceUnreachable
 from resolver.fs import MiB, atomic_stream
 
 Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
@@ -68,6 +69,13 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise SourceUnreachable(f"cannot download {url} ({getattr(exc, 'reason', exc)})",
                                 fix="check the network or point a mirror at it ([tool.resolver] mirrors)") from None
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRNOS:
+            raise
+        # the network was fine: the disk was not (full, over quota, read-only): say so, not "check the network"
+        raise BadInput(f"cannot save the download of {label} in {target.parent} ({exc.strerror})",
+                       fix=f"free disk space on the file system of {target.parent} (or make it writable), "
+                           "then run the command again") from None
     return target
 
 
@@ -86,3 +94,6 @@ def fetch_json(url: str, *, timeout: float = 10.0, limit: int = 16 << 20, accept
         return json.loads(data)
     except ValueError:
         return None
+
+
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}

@@ -53,7 +53,13 @@ class ProjectPaths:
         return self.state_dir / "envs"
 
     def env(self, name: str) -> Path:
-        return self.envs / name
+        """``.resolver/envs/<name>``; the last guard on names from files and flags: a name that is not a
+        valid environment name (``..``, ``a/b``, ``./../../docs``) is refused before any path is made, so
+        the path is always one folder directly under ``envs``. (That folder may be a link the user made
+        to an environment elsewhere: a place chosen by the owner of the project, not by a shared file.)"""
+        from resolver.names import check_env_name
+
+        return self.envs / check_env_name(name)
 
     @property
     def channel(self) -> Path:

@@ -6,8 +6,10 @@ The rules they enforce, so no call site can forget one:
 * each child leads a process group of its own, and on Linux dies with the resolver
   (``PR_SET_PDEATHSIG``), so a killed or interrupted resolver leaves no pip, compiler or
   byte-compiler writing into a half-made environment; Ctrl-C and SIGTERM stop the whole group;
-* output is captured as text (undecodable bytes replaced); a missing program is a result with exit
-  code 127, never an exception the caller has to remember.
+* output is captured as text (undecodable bytes replaced) up to a bound (``limit``, 64 MiB by
+  default): a child that prints more is stopped and its result says so (``overflowed``), instead of
+  the resolver filling memory; a missing program is a result with exit code 127, never an exception
+  the caller has to remember.
 
 Code that runs *inside* an environment (``resolver/inenv``) is a separate program with its own
 rules and may use :mod:`subprocess` directly.
@@ -20,6 +22,7 @@ rules and may use :mod:`subprocess` directly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,10 +47,11 @@ class Completed:
     stderr: str = ""
     timed_out: bool = False
     seconds: float = 0.0
+    overflowed: bool = False  # printed more than the run's limit: stopped, output cut at the limit
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and not self.overflowed
 
     def tail(self, lines: int = 3, width: int = 400) -> str:
         """The last lines of stderr (else stdout), joined: what a one-sentence error quotes."""
@@ -109,25 +113,107 @@ def stop(child: subprocess.Popen, *, grace: float = 5.0) -> None:
         pass
 
 
+OUTPUT_LIMIT = 64 << 20  # characters of stdout + stderr one run may print before it is stopped
+
+
 def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike | None = None, input: str | None = None) -> Completed:
-    """Run ``argv`` to completion (at most ``timeout`` seconds) and capture its output."""
+        cwd: str | os.PathLike | None = None, input: str | None = None, limit: int = OUTPUT_LIMIT) -> Completed:
+    """Run ``argv`` to completion (at most ``timeout`` seconds) and capture its output (at most
+    ``limit`` characters of stdout and stderr together: past that the child is stopped)."""
     argv = tuple(str(a) for a in argv)
     started = time.monotonic()
     try:
         child = spawn(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
     except OSError as exc:  # not installed, not executable, wrong architecture
         return Completed(argv, 127 if isinstance(exc, FileNotFoundError) else 126, "", str(exc))
+    capture = _Capture(child, input, limit)
     try:
-        stdout, stderr = child.communicate(input=input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop(child)
-        stdout, stderr = child.communicate()
-        return Completed(argv, 124, stdout or "", stderr or "", timed_out=True, seconds=time.monotonic() - started)
+        ended = capture.wait(timeout)
+        if not ended or capture.overflowed:
+            stop(child)
+            capture.join()
+            stdout, stderr = capture.text()
+            if capture.overflowed:
+                return Completed(argv, child.returncode if child.returncode is not None else -9, stdout, stderr,
+                                 seconds=time.monotonic() - started, overflowed=True)
+            return Completed(argv, 124, stdout, stderr, timed_out=True, seconds=time.monotonic() - started)
+        try:
+            child.wait(timeout=max(0.0, started + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:  # the pipes closed, yet the child lives on
+            stop(child)
+            stdout, stderr = capture.text()
+            return Completed(argv, 124, stdout, stderr, timed_out=True, seconds=time.monotonic() - started)
     except BaseException:  # Ctrl-C, SIGTERM turned into an exception, SystemExit: take the group down too
         stop(child)
         raise
-    return Completed(argv, child.returncode, stdout or "", stderr or "", seconds=time.monotonic() - started)
+    stdout, stderr = capture.text()
+    return Completed(argv, child.returncode, stdout, stderr, seconds=time.monotonic() - started)
+
+
+class _Capture:
+    """A child's stdout and stderr read by two threads into memory, at most ``limit`` characters in all
+    (``communicate`` would read without end); ``input`` is written by a third."""
+
+    def __init__(self, child: subprocess.Popen, input: str | None, limit: int) -> None:
+        import threading
+
+        self.limit, self.size, self.overflowed = limit, 0, False
+        self.parts: dict[str, list[str]] = {"out": [], "err": []}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._open = 0
+        self._threads = []
+        for key, stream in (("out", child.stdout), ("err", child.stderr)):
+            if stream is not None:
+                self._open += 1
+                self._threads.append(threading.Thread(target=self._pump, args=(stream, key), daemon=True))
+        if child.stdin is not None:
+            self._threads.append(threading.Thread(target=self._feed, args=(child.stdin, input or ""), daemon=True))
+        if not self._open:
+            self._wake.set()
+        for thread in self._threads:
+            thread.start()
+
+    def _pump(self, stream: IO[str], key: str) -> None:
+        try:
+            while not self.overflowed:
+                block = stream.read(1 << 16)
+                if not block:
+                    break
+                with self._lock:
+                    room = self.limit - self.size
+                    self.parts[key].append(block[:max(room, 0)])
+                    self.size += min(len(block), max(room, 0))
+                    if len(block) > room:
+                        self.overflowed = True
+        except (OSError, ValueError):  # the pipe went away under us
+            pass
+        finally:
+            with self._lock:
+                self._open -= 1
+                if self._open <= 0 or self.overflowed:
+                    self._wake.set()
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+
+    @staticmethod
+    def _feed(stdin: IO[str], text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):  # BrokenPipeError: the child did not read it all
+            stdin.write(text)
+        with contextlib.suppress(OSError, ValueError):
+            stdin.close()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether both streams ended (or the limit was passed) within ``timeout`` seconds."""
+        return self._wake.wait(timeout)
+
+    def join(self, grace: float = 5.0) -> None:
+        for thread in self._threads:
+            thread.join(grace)
+
+    def text(self) -> tuple[str, str]:
+        with self._lock:
+            return "".join(self.parts["out"]), "".join(self.parts["err"])
 
 
 def run_checked(argv: Sequence[str], *, timeout: float, what: str, fix: str,
@@ -136,6 +222,8 @@ def run_checked(argv: Sequence[str], *, timeout: float, what: str, fix: str,
     done = run(argv, timeout=timeout, env=env, cwd=cwd)
     if done.timed_out:
         raise BuildFailed(f"{what} did not finish within {timeout:.0f} s", fix=fix)
+    if done.overflowed:
+        raise BuildFailed(f"{what} printed more than {OUTPUT_LIMIT >> 20} MiB of output and was stopped", fix=fix)
     if done.returncode != 0:
         raise BuildFailed(f"{what} failed ({done.tail()})", fix=fix)
     return done

@@ -8,10 +8,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from resolver.names import printable
+
 
 @dataclass
 class Output:
-    """How a command talks: ``json_mode`` prints one JSON document on stdout; ``quiet`` hides progress."""
+    """How a command talks: ``json_mode`` prints one JSON document on stdout; ``quiet`` hides progress.
+
+    Human text may quote input (GPU names, log lines, file names): control characters in it are
+    printed escaped (:func:`resolver.names.printable`), so no input can drive the terminal."""
 
     json_mode: bool = False
     quiet: bool = False
@@ -23,11 +28,11 @@ class Output:
         if self.json_mode:
             print(json.dumps(data, indent=2, sort_keys=False), file=self.stream)
         elif human is not None:
-            print(human, file=self.stream)
+            print(printable(human, keep_newlines=True), file=self.stream)
 
     def info(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=sys.stderr if self.json_mode else self.stream)
+            print(printable(text, keep_newlines=True), file=sys.stderr if self.json_mode else self.stream)
 
     def progress(self, label: str, done: int, total: int | None, started: float) -> None:
         """Progress of long work: one overwriting line on a terminal; in a log (not a terminal) a line
@@ -41,6 +46,7 @@ class Output:
             text = f"{label}: {done}/{total} ({100 * done // total}%) {elapsed:.0f}s elapsed, ~{eta:.0f}s left"
         else:
             text = f"{label}: {done} {elapsed:.0f}s elapsed"
+        text = printable(text)
         if sys.stderr.isatty():
             print("\r\033[K" + text, end="\n" if finished else "", file=sys.stderr, flush=True)
             return

@@ -14,9 +14,13 @@ HELP = "throughput and latency (prompt, decode); --compare OTHER_ENV checks nume
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--env", metavar="NAME", help="the environment to measure (default: the only one installed)")
+    from resolver.names import env_name_arg  # light: the name rule only
+
+    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
+                        help="the environment to measure (default: the only one installed)")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (default: the tiny one)")
-    parser.add_argument("--compare", metavar="OTHER_ENV", help="run the same inputs in OTHER_ENV and compare")
+    parser.add_argument("--compare", metavar="OTHER_ENV", type=env_name_arg,
+                        help="run the same inputs in OTHER_ENV and compare")
     parser.add_argument("--batch", type=int, default=1, help="sequences per batch (default 1)")
     parser.add_argument("--prompt-len", type=int, default=64, help="prompt tokens (default 64)")
     parser.add_argument("--prompt-lens", metavar="LIST", default="",
@@ -115,6 +119,9 @@ def run(args, out) -> int:
 
     if min(args.batch, args.prompt_len, args.new_tokens, args.repeat) < 1:
         raise BadInput("--batch, --prompt-len, --new-tokens and --repeat must be at least 1", fix="pass positive numbers")
+    from resolver.commands.verify import check_dtypes
+
+    check_dtypes(args.dtype, "--dtype", one=True)
     if args.prompt_lens:
         args.prompt_lens = ",".join(str(v) for v in parse_lengths(args.prompt_lens))
     if args.dtype and args.dtype not in ("float32", "bfloat16", "float16"):

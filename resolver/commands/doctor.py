@@ -16,7 +16,10 @@ HELP = "diagnose an environment and/or an error log: the cause and the exact fix
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--env", metavar="NAME", help="the environment to check (default: the only one installed)")
+    from resolver.names import env_name_arg  # light: the name rule only
+
+    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
+                        help="the environment to check (default: the only one installed)")
     parser.add_argument("--log", metavar="FILE", help="a log to diagnose; - reads stdin")
     parser.add_argument("--extension", metavar="MODULE", action="append", default=[],
                         help="also check that this compiled extension module loads (repeatable)")

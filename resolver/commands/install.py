@@ -6,7 +6,10 @@ HELP = "install an environment from pixi.lock only (sha256-verified; conda prefi
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--env", "-e", metavar="NAME", help="environment to install (default: the only one locked)")
+    from resolver.names import env_name_arg  # light: the name rule only
+
+    parser.add_argument("--env", "-e", type=env_name_arg, metavar="NAME",
+                        help="environment to install (default: the only one locked)")
     parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
     parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
                         help="a mirror of the lock's conda channel (repeatable, in the channels' order)")
@@ -27,7 +30,11 @@ def run(args, out) -> int:
 
     if not project.lockfile.is_file():
         from resolver.errors import BadInput
+        from resolver.fs import check_regular_file
 
+        if project.lockfile.exists():  # a folder or FIFO is not "missing"
+            check_regular_file(project.lockfile, limit=1, what="the lock file",
+                               fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,

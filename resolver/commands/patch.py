@@ -41,7 +41,9 @@ def run(args, out) -> int:
     if refusal is not None:
         data.update(refusal.to_json())
         out.result(data)
-        print(f"error: {refusal}", file=sys.stderr)
+        from resolver.names import printable
+
+        print(f"error: {printable(str(refusal))}", file=sys.stderr)
         return int(ExitCode.REFUSED)
     out.result(data, _human(report))
     if args.check:

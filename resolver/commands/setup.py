@@ -36,7 +36,9 @@ def run(args, out) -> int:
                            dry_run=args.dry_run, wait=not args.no_wait, force=args.force)
     project = ProjectPaths.discover()
     if not out.quiet and not out.json_mode:
-        print(f"mamba-resolver setup in {project.root}")
+        from resolver.names import printable
+
+        print(f"mamba-resolver setup in {printable(str(project.root))}")
     result = run_setup(project, options, quiet=out.quiet, json_mode=out.json_mode, on_wait=out.info)
     out.result(result_json(result), summary_text(result))
     return 0

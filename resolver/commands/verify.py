@@ -12,7 +12,10 @@ HELP = "load a Mamba model through the environment's libraries and our reference
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--env", metavar="NAME", help="the environment to check (default: the only one installed)")
+    from resolver.names import env_name_arg  # light: the name rule only
+
+    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
+                        help="the environment to check (default: the only one installed)")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (config.json + "
                         "*.safetensors); default: a tiny deterministic checkpoint the tool writes itself")
     parser.add_argument("--dtypes", metavar="LIST", default="",
@@ -36,6 +39,7 @@ def run(args, out) -> int:
 
     if args.prompt_len < 1 or args.new_tokens < 1:
         raise BadInput("--prompt-len and --new-tokens must be at least 1", fix="pass positive numbers")
+    check_dtypes(args.dtypes, "--dtypes")
     project = ProjectPaths.discover()
     model = resolve_model(project, args.model)  # a bad --model is reported before anything else
     env = Environment.find(project, args.env)
@@ -52,3 +56,27 @@ def run(args, out) -> int:
     doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
     out.result(doc, rep.human(doc))
     return rep.exit_code(result.report)
+
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def check_dtypes(text: str, flag: str, *, one: bool = False) -> None:
+    """``--dtypes float32,bfloat16`` (or bench's ``--dtype``) names only dtypes the checks know.
+
+    >>> check_dtypes("float32,bfloat16", "--dtypes")
+    >>> check_dtypes("float64", "--dtypes")
+    Traceback (most recent call last):
+    ...
+    resolver.errors.UsageError: --dtypes 'float64': unknown dtype float64. Fix: use a comma list of float32, bfloat16, float16.
+    """
+    from resolver.errors import UsageError
+    from resolver.names import printable
+
+    if not text:
+        return
+    names = [d.strip() for d in text.split(",")] if not one else [text.strip()]
+    unknown = [d for d in names if d not in DTYPES]
+    if unknown or not names:
+        raise UsageError(f"{flag} {printable(repr(text))}: unknown dtype {printable(', '.join(unknown) or text)}",
+                         fix=("use one of " if one else "use a comma list of ") + ", ".join(DTYPES))

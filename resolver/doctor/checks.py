@@ -315,19 +315,28 @@ def probe_profile(sysroot: str | None = None):
         return None
 
 
+LOG_LIMIT = 64 << 20  # a build log of a whole kernel compile is a few MiB
+
+
 def read_log(source: str) -> tuple[str, str]:
     """(name, text) of --log FILE or '-' (stdin), decoded without ever failing on bad bytes."""
     import sys
 
     from resolver.doctor.signatures import decode_log
     from resolver.errors import BadInput
+    from resolver.fs import read_bytes_bounded, read_stream_bounded
 
+    fix = f"pass the last part of the log (at most {LOG_LIMIT >> 20} MiB): the error is near its end"
     if source == "-":
-        return "<stdin>", decode_log(sys.stdin.buffer.read())
+        return "<stdin>", decode_log(read_stream_bounded(sys.stdin.buffer, limit=LOG_LIMIT, what="the log on stdin",
+                                                       fix=fix))
     path = Path(source).expanduser()
-    if not path.is_file():
-        raise BadInput(f"--log {source}: no such file", fix="pass the path of a saved log, or - to read stdin")
     try:
-        return str(path), decode_log(path.read_bytes())
-    except OSError as exc:
-        raise BadInput(f"--log {source} cannot be read ({exc.strerror})", fix="check the file's permissions") from exc
+        return str(path), decode_log(read_bytes_bounded(path, limit=LOG_LIMIT, what="--log"))
+    except BadInput as exc:
+        if "does not exist" in exc.message:
+            raise BadInput(f"--log {source}: no such file", fix="pass the path of a saved log, or - to read stdin") \
+                from None
+        if "larger than" in exc.message:
+            raise BadInput(exc.message, fix=fix) from None
+        raise

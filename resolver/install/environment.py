@@ -16,6 +16,7 @@ from typing import Mapping
 
 from resolver import proc
 from resolver.errors import EnvironmentProblem
+from resolver.names import is_env_name
 from resolver.paths import ProjectPaths
 from resolver.proc import Completed
 
@@ -74,7 +75,8 @@ class Environment:
     def find(cls, project: ProjectPaths, name: str | None = None) -> "Environment":
         """The named environment, or the only one there is; one clear error otherwise."""
         if name is None:
-            names = sorted(p.name for p in project.envs.iterdir() if cls.kind_of(p)) if project.envs.is_dir() else []
+            names = sorted(p.name for p in project.envs.iterdir() if is_env_name(p.name) and cls.kind_of(p)) \
+                if project.envs.is_dir() else []
             if len(names) == 1:
                 name = names[0]
             elif not names:

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from resolver.errors import BadInput, IntegrityError
 from resolver.fs import atomic_stream, sha256_file
 from resolver.lock.sources import Sources
+from resolver.names import check_file_name, check_inside
 from resolver.net import download
 
 Progress = Callable[[str, int, "int | None", float], None]
@@ -48,6 +49,18 @@ def _mirrored(location: str) -> str:
 
 def file_name_of(url: str) -> str:
     return unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+
+
+def download_name(url: str) -> str:
+    """The file name an artefact is stored as: the URL's last path segment, decoded, which must be one
+    plain name (a ``%2F``-encoded ``..`` in a shared lock must not become a path).
+
+    >>> download_name("https://h/whl/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl")
+    'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'
+    """
+    return check_file_name(unquote(urlsplit(url).path.rsplit("/", 1)[-1]), what=f"the file name of {url}",
+                           fix="restore pixi.lock from version control or lock again: a locked URL must end in "
+                               "the artefact's own file name")
 
 
 class Finder:
@@ -112,8 +125,9 @@ def verified_copy(url: str, sha256: str, store: Path, finder: Finder, *, name: s
     if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
         raise IntegrityError(f"pixi.lock records no usable sha256 for {file_name_of(url)}",
                              fix="relock with `python -m resolver lock` (it records one for every artefact)")
-    file_name = file_name_of(url)
+    file_name = download_name(url)
     target = store / sha256[:2] / sha256 / file_name
+    check_inside(store, target, what="the copy of", fix="restore pixi.lock from version control or lock again")
     if sha256_file(target) == sha256:
         return target
     wrong: list[str] = []

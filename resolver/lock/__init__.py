@@ -80,7 +80,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
     (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock."""
     sources = sources or Sources.load(project.root)
-    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+    manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
     before = project.manifest.read_bytes() if project.manifest.is_file() else b""
     wanted = {manifest.ensure_environment(plan): plan for plan in plans}

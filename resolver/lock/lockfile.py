@@ -15,6 +15,7 @@ py-rattler writes the layout pixi reads; we then post-process its text, determin
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -23,6 +24,10 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from resolver.errors import BadInput
+from resolver.fs import check_regular_file
+from resolver.names import check_env_name
+
+LOCK_LIMIT = 256 << 20  # a lock of every CUDA build for three platforms is a few MB
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,13 @@ def render_lock(envs: list[LockedEnv], root: Path) -> str:
               if env.fallback]
     with tempfile.TemporaryDirectory(prefix="resolver-lock-") as tmp:
         raw = Path(tmp) / "pixi.lock"
-        lock.to_path(str(raw))
+        try:
+            lock.to_path(str(raw))
+        except OSError:
+            raise
+        except Exception as exc:  # rattler's IoError (disk full, read-only) is not an OSError
+            raise BadInput(f"cannot write pixi.lock: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}",
+                           fix="free disk space (or make the project folder writable) and lock again") from None
         text = postprocess(raw.read_text(encoding="utf-8"), extras, indexes, root)
     return "".join(f"{line}\n" for line in header) + text
 
@@ -228,7 +239,11 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
 
     r = rattler()
     if not path.is_file():
+        if os.path.lexists(path):  # a folder, FIFO or device is not "missing": and never read
+            check_regular_file(path, limit=LOCK_LIMIT, what="the lock file",
+                               fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{path} does not exist", fix="run `python -m resolver lock` first")
+    check_regular_file(path, limit=LOCK_LIMIT, what="the lock file", fix="restore pixi.lock from version control")
     try:
         lock = r.LockFile.from_path(str(path))
     except Exception as exc:  # rattler.exceptions.LockFileError and parse errors
@@ -237,6 +252,9 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
     fallbacks = _fallbacks_in_header(path)
     result: dict[str, list[LockedEnv]] = {}
     for name, env in lock.environments():
+        check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
+                       fix="restore pixi.lock from version control (or lock again); environment names are "
+                           "lowercase letters, digits and '-'")
         channels = tuple(absolute_location(str(c.url if hasattr(c, "url") else c), root) for c in env.channels())
         locked = []
         for plat in env.platforms():

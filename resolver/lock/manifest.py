@@ -28,8 +28,9 @@ from typing import Any
 
 from resolver.decide.model import Plan
 from resolver.errors import BadInput
-from resolver.fs import read_text_bounded, write_text_atomic
+from resolver.fs import read_bytes_bounded, write_text_atomic
 from resolver.lock.pixi_platforms import PixiPlatform
+from resolver.manifest_shape import check_manifest
 
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
@@ -92,16 +93,26 @@ class Manifest:
         import tomlkit
 
         try:
-            manifest = cls(tomlkit.parse(text), path)
+            doc = tomlkit.parse(text)
         except Exception as exc:  # tomlkit raises several parse error types
             where = path or "pixi.toml"
-            raise BadInput(f"cannot parse {where}: {str(exc)[:300]}", fix=f"fix the TOML syntax of {where}") from None
+            raise BadInput(f"cannot parse {where}: {exc}", fix=f"fix the TOML syntax of {where}") from None
+        check_manifest(doc.unwrap(), str(path or "pixi.toml"))  # types and names, before anything reads it
+        manifest = cls(doc, path)
         manifest.check_shape()
         return manifest
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
-        text = read_text_bounded(path, limit=MANIFEST_LIMIT, what="the manifest")
+        try:  # bounded: never a FIFO, a device or a file of gigabytes
+            text = read_bytes_bounded(path, limit=MANIFEST_LIMIT, what="the manifest").decode("utf-8")
+        except BadInput as exc:
+            if "does not exist" in exc.message:
+                raise BadInput(f"{path} does not exist",
+                               fix="run the command in the project folder (the one holding pixi.toml)") from None
+            raise
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"cannot read {path}: {exc}", fix="check the file's permissions and encoding") from None
         return cls.parse(text, path)
 
     @classmethod

@@ -27,6 +27,7 @@ from resolver.errors import BadInput, ResolverError, SourceUnreachable
 from resolver.fs import sha256_of
 from resolver.install.fetch import file_name_of, local_path
 from resolver.lock.lockfile import PypiArtifact
+from resolver.names import check_requirement
 from resolver.net import download, reachable
 from resolver.platforms import host_subdir, wheel_platform_tags
 
@@ -94,7 +95,8 @@ def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = l
             cmd += ["--extra-index-url", url]
         for link in request.find_links:
             cmd += ["--find-links", link]
-        cmd += list(request.requirements)
+        # requirements only after "--": a name from a shared pixi.toml can never be read as a pip option
+        cmd += ["--", *(check_requirement(r) for r in request.requirements)]
         env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
         done = proc.run(cmd, timeout=RESOLVE_TIMEOUT_S, env=env)
         if done.timed_out:

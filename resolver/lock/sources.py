@@ -190,9 +190,10 @@ def _tool_table(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read {path}: {exc}", fix=f"fix the TOML syntax of {path.name}") from None
-    table = data.get("tool", {}).get("resolver", {})
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise BadInput(f"cannot read {path}: {str(exc)[:200]}", fix=f"fix the TOML syntax of {path.name}") from None
+    tool = data.get("tool", {})
+    table = tool.get("resolver", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         raise BadInput(f"[tool.resolver] in {path} is not a table", fix="make it a TOML table")
     return {k: v for k, v in table.items() if not isinstance(v, dict) or k == "mirrors"}
@@ -207,7 +208,10 @@ def _as_list(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         return _split(value)
-    return [str(v) for v in value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise BadInput(f"[tool.resolver]: {value!r:.60} is not a string or a list of strings",
+                       fix="write each setting as a string or a list of strings")
+    return list(value)
 
 
 def _location(text: str, root: Path) -> str:

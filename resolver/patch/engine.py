@@ -15,14 +15,16 @@ The request and report types are in :mod:`resolver.patch.report`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import EnvironmentProblem, IntegrityError, ResolverError
+from resolver.errors import BadInput, EnvironmentProblem, IntegrityError, ResolverError
 from resolver.fs import (
+    read_bytes_bounded,
     read_json,
     remove_stale_temps,
     sha256_bytes,
@@ -30,8 +32,9 @@ from resolver.fs import (
     write_atomic,
     write_json_atomic,
 )
+from resolver.names import check_relative, inside
 from resolver.patch.files import link_or_copy
-from resolver.patch.overlay import RECORD_NAME, default_overlay, quoted_siblings
+from resolver.patch.overlay import HEADER_LIMIT, RECORD_NAME, default_overlay, quoted_siblings, read_header
 from resolver.patch.registry import KnownHeader, PatchSpec, Registry, load_registry
 from resolver.patch.report import PatchOutcome, PatchReport, PatchRequest
 from resolver.patch.rocm import RocmRoot, locate_rocm
@@ -52,6 +55,8 @@ def run_patches(project: ProjectPaths, request: PatchRequest, registry: Registry
     if mode == "overlay":
         overlay = Path(request.overlay).resolve() if request.overlay else \
             default_overlay(project, str(rocm.version) if rocm and rocm.version else None)
+        if rocm is not None:
+            check_overlay_place(overlay, rocm.path, explicit=request.overlay is not None)
     if rocm is None:
         looked = str(Path(request.rocm_root)) if request.rocm_root else _default_looked()
         outcomes = tuple(PatchOutcome(s.id, "not-needed", f"no ROCm installation found ({looked}): nothing to fix")
@@ -100,6 +105,38 @@ def refusal_of(report: PatchReport) -> ResolverError | None:
     return None
 
 
+def check_overlay_place(overlay: Path, rocm_root: Path, *, explicit: bool) -> None:
+    """The overlay is never the ROCm root nor inside it, symlinks followed (only ``--in-place`` writes
+    there, with a backup): refused before anything is read or written."""
+    if inside(rocm_root, overlay):
+        flag = f"--overlay {overlay}" if explicit else f"the overlay folder {overlay}"
+        real = os.path.realpath(overlay)
+        where = "is the ROCm root" if real == os.path.realpath(rocm_root) else "lies inside the ROCm root"
+        shown = f"{flag} {where} {rocm_root}" + (f" (it leads to {real})" if real != str(overlay) else "")
+        raise BadInput(shown, fix="pass --overlay DIR outside the ROCm installation (the default is "
+                                  ".resolver/overlay/ in the project; remove a link there that points into ROCm), "
+                                  "or --in-place to fix the ROCm header itself with a backup")
+
+
+def _overlay_path(overlay: Path, rel: object, what: str) -> Path:
+    """``overlay / rel`` for a path from the overlay record or a header's includes: relative, and inside
+    the overlay once its folders are resolved (the file itself may be a link into ROCm)."""
+    fix = "run `python -m resolver patch --revert`, delete the overlay folder, and apply again"
+    rel = check_relative(rel, what=what, fix=fix)
+    path = overlay / rel
+    if not inside(overlay, path.parent):
+        raise BadInput(f"{what} {rel} leads outside the overlay {overlay}", fix=fix)
+    return path
+
+
+def _write_error(where: Path, exc: OSError) -> EnvironmentProblem:
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.ENOTDIR):
+        return EnvironmentProblem(f"cannot write the overlay {where} ({exc.strerror})",
+                                  fix="pass --overlay DIR on a writable disk")
+    return EnvironmentProblem(f"cannot write the overlay {where} ({exc.strerror}: {exc.filename})",
+                              fix="run the same command again (another run may have changed the overlay meanwhile)")
+
+
 def _default_looked() -> str:
     for name in ("ROCM_PATH", "ROCM_HOME"):
         if os.environ.get(name, "").strip():
@@ -122,14 +159,10 @@ class _Worker:
         if self.request.in_place and not self.request.check and not self.request.dry_run:
             remove_stale_temps(source)
             remove_stale_temps(source.with_name(source.name + BACKUP_SUFFIX))
-        try:
-            data = source.read_bytes()
-        except FileNotFoundError:
+        if not os.path.lexists(source):
             return PatchOutcome(spec.id, "not-needed", f"ROCm at {self.rocm.path} has no {spec.file}: nothing to fix",
                                 file=source)
-        except OSError as exc:
-            raise EnvironmentProblem(f"cannot read {source} ({exc.strerror})",
-                                     fix="check the ROCm installation's permissions") from None
+        data = read_header(source)
         if self.request.revert:
             return self._revert_in_place(spec, source, data) if self.request.in_place else \
                 self._revert_overlay(spec, source)
@@ -240,22 +273,28 @@ class _Worker:
         if sha256_file(self.overlay / spec.file) != entry.get("sha256"):
             return False
         for rel in entry.get("siblings", []):
-            if sha256_file(self.overlay / rel) != sha256_file(self.rocm.path / rel):
+            try:
+                link = _overlay_path(self.overlay, rel, "a sibling in the overlay record")
+            except BadInput:
+                return False  # a record naming paths outside the overlay is not ours: rebuilt, never trusted
+            if not inside(self.rocm.path, self.rocm.path / rel) or sha256_file(link) != sha256_file(self.rocm.path / rel):
                 return False
         return True
 
     def _write_overlay(self, spec: PatchSpec, source: Path, sha: str, new: bytes, changes: tuple[Change, ...],
                        forced: bool) -> list[Path]:
-        target = self.overlay / spec.file
+        # every path is checked before the first write: all of them stay in the overlay
+        target = _overlay_path(self.overlay, spec.file, "the fixed header")
+        siblings = quoted_siblings(self.rocm.path, spec.file, new)
+        links = [_overlay_path(self.overlay, rel, "the sibling header") for rel in siblings]
         written = [target]
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             remove_stale_temps(target)
             write_atomic(target, new, label="overlay")
-            siblings = quoted_siblings(self.rocm.path, spec.file, new)
-            for rel in siblings:
-                link_or_copy(self.rocm.path / rel, self.overlay / rel)
-                written.append(self.overlay / rel)
+            for rel, link in zip(siblings, links):
+                link_or_copy(self.rocm.path / rel, link)
+                written.append(link)
             record = self._overlay_record()
             if record.get("rocm_root") != str(self.rocm.path):
                 record = {}
@@ -267,8 +306,7 @@ class _Worker:
                 "changes": [c.to_json() for c in changes], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             write_json_atomic(self.overlay / RECORD_NAME, record, label="overlay-record")
         except OSError as exc:
-            raise EnvironmentProblem(f"cannot write the overlay {self.overlay} ({exc.strerror})",
-                                     fix="pass --overlay DIR on a writable disk") from None
+            raise _write_error(self.overlay, exc) from None
         return written
 
     def _revert_overlay(self, spec: PatchSpec, source: Path) -> PatchOutcome:
@@ -285,11 +323,14 @@ class _Worker:
             return PatchOutcome(spec.id, "needed", f"would remove {spec.id} from the overlay {self.overlay}",
                                 file=source, target=self.overlay / spec.file)
         removed = []
-        keep = {rel for pid, other in record.get("patches", {}).items() if pid != spec.id
-                for rel in [other.get("file"), *other.get("siblings", [])]}
+        keep = {rel for pid, other in record.get("patches", {}).items() if pid != spec.id and isinstance(other, dict)
+                for rel in [other.get("file"), *(other.get("siblings") or [])]}
+        # every path the record names is checked before the first is removed: a record edited to name
+        # /etc/... or ../.. removes nothing
+        paths = {rel: _overlay_path(self.overlay, rel, f"{RECORD_NAME} names")
+                 for rel in [spec.file, *entry.get("siblings", [])]}
         try:
-            for rel in [spec.file, *entry.get("siblings", [])]:
-                path = self.overlay / rel
+            for rel, path in paths.items():
                 if rel not in keep and (path.is_symlink() or path.exists()):
                     path.unlink()
                     removed.append(path)
@@ -360,10 +401,10 @@ class _Worker:
             return PatchOutcome(spec.id, "refused", f"{source} changed since the fix (sha256 {sha[:12]}…) and no "
                                 "record matches it; refusing to overwrite it", fix="restore it from your ROCm "
                                 "packages (e.g. reinstall hip-dev)", **base)
-        backup = Path(record.get("backup") or source.with_name(source.name + BACKUP_SUFFIX))
+        backup = source.with_name(source.name + BACKUP_SUFFIX)  # always beside the header, whatever a record says
         try:
-            original = backup.read_bytes()
-        except OSError:
+            original = read_bytes_bounded(backup, limit=HEADER_LIMIT, what="the backup")
+        except BadInput:
             return PatchOutcome(spec.id, "refused", f"the backup {backup} is missing", fix="restore the header from "
                                 "your ROCm packages (e.g. reinstall hip-dev)", **base)
         if sha256_bytes(original) != expected_original:

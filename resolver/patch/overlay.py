@@ -14,7 +14,10 @@ and reinstalling an environment does not lose it. ``resolver-overlay.json`` reco
 root and which source checksum each fixed header came from, so a ROCm upgrade makes it stale
 instead of silently wrong.
 
->>> from resolver.paths import ProjectPaths
+>>> from resolver.errors import BadInput, EnvironmentProblem
+from resolver.fs import read_bytes_bounded
+from resolver.names import inside
+from resolver.paths import ProjectPaths
 >>> default_overlay(ProjectPaths(Path("/p")), "6.0.2")
 PosixPath('/p/.resolver/overlay/rocm-6.0.2')
 """
@@ -25,6 +28,9 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
+from resolver.errors import BadInput, EnvironmentProblem
+from resolver.fs import read_bytes_bounded
+from resolver.names import inside
 from resolver.paths import ProjectPaths
 
 RECORD_NAME = "resolver-overlay.json"
@@ -35,9 +41,26 @@ def default_overlay(project: ProjectPaths, rocm_version: str | None) -> Path:
     return project.state_dir / "overlay" / f"rocm-{rocm_version or 'unknown'}"
 
 
+HEADER_LIMIT = 16 << 20  # the bf16 header is ~100 kB; a "header" past this is not one
+
+
+def read_header(path: Path) -> bytes:
+    """A ROCm header's bytes: a regular file of at most :data:`HEADER_LIMIT` (never a FIFO or a device,
+    which would hang or fill memory); one sentence otherwise."""
+    try:
+        return read_bytes_bounded(path, limit=HEADER_LIMIT, what="the ROCm header",
+                                  fix="reinstall the header from your ROCm packages (e.g. hip-dev)")
+    except BadInput as exc:
+        if exc.message.startswith("cannot read"):
+            raise EnvironmentProblem(exc.message, fix="check the ROCm installation's permissions") from None
+        raise
+
+
 def quoted_siblings(root: Path, rel_file: str, data: bytes) -> list[str]:
     """Files (relative to ``root``) that ``rel_file`` reaches through quoted includes resolved beside
-    the including file, transitively; these must sit beside the fixed copy in the overlay."""
+    the including file, transitively; these must sit beside the fixed copy in the overlay. Only files
+    inside ``root`` count: an include of an absolute path or one leading out of the root is the
+    compiler's business, never a link in the overlay."""
     found: list[str] = []
     pending = [(rel_file, data)]
     seen = {rel_file}
@@ -46,15 +69,14 @@ def quoted_siblings(root: Path, rel_file: str, data: bytes) -> list[str]:
         folder = PurePosixPath(current).parent
         for match in _QUOTED_INCLUDE.finditer(content):
             name = match.group(1).decode("utf-8", "replace")
+            if name.startswith("/") or "\0" in name:
+                continue
             rel = os.path.normpath(str(folder / name)).replace(os.sep, "/")
-            if rel.startswith("../") or rel in seen:
+            if rel.startswith(("../", "/")) or rel in ("..", ".") or rel in seen:
                 continue
             candidate = root / rel
-            if candidate.is_file():
+            if candidate.is_file() and inside(root, candidate, strict=True):
                 seen.add(rel)
                 found.append(rel)
-                try:
-                    pending.append((rel, candidate.read_bytes()))
-                except OSError:
-                    pass
+                pending.append((rel, read_header(candidate)))
     return sorted(found)

@@ -27,18 +27,12 @@ use it for their synthetic headers, a distribution could use it for a header it 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from resolver.errors import BadInput, EnvironmentProblem
 from resolver.versions import DottedVersion
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 TABLES_ENV = "RESOLVER_PATCH_TABLES"
 PATCHES_ENV = "RESOLVER_PATCHES_DIR"
@@ -175,13 +169,13 @@ def load_registry(patches_dir: Path | None = None, extra_tables: Sequence[Path] 
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from resolver.fs import parse_toml, read_bytes_bounded
+
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except OSError as exc:
-        raise BadInput(f"cannot read {path} ({exc.strerror})", fix="check the path") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = read_bytes_bounded(path, limit=16 << 20, what="patch table", fix="check the path").decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise BadInput(f"{path} is not valid TOML ({exc})", fix="repair the file") from None
+    return parse_toml(text, what=str(path), fix="repair the file")
 
 
 def _parse_spec(path: Path) -> PatchSpec:

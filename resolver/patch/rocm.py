@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from resolver.errors import BadInput
+from resolver.fs import read_text_bounded
 from resolver.versions import DottedVersion
 
 DEFAULT_ROOT = Path("/opt/rocm")
@@ -53,7 +54,8 @@ def locate_rocm(explicit: str | Path | None = None, environ: Mapping[str, str] |
     path, origin = candidate_roots(explicit, environ)[0]
     if not path.is_dir():
         if origin == "--rocm-root":
-            raise BadInput(f"the ROCm root {path} does not exist",
+            what = "is not a folder" if os.path.lexists(path) else "does not exist"
+            raise BadInput(f"the ROCm root {path} {what}",
                            fix="pass the folder that holds include/hip (e.g. --rocm-root /opt/rocm-6.0.2)")
         return None
     if explicit is not None and not (path / "include").is_dir() and not (path / ".info").is_dir():
@@ -64,16 +66,14 @@ def locate_rocm(explicit: str | Path | None = None, environ: Mapping[str, str] |
 
 
 def read_rocm_version(root: Path) -> tuple[DottedVersion | None, str | None]:
-    info = root / ".info" / "version"
-    try:
-        return parse_info_version(info.read_text(encoding="utf-8", errors="replace")), ".info/version"
-    except (OSError, ValueError):
-        pass
-    header = root / "include" / "hip" / "hip_version.h"
-    try:
-        return parse_hip_version_header(header.read_text(encoding="utf-8", errors="replace")), "include/hip/hip_version.h"
-    except (OSError, ValueError):
-        return None, None
+    """The release from ``.info/version``, else ``hip_version.h``; a file that is missing, not a regular
+    file (a FIFO would hang the read), too large or unparsable says nothing."""
+    for rel, parse in ((".info/version", parse_info_version), ("include/hip/hip_version.h", parse_hip_version_header)):
+        try:
+            return parse(read_text_bounded(root / rel, limit=1 << 20, what="ROCm file")), rel
+        except (BadInput, ValueError):
+            continue
+    return None, None
 
 
 def parse_info_version(text: str) -> DottedVersion:

@@ -126,7 +126,7 @@ class _Smi:
             result = self.system.run([tool, *args])
             if result is not None:
                 self.answered = True
-                self.hung = result.timed_out
+                self.hung = result.timed_out or result.overflowed  # other forms would do the same
                 return result, tool
         return None, "nvidia-smi"
 

@@ -5,17 +5,23 @@ A value replaces what was detected; an empty value means "there is none" (conda 
 
 >>> cuda_override({"CONDA_OVERRIDE_CUDA": "12.4"}), cuda_override({"CONDA_OVERRIDE_CUDA": ""}), cuda_override({})
 (('12.4',), ('',), None)
+>>> glibc_override({"CONDA_OVERRIDE_GLIBC": "2.x"})
+Traceback (most recent call last):
+...
+resolver.errors.BadInput: CONDA_OVERRIDE_GLIBC='2.x' is not a version. Fix: set CONDA_OVERRIDE_GLIBC to a version such as 2.28, or to an empty string for none.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 from resolver.errors import BadInput
-from resolver.versions import DottedVersion
+from resolver.names import printable
 
 CUDA = "CONDA_OVERRIDE_CUDA"
 GLIBC = "CONDA_OVERRIDE_GLIBC"
+_VERSION = re.compile(r"^\d+(\.\d+)*$")
 
 
 def _override(environ: Mapping[str, str], name: str) -> tuple[str] | None:
@@ -23,12 +29,10 @@ def _override(environ: Mapping[str, str], name: str) -> tuple[str] | None:
     if name not in environ:
         return None
     value = environ[name].strip()
-    if value:
-        try:
-            DottedVersion.parse(value)
-        except ValueError:
-            raise BadInput(f"{name}={value!r} is not a version",
-                           fix=f"set {name} to a version such as 12.4, or to an empty string for none") from None
+    if value and not _VERSION.match(value):  # the whole value: "2.x" is not read as "2"
+        example = "2.28" if name == GLIBC else "12.4"
+        raise BadInput(f"{name}={printable(repr(value))} is not a version",
+                       fix=f"set {name} to a version such as {example}, or to an empty string for none")
     return (value,)
 
 

@@ -17,7 +17,6 @@ True
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ from typing import Any
 from resolver.errors import BadInput
 from resolver.platforms import KNOWN
 from resolver.versions import ComputeCapability, DottedVersion, GfxArch
+
+PROFILE_LIMIT = 16 << 20  # a profile is a few kB; a file past this is not one
 
 
 @dataclass(frozen=True)
@@ -145,44 +146,45 @@ class HardwareProfile:
                     name=reader.required_str(g, "name", "nvidia.gpus[].name"),
                     compute_capability=reader.parsed(g, "compute_capability", ComputeCapability.parse),
                     memory_mib=reader.optional_int(g, "memory_mib"),
-                    uuid=g.get("uuid")) for g in reader.objects(nvidia, "gpus", "nvidia.gpus")),
-                sources=tuple(nvidia.get("sources") or ()),
+                    uuid=reader.optional_str(g, "uuid")) for g in reader.objects(nvidia, "gpus", "nvidia.gpus")),
+                sources=reader.strings(nvidia, "sources", "nvidia.sources"),
                 unidentified_gpus=reader.strings(nvidia, "unidentified_gpus")),
             amd=None if amd is None else AmdInfo(
                 rocm_version=reader.version(reader.obj(amd, "amd"), "rocm_version"),
-                rocm_root=amd.get("rocm_root"),
+                rocm_root=reader.optional_str(amd, "rocm_root"),
                 gpus=tuple(AmdGpu(
                     name=reader.required_str(g, "name", "amd.gpus[].name"),
                     gfx_arch=reader.parsed(g, "gfx_arch", GfxArch.parse)) for g in reader.objects(amd, "gpus", "amd.gpus")),
-                sources=tuple(amd.get("sources") or ())),
+                sources=reader.strings(amd, "sources", "amd.sources")),
             cuda_toolkit=reader.version(data, "cuda_toolkit"),
             rocm_toolkit=reader.version(data, "rocm_toolkit"),
             wsl=bool(data.get("wsl", False)),
             container=bool(data.get("container", False)),
             cpu_count=reader.optional_int(data, "cpu_count"),
             memory_available_mib=reader.optional_int(data, "memory_available_mib"),
-            overrides=tuple(sorted((data.get("overrides") or {}).items())),
-            notes=tuple(data.get("notes") or ()),
-            sources=tuple(data.get("sources") or ()),
+            overrides=reader.string_map(data, "overrides"),
+            notes=reader.strings(data, "notes"),
+            sources=reader.strings(data, "sources"),
             assumed=reader.assumed(data),
         )
 
     @classmethod
     def from_file(cls, path: str | Path) -> "HardwareProfile":
+        from resolver.fs import parse_json, read_bytes_bounded
+
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise BadInput(f"profile file {path} does not exist",
-                           fix="write one with `python -m resolver probe --json > profile.json`") from None
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_bytes_bounded(path, limit=PROFILE_LIMIT, what="profile file").decode("utf-8")
+        except BadInput as exc:
+            if "does not exist" in exc.message:
+                raise BadInput(exc.message, fix="write one with `python -m resolver probe --json > profile.json`") \
+                    from None
+            raise
+        except UnicodeDecodeError as exc:
             raise BadInput(f"cannot read profile file {path}: {exc}",
                            fix="pass a UTF-8 JSON file written by `python -m resolver probe --json`") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"profile file {path} is not valid JSON (line {exc.lineno}: {exc.msg})",
-                           fix="regenerate it with `python -m resolver probe --json > profile.json`") from None
+        data = parse_json(text, what=f"profile file {path}",
+                          fix="regenerate it with `python -m resolver probe --json > profile.json`")
         return cls.from_json(data, origin=f"profile file {path}")
 
 
@@ -211,11 +213,23 @@ class _Reader:
             raise self._bad(f"'{label}' must be a list of objects")
         return items
 
-    def strings(self, data: dict, key: str) -> tuple[str, ...]:
+    def strings(self, data: dict, key: str, label: str | None = None) -> tuple[str, ...]:
         items = data.get(key) or []
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-            raise self._bad(f"'{key}' must be a list of strings")
+            raise self._bad(f"'{label or key}' must be a list of strings")
         return tuple(items)
+
+    def string_map(self, data: dict, key: str) -> tuple[tuple[str, str], ...]:
+        value = data.get(key) or {}
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise self._bad(f"'{key}' must map names to strings")
+        return tuple(sorted(value.items()))
+
+    def optional_str(self, data: dict, key: str) -> str | None:
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self._bad(f"'{key}' must be a string or null")
+        return value
 
     def required_str(self, data: dict, key: str, label: str | None = None) -> str:
         value = data.get(key)

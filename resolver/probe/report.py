@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from resolver.errors import BadInput
+from resolver.fs import read_bytes_bounded
 from resolver.probe import amd_parse, host, nvidia_parse
 from resolver.probe.amd import AmdFacts
 from resolver.probe.collect_env import CollectEnv, parse_collect_env
@@ -66,9 +67,8 @@ def read_report(source: str, stdin: BinaryIO | None = None) -> str:
     try:
         if source == "-":
             data = (stdin or sys.stdin.buffer).read(MAX_BYTES + 1)
-        else:
-            with Path(source).open("rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
+        else:  # a regular file only: a FIFO or device would hang or never end
+            data = read_bytes_bounded(Path(source), limit=MAX_BYTES + 1, what="report file", fix=_FIX)
     except FileNotFoundError:
         raise BadInput(f"{name} does not exist", fix=_FIX) from None
     except IsADirectoryError:

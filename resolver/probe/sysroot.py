@@ -20,28 +20,31 @@ from __future__ import annotations
 
 import glob as _glob
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from resolver.errors import BadInput
+from resolver.fs import parse_toml, read_bytes_bounded
+from resolver.names import inside, printable
 from resolver.probe.system import CommandResult
 
 META = "_meta.toml"
 COMMANDS = "commands.toml"
 _FIX = "capture a machine with `python -m resolver probe --capture DIR`, or see docs/sysroot.md for the layout"
+_FILE_FIX = f"record the output as a regular file of at most 16 MiB inside the sysroot; {_FIX}"
+
+
+FILE_LIMIT = 16 << 20  # the largest file a capture holds is a tool's output of a few hundred kB
+_VERSION = re.compile(r"^\d+(\.\d+)*$")
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bytes_bounded(path, limit=FILE_LIMIT, what="sysroot file", fix=_FILE_FIX).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise BadInput(f"cannot read sysroot file {path}: {exc}", fix=_FIX) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"sysroot file {path} is not valid TOML ({exc})", fix=_FIX) from None
+    return parse_toml(text, what=f"sysroot file {path}", fix=_FIX)
 
 
 class SysrootSystem:
@@ -63,6 +66,11 @@ class SysrootSystem:
         for key in ("system", "machine", "python"):
             if not isinstance(self._meta.get(key), str) or not self._meta[key].strip():
                 raise BadInput(f"{meta_path}: '{key}' is missing or not a string", fix=_FIX)
+        for key in ("python", "glibc"):
+            value = self._meta.get(key)
+            if value is not None and (not isinstance(value, str) or not _VERSION.match(value.strip())):
+                raise BadInput(f"{meta_path}: '{key}' must be a version such as \"2.35\", not {printable(repr(value))}",
+                               fix=_FIX)
         env = self._meta.get("environ", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise BadInput(f"{meta_path}: [environ] must map names to strings", fix=_FIX)
@@ -87,17 +95,25 @@ class SysrootSystem:
                 raise BadInput(f"{where}: 'exit_code' must be an integer", fix=_FIX)
             stdout = entry.get("stdout", "")
             if "stdout_file" in entry:
-                out_path = self.root / str(entry["stdout_file"])
-                try:
-                    stdout = out_path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    raise BadInput(f"{where}: stdout_file {out_path} cannot be read", fix=_FIX) from None
+                stdout = self._stdout_file(entry["stdout_file"], where)
             stderr = entry.get("stderr", "")
             if not isinstance(stdout, str) or not isinstance(stderr, str):
                 raise BadInput(f"{where}: 'stdout' and 'stderr' must be strings", fix=_FIX)
             commands[tuple(argv)] = CommandResult(tuple(argv), code, stdout, stderr,
                                                   timed_out=bool(entry.get("timed_out")))
         return commands
+
+    def _stdout_file(self, name: Any, where: str) -> str:
+        """A recorded output file: a path inside the sysroot (``_commands/01-nvidia-smi.txt``), never an
+        absolute path, ``..`` or a link out of it, never a device or FIFO, at most :data:`FILE_LIMIT`."""
+        if not isinstance(name, str) or not name.strip():
+            raise BadInput(f"{where}: 'stdout_file' must be a path inside the sysroot", fix=_FIX)
+        out_path = self.root / name
+        if name.startswith("/") or not inside(self.root, out_path, strict=True):
+            raise BadInput(f"{where}: stdout_file {printable(repr(name))} leads outside the sysroot {self.root}",
+                           fix="give it relative to the sysroot folder, e.g. _commands/01-nvidia-smi.txt")
+        return read_bytes_bounded(out_path, limit=FILE_LIMIT, what=f"{where}: stdout_file",
+                                  fix=_FILE_FIX).decode("utf-8", "replace")
 
     def _local(self, path: str) -> Path | None:
         """The file inside the sysroot for a machine path, or None if it would lead outside."""
@@ -108,12 +124,15 @@ class SysrootSystem:
 
     def read(self, path: str) -> str | None:
         local = self._local(path)
-        if local is None:
+        if local is None or not os.path.lexists(local):
             return None
         try:
-            return local.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
+            data = read_bytes_bounded(local, limit=FILE_LIMIT, what="sysroot file", fix=_FILE_FIX)
+        except BadInput as exc:
+            if any(why in exc.message for why in ("does not exist", "cannot read", "is a folder")):
+                return None  # as on a machine: the probe notes what it could not read
+            raise  # a FIFO, device node or huge file where a file was recorded: a malformed capture
+        return data.decode("utf-8", "replace")
 
     def exists(self, path: str) -> bool:
         local = self._local(path)

@@ -23,6 +23,8 @@ from typing import Mapping, Protocol
 
 # A hung driver can make nvidia-smi block for minutes; the probe must stay fast and never hang.
 TOOL_TIMEOUT_S = 15.0
+# What a tool may print (nvidia-smi -q on eight GPUs is ~100 kB): a tool that floods is stopped, not read.
+TOOL_OUTPUT_LIMIT = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -34,15 +36,18 @@ class CommandResult:
     stdout: str
     stderr: str = ""
     timed_out: bool = False
+    overflowed: bool = False  # printed more than TOOL_OUTPUT_LIMIT: stopped, its output dropped
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.overflowed
 
     def describe(self) -> str:
         """One line for a note: ``nvidia-smi exited 9: NVIDIA-SMI has failed ...``."""
         if self.timed_out:
             return f"`{' '.join(self.argv)}` did not answer within {TOOL_TIMEOUT_S:.0f} s"
+        if self.overflowed:
+            return f"`{' '.join(self.argv)}` printed more than {TOOL_OUTPUT_LIMIT >> 20} MiB and was stopped"
         detail = (self.stderr.strip() or self.stdout.strip()).splitlines()
         tail = f": {detail[0][:160]}" if detail else ""
         return f"`{' '.join(self.argv)}` exited {self.exit_code}{tail}"
@@ -85,10 +90,12 @@ class LiveSystem:
         self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
 
     def read(self, path: str) -> str | None:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read()
-        except OSError:
+        from resolver.errors import BadInput
+        from resolver.fs import read_text_bounded
+
+        try:  # never a FIFO or device, never more than 16 MiB: a None like any unreadable file
+            return read_text_bounded(path, limit=16 << 20, what="file")
+        except BadInput:
             return None
 
     def exists(self, path: str) -> bool:
@@ -117,7 +124,9 @@ class LiveSystem:
             return None
         from resolver import proc
 
-        done = proc.run([exe, *argv[1:]], timeout=TOOL_TIMEOUT_S, env=self.environ)
+        done = proc.run([exe, *argv[1:]], timeout=TOOL_TIMEOUT_S, env=self.environ, limit=TOOL_OUTPUT_LIMIT)
+        if done.overflowed:  # nothing of a flood is parsed
+            return CommandResult(tuple(argv), done.returncode, "", "", overflowed=True)
         return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr, timed_out=done.timed_out)
 
     def uname(self) -> tuple[str, str]:

@@ -283,12 +283,17 @@ def _patch_reason(plan: Plan) -> str:
 
 def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = False, json_mode: bool = False,
               on_wait=None) -> SetupResult:
-    """Run the whole pipeline under the project lock; progress lines go to stderr under ``json_mode``."""
-    project.logs.mkdir(parents=True, exist_ok=True)
-    log = StepLog(quiet=quiet, to_stderr=json_mode,
-                  log_file=project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    """Run the whole pipeline under the project lock; progress lines go to stderr under ``json_mode``.
+
+    A dry run writes nothing at all: no log file, no project lock file, no stamps (it still waits
+    for a run in progress, so what it reports is not half-written)."""
+    log_file = None
+    if not options.dry_run:
+        project.logs.mkdir(parents=True, exist_ok=True)
+        log_file = project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    log = StepLog(quiet=quiet, to_stderr=json_mode, log_file=log_file)
     out = Output(json_mode=json_mode, quiet=quiet)
-    with project_lock(project.stamps, wait=options.wait, on_wait=on_wait):
+    with project_lock(project.stamps, wait=options.wait, on_wait=on_wait, read_only=options.dry_run):
         return Setup(project, options, log, out).run()
 
 

@@ -67,15 +67,22 @@ class Stamps:
 
 
 @contextlib.contextmanager
-def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None,
+                 read_only: bool = False) -> Iterator[None]:
     """Hold an exclusive lock on the project (``.resolver/state/project.lock``) for a whole run.
 
     A second concurrent run waits (saying so once) or, with ``wait=False``, fails with :class:`Busy`.
-    The lock is an OS file lock, so a killed holder releases it automatically.
+    The lock is an OS file lock, so a killed holder releases it automatically. ``read_only`` (a dry
+    run) writes nothing: it waits for a run that holds the lock but neither creates the file nor
+    records itself in it.
     """
-    state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / "project.lock"
-    handle = open(path, "a+", encoding="utf-8")
+    if read_only and not path.is_file():
+        yield  # no run has ever held this project: nothing to wait for, nothing to create
+        return
+    if not read_only:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "r" if read_only else "a+", encoding="utf-8")
     try:
         if os.name == "nt":  # pragma: no cover - msvcrt locking on Windows
             import msvcrt
@@ -94,10 +101,11 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
                 if on_wait:
                     on_wait(f"waiting for another resolver run to finish ({holder}) ...")
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}, started {time.strftime('%H:%M:%S')}")
-        handle.flush()
+        if not read_only:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}, started {time.strftime('%H:%M:%S')}")
+            handle.flush()
         yield
     finally:
         handle.close()
@@ -149,7 +157,9 @@ class StepLog:
             with contextlib.suppress(OSError), open(self.log_file, "a", encoding="utf-8") as handle:
                 handle.write(line.rstrip() + "\n")
         if not self.quiet:
-            print(line.rstrip(), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
+            from resolver.names import printable
+
+            print(printable(line.rstrip()), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
         return report
 
     def timed(self, name: str, action: Callable[[], tuple[str, str, Any]]) -> StepReport:

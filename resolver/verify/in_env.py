@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +33,53 @@ def resolve_model(project: ProjectPaths, model: str | None) -> Path:
         raise BadInput(f"--model {model} has no config.json with *.safetensors or pytorch_model.bin",
                             fix="save the model with `save_pretrained(...)` or omit --model to use the built-in "
                                 "tiny checkpoint")
-    try:
-        json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{folder / 'config.json'} is not valid JSON ({exc})",
-                            fix="restore the file from the model's source") from exc
+    check_model_config(folder)
     return folder
+
+
+CONFIG_LIMIT = 4 << 20  # a config.json is a few kB
+_DIMENSIONS = {"num_hidden_layers": 4096, "n_layer": 4096, "hidden_size": 1 << 16, "d_model": 1 << 16,
+               "vocab_size": 1 << 22, "state_size": 4096, "d_state": 4096, "conv_kernel": 256, "d_conv": 256,
+               "expand": 64, "time_step_rank": 1 << 16, "dt_rank": 1 << 16, "intermediate_size": 1 << 20}
+
+
+def check_model_config(folder: Path) -> dict:
+    """The checkpoint's config.json, read bounded and checked before any process builds a model from it:
+    every dimension a whole number within reason, and the model it describes no larger than its weight
+    files can hold (``num_hidden_layers = 1e8`` would otherwise allocate until memory runs out)."""
+    from resolver.fs import parse_json, read_bytes_bounded
+
+    path = folder / "config.json"
+    fix = "use the config.json that came with the model's weights"
+    cfg = parse_json(read_bytes_bounded(path, limit=CONFIG_LIMIT, what="the model's config", fix=fix),
+                     what=str(path), fix=fix)
+    if not isinstance(cfg, dict):
+        raise BadInput(f"{path} is not a JSON object", fix=fix)
+    ssm = cfg.get("ssm_cfg") if isinstance(cfg.get("ssm_cfg"), dict) else {}
+    dims: dict[str, int] = {}
+    for table in (cfg, ssm):
+        for key, cap in _DIMENSIONS.items():
+            value = table.get(key)
+            if value is None or value == "auto":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cap:
+                raise BadInput(f"{path}: {key} = {str(value)[:40]} is not a whole number from 1 to {cap}", fix=fix)
+            dims[key] = value
+    d = dims.get("hidden_size") or dims.get("d_model")
+    layers = dims.get("num_hidden_layers") or dims.get("n_layer")
+    vocab = dims.get("vocab_size")
+    if d and layers and vocab:
+        inner = (dims.get("expand") or 2) * d
+        state = dims.get("state_size") or dims.get("d_state") or 16
+        rank = dims.get("time_step_rank") or dims.get("dt_rank") or -(-d // 16)
+        per_layer = inner * (2 * d + (dims.get("conv_kernel") or dims.get("d_conv") or 4) + 2 * rank + 3 * state + d)
+        params = vocab * d + layers * per_layer
+        weights = sum(p.stat().st_size for p in [*folder.glob("*.safetensors"), folder / "pytorch_model.bin"]
+                      if p.is_file())
+        if params > 4 * weights + (1 << 20):  # even at a quarter byte per parameter the files could not hold it
+            raise BadInput(f"{path} describes a model of about {params / 1e6:,.0f} M parameters, but its weight "
+                           f"files hold only {weights / (1 << 20):,.1f} MiB", fix=fix)
+    return cfg
 
 
 def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: float = 1800) -> InEnvResult:
