@@ -42,9 +42,9 @@ def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
 
 
 def test_other_platform_resolves_with_pips_platform_options(wheels, tmp_path):
-    result = pypi.resolve(pypi.PipRequest(("torch==2.13.0+cu126",), python="3.12", platform="linux-aarch64",
+    result = pypi.resolve(pypi.PipRequest(("torch==2.13.0+cu130",), python="3.12", platform="linux-aarch64",
                                           glibc="2.35", find_links=(str(wheels),)), tmp_path)
-    assert result.cross and [a.version for a in result.artifacts] == ["2.13.0+cu126"]
+    assert result.cross and [a.version for a in result.artifacts] == ["2.13.0+cu130"]
 
 
 def test_unreachable_index_is_left_out_and_missing_pin_is_one_sentence(wheels, tmp_path):

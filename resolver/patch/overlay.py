@@ -14,10 +14,7 @@ and reinstalling an environment does not lose it. ``resolver-overlay.json`` reco
 root and which source checksum each fixed header came from, so a ROCm upgrade makes it stale
 instead of silently wrong.
 
->>> from resolver.errors import BadInput, EnvironmentProblem
-from resolver.fs import read_bytes_bounded
-from resolver.names import inside
-from resolver.paths import ProjectPaths
+>>> from resolver.paths import ProjectPaths
 >>> default_overlay(ProjectPaths(Path("/p")), "6.0.2")
 PosixPath('/p/.resolver/overlay/rocm-6.0.2')
 """
