@@ -1,10 +1,12 @@
 """The GPU journey end to end on machine doubles: `setup --target cuda13.0 --sysroot DOUBLE`.
 
 A double (tests/doubles/, docs/sysroot.md) replaces the hardware only: its GPUs and driver come from
-the capture, everything else runs here for real: the plan, the lock (pip through this machine's
-configuration: torch 2.14.1, PyPI's CUDA 13.0 build), the install (59 wheels), the kernel build
-(real nvcc, only the double's architectures) and verify (the extension loads, its fat binary carries
-exactly the plan's architectures, the model runs on the reference path, GPU-only checks skipped).
+the capture, everything else runs here for real: the plan, the lock (conda: python and the CUDA 13.0
+toolkit from the toolchain channel standing in for conda-forge; PyPI through this machine's pip
+configuration: torch 2.14.1, PyPI's CUDA 13.0 build), the install (a conda prefix), the kernel build
+(the environment's own nvcc, with no CUDA on PATH or CUDA_HOME, only the double's architectures) and
+verify (the extension loads, its fat binary carries exactly the plan's architectures, the model runs
+on the reference path, GPU-only checks skipped).
 The kernel package list is substituted with the tests' tiny CUDA extension
 (RESOLVER_KERNEL_RECIPES); the real packages take the same path behind `-m kernels`
 (tests/test_build_kernels.py). Every stage is driven through the CLI, so a stage whose interface
@@ -22,20 +24,32 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import conda_workspace
 
 from resolver.verify.fatbin import archs_of_library
 
 REPO = Path(__file__).resolve().parent.parent
 DOUBLES = Path(__file__).parent / "doubles"
 TINY_RECIPE = Path(__file__).parent / "fixtures" / "tiny-ext" / "recipe"
-HAS_NVCC = shutil.which("nvcc") is not None or bool(os.environ.get("CUDA_HOME"))
 
-pytestmark = pytest.mark.skipif(not HAS_NVCC, reason="the GPU journey compiles CUDA code: needs nvcc (CUDA 13)")
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the GPU journey compiles C++/CUDA code: needs g++")
 
 
-def setup(project: Path, double: Path | str, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_KERNEL_RECIPES=str(TINY_RECIPE))
-    env.pop("RESOLVER_SYSROOT", None)
+def without_system_cuda(environ: dict[str, str]) -> dict[str, str]:
+    """The environment minus every CUDA toolkit of this machine: no CUDA_HOME/CUDA_PATH, no PATH entry
+    that holds an nvcc. Only the environment's own toolkit can compile then."""
+    env = {k: v for k, v in environ.items() if k not in ("CUDA_HOME", "CUDA_PATH", "RESOLVER_SYSROOT")}
+    env["PATH"] = os.pathsep.join(p for p in environ.get("PATH", "").split(os.pathsep)
+                                  if p and not (Path(p) / "nvcc").exists())
+    return env
+
+
+def setup(project: Path, double: Path | str, *args: str, channel: Path | None = None, timeout: float = 900,
+          extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_KERNEL_RECIPES=str(TINY_RECIPE)))
+    if channel is not None:
+        env["RESOLVER_CONDA_CHANNELS"] = str(channel)  # the toolchain channel stands in for conda-forge
+    env.update(extra or {})
     return subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "cuda13.0", "--sysroot", str(double),
                            "--json", *args], env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -54,16 +68,16 @@ def installed_extension(project: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
+def project(tmp_path_factory, conda_channel) -> Path:
     root = tmp_path_factory.mktemp("gpu-journey")
-    shutil.copy(REPO / "pixi.toml", root / "pixi.toml")
+    (root / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
     return root
 
 
 @pytest.fixture(scope="module")
-def h100_run(project) -> tuple[subprocess.CompletedProcess, float]:
+def h100_run(project, conda_channel) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
-    done = setup(project, DOUBLES / "h100-1x-driver580")
+    done = setup(project, DOUBLES / "h100-1x-driver580", channel=conda_channel)
     return done, time.monotonic() - started
 
 
@@ -81,20 +95,23 @@ def test_h100_double_goes_from_probe_to_verified_kernels(project, h100_run):
     # probe: the double's GPU and driver, this machine's host
     assert "NVIDIA H100 80GB HBM3 (sm_90)" in by_name["probe"]["detail"]
     assert "580.65.06" in by_name["probe"]["detail"]
-    # plan: torch from PyPI (its default build is cu130), kernels for sm_90 only, compiled by the nvcc found here
+    # plan: torch from PyPI (its default build is cu130), kernels for sm_90 only, compiled by the
+    # environment's own CUDA 13.0 toolkit (pinned through cuda-version)
     plan = result["plan"]
     assert plan["backend"] == "cuda" and plan["torch"]["variant"] == "cu130"
     assert plan["torch"]["source"]["kind"] == "pypi" and plan["torch"]["requirement"] == "torch==2.14.1"
     assert plan["kernels"]["arch_list"] == ["9.0"]
-    assert plan["kernels"]["toolkit_source"] == "system"
+    assert plan["kernels"]["toolkit_source"] == "environment" and plan["kernels"]["toolkit"] == "nvcc 13.0"
+    assert plan["conda_packages"]["cuda-version"] == "13.0.*" and "cuda-nvcc" in plan["conda_packages"]
     assert any(t["rule"] == "torch-source" for t in plan["trace"])
-    # lock + install: the CUDA torch really is in the environment
+    # lock + install: a conda prefix with its own python and nvcc, and the CUDA torch
     lock_text = (project / "pixi.lock").read_text()
-    assert "torch-2.14.1-" in lock_text
+    assert "torch-2.14.1-" in lock_text and "/cuda-nvcc-13.0" in lock_text and "__cuda=13" in lock_text
     env = project / ".resolver" / "envs" / "cuda13"
-    assert (env / "resolver-ready.json").is_file()
+    assert (env / "resolver-ready.json").is_file() and (env / "conda-meta").is_dir() and (env / "bin" / "nvcc").is_file()
     # build: the stand-in kernels, compiled for the double's architecture only
     build = by_name["build"]["result"]
+    assert build["toolkit"]["home"] == str(env) and build["toolkit"]["version"].startswith("13.0")
     (package,) = build["packages"]
     assert package["name"] == "tiny-ext" and package["status"] == "built" and package["archs"] == ["9.0"]
     assert Path(package["file"]).is_file() and Path(package["file"]).parent == project / ".resolver" / "channel" / "linux-64"
@@ -111,10 +128,10 @@ def test_h100_double_goes_from_probe_to_verified_kernels(project, h100_run):
           + ", ".join(f"{s['name']} {s['seconds']:.1f}s" for s in result["steps"]))
 
 
-def test_a_second_setup_compiles_nothing_and_is_quick(project, h100_run):
+def test_a_second_setup_compiles_nothing_and_is_quick(project, h100_run, conda_channel):
     assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
     started = time.monotonic()
-    done = setup(project, DOUBLES / "h100-1x-driver580")
+    done = setup(project, DOUBLES / "h100-1x-driver580", channel=conda_channel)
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-3000:]
     by_name = steps(json.loads(done.stdout))
@@ -125,9 +142,9 @@ def test_a_second_setup_compiles_nothing_and_is_quick(project, h100_run):
     assert seconds <= 10, seconds
 
 
-def test_mixed_a100_t4_node_builds_both_architectures_into_the_same_environment(project, h100_run):
+def test_mixed_a100_t4_node_builds_both_architectures_into_the_same_environment(project, h100_run, conda_channel):
     assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
-    done = setup(project, DOUBLES / "a100-t4-driver580")
+    done = setup(project, DOUBLES / "a100-t4-driver580", channel=conda_channel)
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout)
     by_name = steps(result)
@@ -193,10 +210,11 @@ def test_bad_doubles_are_one_sentence_and_install_nothing(tmp_path, make, code, 
     assert not (project / ".resolver" / "envs").exists()
 
 
-def test_no_matching_compiler_is_said_before_anything_is_locked_or_installed(tmp_path):
-    """torch 2.14.1 is CUDA 13.0; a machine whose only nvcc is 12.4 cannot build its kernels: setup says
-    so at the plan step (exit 7), not after a 5 GB install. The 12.4 nvcc stands for another machine's
-    toolkit (this machine's is 13.0): a script that answers `--version` as nvcc 12.4 does."""
+def test_a_fallback_environment_without_a_matching_compiler_is_refused_before_the_install(tmp_path):
+    """No conda channel answers (conda-forge is out of reach, no mirror named): the environment falls back
+    to a virtual environment of this Python, which brings no CUDA toolkit. torch 2.14.1 is CUDA 13.0 and
+    this machine's only nvcc is 12.4 (a script that answers `--version` as nvcc 12.4 does, standing for
+    another machine's toolkit): setup says so right after the lock (exit 7), not after a 5 GB install."""
     home = tmp_path / "cuda-12.4"
     (home / "bin").mkdir(parents=True)
     nvcc = home / "bin" / "nvcc"
@@ -206,33 +224,32 @@ def test_no_matching_compiler_is_said_before_anything_is_locked_or_installed(tmp
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    env = dict(os.environ, RESOLVER_PROJECT=str(project), CUDA_HOME=str(home))
-    done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "cuda13.0", "--sysroot",
-                           str(DOUBLES / "h100-1x-driver580")], env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 7, done.stderr
+    done = setup(project, DOUBLES / "h100-1x-driver580", extra={"CUDA_HOME": str(home)}, timeout=600)
+    assert done.returncode == 7, done.stderr[-3000:]
     (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "environment cuda13 is a fallback without its own CUDA toolkit" in error
     assert "the kernels need nvcc 13.x to match torch 2.14.1+cu130, and this machine has nvcc 12.4" in error
-    assert error.endswith("with --target cuda12.")
-    assert not (project / "pixi.lock").exists() and not (project / ".resolver" / "envs").exists()
+    assert "make a conda channel reachable" in error and error.endswith("with --target cuda12.")
+    assert "is a fallback" in (project / "pixi.lock").read_text().splitlines()[0]
+    assert not (project / ".resolver" / "envs").exists()
     plan = subprocess.run([sys.executable, "-m", "resolver", "plan", "--target", "cuda13.0", "--json"],
-                          env=dict(env, RESOLVER_SYSROOT=str(DOUBLES / "h100-1x-driver580")),
+                          env=dict(os.environ, RESOLVER_SYSROOT=str(DOUBLES / "h100-1x-driver580"), CUDA_HOME=str(home)),
                           capture_output=True, text=True, timeout=60)
-    assert plan.returncode == 0, plan.stderr  # `plan` shows the plan, with the warning
+    assert plan.returncode == 0, plan.stderr
     kernels = json.loads(plan.stdout)["kernels"]
-    assert kernels["toolkit_source"] == "missing" and kernels["toolkit"] == "nvcc 13.0"
-    assert any("the kernels need nvcc 13.x" in w for w in json.loads(plan.stdout)["warnings"])
+    assert kernels["toolkit_source"] == "environment" and kernels["toolkit"] == "nvcc 13.0"
 
 
 @pytest.mark.kernels
-def test_real_kernels_through_the_gpu_journey_on_the_h100_double():
+def test_real_kernels_through_the_gpu_journey_on_the_h100_double(conda_channel):
     """The same journey with the real causal-conv1d and mamba-ssm (tens of minutes on 2 cores).
 
     The project lives in .resolver/kernel-journey so a second run hits the compiled kernels; each
     step's wall time and the run's peak memory go to report.json there (and are printed)."""
     project = REPO / ".resolver" / "kernel-journey"
     project.mkdir(parents=True, exist_ok=True)
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    env = dict(os.environ, RESOLVER_PROJECT=str(project))
+    (project / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
+    env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_CONDA_CHANNELS=str(conda_channel)))
     env.pop("RESOLVER_KERNEL_RECIPES", None)
     runs = []
     for _ in range(2):

@@ -74,6 +74,43 @@ def rewrite_flags(flags: list[str], *, backend: str, archs: list[str], cxx_std: 
     return out
 
 
+def _prepend(environ, key: str, folders: list[str]) -> None:
+    old = [p for p in environ.get(key, "").split(os.pathsep) if p]
+    environ[key] = os.pathsep.join(dict.fromkeys([*folders, *old]))
+
+
+def conda_toolkit_environment(home: str, environ) -> list[str]:
+    """What conda-forge's ``cuda-nvcc`` activation would set, for a toolkit in a conda prefix (py-rattler
+    installs without running activation scripts), plus the CUDA library headers PyPI's torch brings.
+
+    * headers and libraries live in ``targets/<arch>-linux/{include,lib}``, not ``include``/``lib64``
+      where torch's cpp_extension looks: they go on CPATH (g++ and nvcc's host pass) and LIBRARY_PATH;
+    * conda's own compilers (``gxx_linux-64``) are used when the prefix has them: CC/CXX (cpp_extension
+      hands CC to nvcc as ``-ccbin``);
+    * torch's headers include cublas_v2.h, cusparse.h, cusolverDn.h: from PyPI's CUDA torch they are in
+      its ``nvidia-*`` wheels (``site-packages/nvidia/cu13/include``, or ``nvidia/<lib>/include`` before).
+
+    Returns the include folders it added (printed in the build log).
+    """
+    includes, libs = [], []
+    for target in sorted(glob.glob(os.path.join(home, "targets", "*-linux"))):
+        includes += [p for p in (os.path.join(target, "include"), os.path.join(target, "include", "cccl"))
+                     if os.path.isdir(p)]
+        libs += [p for p in (os.path.join(target, "lib"), os.path.join(target, "lib", "stubs")) if os.path.isdir(p)]
+    for site in sysconfig.get_paths().get("platlib", ""), sysconfig.get_paths().get("purelib", ""):
+        includes += sorted(p for p in glob.glob(os.path.join(site, "nvidia", "*", "include")) if os.path.isdir(p))
+    includes = list(dict.fromkeys(includes))
+    if includes:
+        _prepend(environ, "CPATH", includes)
+    if libs:
+        _prepend(environ, "LIBRARY_PATH", libs)
+    for var, names in (("CC", ("*-conda-linux-gnu-gcc",)), ("CXX", ("*-conda-linux-gnu-g++",))):
+        found = sorted(glob.glob(os.path.join(home, "bin", names[0])))
+        if found and not environ.get(var):
+            environ[var] = found[0]
+    return includes
+
+
 def wrap_factory(factory, options: argparse.Namespace):
     include_first = [os.path.abspath(p) for p in options.include_first]
 
@@ -154,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         home_var = "ROCM_PATH" if options.backend == "rocm" else "CUDA_HOME"
         os.environ[home_var] = options.toolkit_home
         os.environ["PATH"] = os.path.join(options.toolkit_home, "bin") + os.pathsep + os.environ.get("PATH", "")
+        if options.backend == "cuda":
+            conda_toolkit_environment(options.toolkit_home, os.environ)
     if options.env_prefix:
         os.environ[f"{options.env_prefix}_FORCE_BUILD"] = "TRUE"  # never guess a wheel URL (hangs offline)
         os.environ[f"{options.env_prefix}_SKIP_CUDA_BUILD"] = "FALSE"

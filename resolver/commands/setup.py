@@ -64,5 +64,6 @@ def result_json(result) -> dict:
         "steps": [s.to_json() for s in result.steps],
         "verify": result.verify,
         "remaining": result.remaining,
+        "notes": result.notes,
         "log": str(result.log_file) if result.log_file else None,
     }

@@ -48,7 +48,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
         raise EnvironmentProblem(f"environment '{env.name}' has a CPU-only torch ({facts.torch}); the kernels need CUDA or ROCm",
                                  fix="install a CUDA or ROCm build of torch, or skip the kernels (the reference path runs without them)")
     backend = facts.backend if facts.torch else _toolkit_backend()
-    toolkit = find_toolkit(backend) if backend != "cpu" else None
+    toolkit = find_toolkit(backend, prefix=env.path) if backend != "cpu" else None
     tk_mm = toolkit.major_minor if toolkit else ""
     if facts.torch:
         _check_toolkit_matches_torch(facts, tk_mm)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.decide.model import Plan, Request
-from resolver.errors import CheckFailed, EnvironmentProblem
+from resolver.errors import CheckFailed, EnvironmentProblem, ResolverError
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.paths import ProjectPaths
 from resolver.probe.profile import HardwareProfile
@@ -27,6 +27,7 @@ from resolver.setup.pipeline import (
     project_lock,
 )
 from resolver.ui import Output
+from resolver.versions import DottedVersion
 
 STEPS = ("probe", "plan", "lock", "install", "patch", "build", "verify")
 
@@ -46,6 +47,7 @@ class SetupResult:
     environment: Path | None = None
     verify: dict[str, Any] | None = None
     remaining: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. the environment is a fallback pixi cannot install
     steps: list[StepReport] = field(default_factory=list)
     log_file: Path | None = None
 
@@ -78,6 +80,7 @@ class Setup:
                 self.log.add(StepReport(name, "deferred", "runs on the target machine"))
             self.result.remaining = self._remaining_on_target(plan)
             return self.result
+        self._check_fallback(plan, profile)
         env = self._install(plan)
         self.result.environment = env.path if env else None
         self._patch(plan, env)
@@ -125,6 +128,25 @@ class Setup:
             summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
             return "done", f"locked environment {plan.env_name} into pixi.lock", jsonable(summary)
         self.log.timed("lock", action)
+
+    def _check_fallback(self, plan: Plan, profile: HardwareProfile) -> None:
+        """A fallback environment (no conda channel answered) is said in the summary; it brings no CUDA
+        toolkit, so its kernels need this machine's: refused now, before the install, when there is none."""
+        from resolver import install as installing
+
+        try:
+            locked = installing.locked_environment(self.project, plan.env_name)
+        except ResolverError:
+            return  # a dry run before the first lock
+        if not locked.fallback:
+            return
+        self.result.notes.append(locked.fallback_note)
+        if self._builds_here(plan) and plan.kernels.toolkit_source == "environment":
+            have = profile.cuda_toolkit
+            cuda = DottedVersion.parse(plan.backend_version or "0")
+            if have is None or have.major != cuda.major:
+                raise missing_compiler(plan, profile, because=f"environment {plan.env_name} is a fallback without "
+                                                              "its own CUDA toolkit (no conda channel answered)")
 
     def _install(self, plan: Plan) -> Environment | None:
         from resolver import install as installing
@@ -219,17 +241,20 @@ class Setup:
         return todo
 
 
-def missing_compiler(plan: Plan, profile: HardwareProfile) -> EnvironmentProblem:
-    """The kernels cannot be built here: said before anything is locked or installed."""
+def missing_compiler(plan: Plan, profile: HardwareProfile, because: str | None = None) -> EnvironmentProblem:
+    """The kernels cannot be built here: said before anything is installed."""
     name, version = (plan.kernels.toolkit or "nvcc ?").split(" ", 1)
     major = version.split(".")[0]
     have = profile.cuda_toolkit if name == "nvcc" else profile.rocm_toolkit
     other = f", or plan for the {name} you have with --target {plan.backend}{have.major}" if have else ""
     home = "CUDA_HOME" if name == "nvcc" else "ROCM_PATH"
+    channel = ("make a conda channel reachable (a conda-forge mirror: --channel DIR or [tool.resolver] conda-channels) "
+               "so the environment brings its own nvcc, or ") if because else ""
     return EnvironmentProblem(
-        f"the kernels need {name} {major}.x to match torch {plan.torch.version}+{plan.torch.variant}, and this machine "
+        (f"{because}: " if because else "")
+        + f"the kernels need {name} {major}.x to match torch {plan.torch.version}+{plan.torch.variant}, and this machine "
         f"has {f'{name} {have}' if have else f'no {name}'}",
-        fix=f"install the {'CUDA' if name == 'nvcc' else 'ROCm'} {major} toolkit (or point {home} at one){other}")
+        fix=f"{channel}install the {'CUDA' if name == 'nvcc' else 'ROCm'} {major} toolkit (or point {home} at one){other}")
 
 
 def channel_digest(channel: Path) -> str:
@@ -305,13 +330,16 @@ def summary_text(result: SetupResult) -> str:
         lines.append(plan.summary or f"Chose torch {plan.torch.version} ({plan.torch.variant}).")
         for warning in plan.warnings:
             lines.append(f"warning: {warning}")
+    for note in result.notes:
+        lines.append(f"note: {note}")
     if result.environment is not None:
         activate = result.environment / "bin" / "activate"
         lines.append(f"Environment: {result.environment}")
-        if activate.is_file():
-            lines.append(f"Activate it with: source {activate}")
+        if activate.is_file():  # the fallback: a virtual environment
+            lines.append(f"Enter it with: source {activate}")
         else:
-            lines.append(f"Run inside it with: {result.environment / 'bin' / 'python'}")
+            lines.append(f"Enter it with: pixi shell -e {result.environment.name}   (or, without pixi: "
+                         f"export CONDA_PREFIX={result.environment} PATH={result.environment / 'bin'}:$PATH)")
     if result.verify:
         lines.append(f"verify: {result.verify.get('summary', 'passed' if result.verify.get('ok') else 'failed')}")
     if result.remaining:
