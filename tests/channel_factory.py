@@ -10,8 +10,9 @@ tests/toolchain_channel.py, listed first in the test workspaces):
   higher build number, as conda-forge does, because the solver otherwise prefers CPU at equal
   version and build number (notes §0.6).
 * ``pip``: a stand-in (one text file); the toolchain channel's real pip, first in channel order, wins.
-* ``python`` 3.11.7 for **osx-arm64** only: metadata and one text file, so a workspace declaring a
-  second platform can be locked here (it is never installed: no macOS here).
+* ``python`` 3.11.7 for **osx-arm64** and 3.12.7 for linux-64: metadata and one text file, so a
+  workspace declaring a second platform, or a plan for another machine's Python, can be locked here
+  (never installed; the toolchain channel, first in channel order, serves the real 3.11).
 
 The wheelhouse holds tiny pure-Python wheels: a ``torch`` stub for ``2.13.0+cpu`` and ``2.13.0+cu130``
 (a module with ``__version__``) and ``rtpy`` (depends on nothing).
@@ -78,6 +79,9 @@ def recipes() -> list[tuple[str, str]]:
         ("python-osx-arm64", _recipe("python", "3.11.7", ["mkdir -p $PREFIX/share/rt",
                                                          "echo stand-in > $PREFIX/share/rt/python-osx.txt"],
                                      string="h0_0_cpython", noarch=False)),
+        ("python-3.12-linux-64", _recipe("python", "3.12.7", ["mkdir -p $PREFIX/share/rt",
+                                                              "echo stand-in > $PREFIX/share/rt/python-3.12.txt"],
+                                         string="h0_0_cpython", noarch=False)),
     ]
 
 

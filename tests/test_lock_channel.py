@@ -576,3 +576,33 @@ def test_sources_named_on_the_command_line_are_remembered_for_install(served, tm
     done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["kind"] == "conda"
+
+
+def test_a_machine_whose_python_is_too_old_gets_an_environment_with_a_supported_one(served, tmp_path, monkeypatch,
+                                                                                   conda_channel):
+    """`lock --profile` for a host with Python 3.8 (no torch supports it): the plan says why it chose
+    another Python and the environment brings that Python itself (conda), instead of failing."""
+    channel, server = served
+    monkeypatch.delenv("RESOLVER_CONDA_CHANNELS")  # only the test channel: its python 3.12 stand-in
+    profile = tmp_path / "py38.json"
+    profile.write_text(json.dumps({"platform": "linux-64", "glibc": "2.31", "python": "3.8.10", "nvidia": None,
+                                   "amd": None, "cuda_toolkit": None}))
+    project = ProjectPaths(tmp_path / "p")
+    project.root.mkdir()
+    (project.root / "pixi.toml").write_text(f'[workspace]\nname = "py38"\nchannels = ["{server.url}"]\n'
+                                            'platforms = ["linux-64"]\n')
+    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
+    planned = subprocess.run([sys.executable, "-m", "resolver", "plan", "--profile", str(profile), "--target", "cpu",
+                              "--json"], env=env, capture_output=True, text=True)
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    python = plan["python"]
+    assert python != "3.8" and plan["conda_packages"]["python"] == f"{python}.*"
+    why = next(t for t in plan["trace"] if t["rule"] == "python")
+    assert "3.8" in why["because"] and f"its own Python {python}" in why["because"]
+    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--profile", str(profile), "--target", "cpu",
+                           "--no-pypi", "--json"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cpu = lockfile(project).environment("cpu")
+    pythons = [p.location for p in cpu.packages(cpu.platforms()[0]) if p.name == "python"]
+    assert len(pythons) == 1 and f"/python-{python}." in pythons[0]

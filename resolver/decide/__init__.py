@@ -55,26 +55,34 @@ def decide(profile: HardwareProfile, request: Request, knowledge: Knowledge) -> 
     """Choose torch and the Mamba kernels for ``profile``; a refusal says which fact blocks it.
 
     The environment's Python is ``--python`` when given (respected or refused); otherwise the
-    machine's own, unless that rules out every build, in which case the environment gets the first of
-    :data:`PYTHON_FALLBACKS` that plans (with a warning)."""
+    machine's own when current torch (the newest release) supports it. Otherwise, or when the
+    machine's own rules out every build, the environment gets the first of :data:`PYTHON_FALLBACKS`
+    that plans (with a warning): it brings that Python itself from the conda channel."""
     host = profile.python.truncate(2)
-    first = _decide_for(profile, request, knowledge, (request.python or host).truncate(2),
-                        "requested with --python" if request.python
-                        else dict(profile.assumed).get("python", "the Python this machine runs"))
-    if first.plan is not None or request.python is not None:
-        return first
+    if request.python is not None:
+        return _decide_for(profile, request, knowledge, request.python.truncate(2), "requested with --python")
+    newest = knowledge.releases_newest_first()[0]
+    why_host = dict(profile.assumed).get("python", "the Python this machine runs")
+    first = None
+    if newest.supports_python(host):
+        first = _decide_for(profile, request, knowledge, host, why_host)
+        if first.plan is not None:
+            return first
+        problem = f"it rules out every build: {first.refusal.message}"
+    else:
+        problem = f"current torch ({newest.name}) supports Python {', '.join(newest.python)} only"
+    here = f"the Python here ({python_text(host)})"
     for text in PYTHON_FALLBACKS:
         python = DottedVersion.parse(text)
         if python == host:
             continue
         second = _decide_for(profile, request, knowledge, python,
-                             f"the Python here ({python_text(host)}) rules out every build: {first.refusal.message}; "
-                             f"the environment gets its own Python {text}",
-                             warning=f"Python {python_text(host)} here cannot run this plan ({first.refusal.message}); "
-                                     f"the environment gets Python {text} from conda-forge (pass --python X.Y to choose)")
+                             f"{here}: {problem}; the environment gets its own Python {text}",
+                             warning=f"Python {python_text(host)} here cannot run this plan ({problem}); the environment "
+                                     f"gets Python {text} from conda-forge (pass --python X.Y to choose)")
         if second.plan is not None:
             return second
-    return first
+    return first or _decide_for(profile, request, knowledge, host, why_host)
 
 
 def _decide_for(profile: HardwareProfile, request: Request, knowledge: Knowledge, python: DottedVersion,
