@@ -52,10 +52,24 @@ def _with_default_command(argv: list[str]) -> list[str]:
     return argv
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the resolver is, so every ``finally`` runs: temporary folders are removed,
+    child process groups are stopped (resolver/proc.py), nothing half-made is left looking ready."""
+
+
+def _terminate(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = _with_default_command(list(sys.argv[1:] if argv is None else argv))
     json_mode = "--json" in argv
     out = Output(json_mode=json_mode)
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args = build_parser(argv[0] if argv else None).parse_args(argv)
         out = Output(json_mode=args.json, quiet=args.quiet)
@@ -74,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; run the same command again to resume.", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+    except Terminated:
+        print("terminated; run the same command again to resume.", file=sys.stderr)
+        return 128 + 15
     except SystemExit as exc:  # argparse --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except Exception:  # noqa: BLE001 - the last line of defence: one sentence, the traceback to a file

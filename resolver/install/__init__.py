@@ -131,6 +131,10 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                        fix=f"lock it again: `python -m resolver lock --target <target for {env.name}>`")
     kind = "conda" if has_conda_python else "venv"
     python = env.python or f"{sys.version_info.major}.{sys.version_info.minor}"
+    for folder, pattern in ((project.envs, f".{env.name}.tmp-*"), (project.envs, f".{env.name}.old-*"),
+                            (project.cache / "envs", f".{env.name}-*.part-*")):  # an interrupted run's, even when up to date
+        for stale in folder.glob(pattern):
+            shutil.rmtree(stale, ignore_errors=True)
     marker = final / READY_MARKER
     if not force and marker.is_file():
         try:
@@ -154,9 +158,6 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                    for r in env.conda]
     wheels = [verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress) for a in env.pypi]
     project.envs.mkdir(parents=True, exist_ok=True)
-    for pattern in (f".{env.name}.tmp-*", f".{env.name}.old-*"):  # left by an interrupted run
-        for stale in project.envs.glob(pattern):
-            shutil.rmtree(stale, ignore_errors=True)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     template = project.cache / "envs" / f"{env.name}-{digest[:20]}"
     if force:
