@@ -5,7 +5,10 @@ The rules they enforce, so no call site can forget one:
 * a timeout on every run; a child past it is stopped with everything it started;
 * each child leads a process group of its own, and on Linux dies with the resolver
   (``PR_SET_PDEATHSIG``), so a killed or interrupted resolver leaves no pip, compiler or
-  byte-compiler writing into a half-made environment; Ctrl-C and SIGTERM stop the whole group;
+  byte-compiler writing into a half-made environment; Ctrl-C and SIGTERM stop the whole group.
+  What a child starts itself (compileall's worker pool, ninja's compilers) does not inherit the death
+  signal, so a small reaper process, started with the first child, holds a pipe from the resolver
+  and kills every group still registered when that pipe closes (the resolver died, even by SIGKILL);
 * output is captured as text (undecodable bytes replaced) up to a bound (``limit``, 64 MiB by
   default): a child that prints more is stopped and its result says so (``overflowed``), instead of
   the resolver filling memory; a missing program is a result with exit code 127, never an exception
@@ -79,14 +82,53 @@ def _child_setup():
     return setup
 
 
+# The reaper: reads "+PGID" / "-PGID" lines; at end of input (the resolver is gone) SIGKILLs every group left.
+_REAPER = """
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    line = line.strip()
+    if line[:1] == "+": groups.add(int(line[1:]))
+    elif line[:1] == "-": groups.discard(int(line[1:]))
+for group in groups:
+    try: os.killpg(group, signal.SIGKILL)
+    except OSError: pass
+"""
+_reaper: subprocess.Popen | None = None
+
+
+def _tell_reaper(line: str) -> None:
+    """Register (``+pgid``) or release (``-pgid``) a child's group with the reaper, starting it once."""
+    global _reaper
+    if os.name != "posix" or not sys.platform.startswith("linux"):
+        return
+    try:
+        if _reaper is None or _reaper.poll() is not None:
+            _reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                                       start_new_session=True, close_fds=True)
+        _reaper.stdin.write(line + "\n")
+        _reaper.stdin.flush()
+    except OSError:  # no reaper: the death signal still covers the direct child
+        _reaper = None
+
+
 def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
           stdin: int | IO | None = subprocess.DEVNULL, stdout: int | IO | None = subprocess.PIPE,
           stderr: int | IO | None = subprocess.PIPE) -> subprocess.Popen:
-    """Start ``argv`` in a process group of its own that dies with the resolver; the caller waits for it
-    (and calls :func:`stop` on the way out when it does not finish normally)."""
-    return subprocess.Popen([str(a) for a in argv], env=None if env is None else dict(env), cwd=cwd, stdin=stdin,
-                            stdout=stdout, stderr=stderr, text=True, errors="replace",
-                            preexec_fn=_child_setup() if os.name == "posix" else None)
+    """Start ``argv`` in a process group of its own that dies with the resolver (with everything it
+    starts); the caller waits for it (and calls :func:`stop` on the way out when it does not finish
+    normally)."""
+    child = subprocess.Popen([str(a) for a in argv], env=None if env is None else dict(env), cwd=cwd, stdin=stdin,
+                             stdout=stdout, stderr=stderr, text=True, errors="replace",
+                             preexec_fn=_child_setup() if os.name == "posix" else None)
+    _tell_reaper(f"+{child.pid}")
+    return child
+
+
+def release(child: subprocess.Popen) -> None:
+    """The child finished and was waited for: its group needs no reaping any more."""
+    _tell_reaper(f"-{child.pid}")
 
 
 def stop(child: subprocess.Popen, *, grace: float = 5.0) -> None:
@@ -110,7 +152,8 @@ def stop(child: subprocess.Popen, *, grace: float = 5.0) -> None:
     try:
         child.wait(timeout=grace)
     except subprocess.TimeoutExpired:  # pragma: no cover - a process in uninterruptible sleep
-        pass
+        return
+    release(child)
 
 
 OUTPUT_LIMIT = 64 << 20  # characters of stdout + stderr one run may print before it is stopped
@@ -147,6 +190,7 @@ def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = 
         stop(child)
         raise
     stdout, stderr = capture.text()
+    release(child)
     return Completed(argv, child.returncode, stdout, stderr, seconds=time.monotonic() - started)
 
 

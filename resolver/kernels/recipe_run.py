@@ -100,6 +100,7 @@ def run_recipe(run: RecipeRun, *, package_label: str,
             else:
                 stray.append(line.rstrip())
         child.wait()
+        proc.release(child)
     except KeyboardInterrupt:
         proc.stop(child)
         with open(run.log_path, "a", encoding="utf-8") as log:

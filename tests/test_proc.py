@@ -1,0 +1,51 @@
+"""The child-process gateway: what a child starts itself dies with the resolver too, even by SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+PARENT = """
+import sys
+sys.path.insert(0, {repo!r})
+from resolver import proc
+pool = "import multiprocessing as m, time\\ndef f(x): time.sleep(60)\\nif __name__ == '__main__':\\n    m.Pool(2).map(f, [1, 2])"
+proc.run([sys.executable, "-c", pool, {tag!r}], timeout=120)
+"""
+
+
+def _alive(tag: str) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if tag.encode() in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the death signal and the reaper are Linux's")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_grandchildren_die_with_the_resolver(sig):
+    tag = f"resolver-proc-test-{os.getpid()}-{int(sig)}"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT.format(repo=str(REPO), tag=tag)], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while len(_alive(tag)) < 3 and time.monotonic() < deadline:  # the pool's parent and its two workers
+        time.sleep(0.05)
+    assert len(_alive(tag)) >= 3, "the pool did not start"
+    os.kill(parent.pid, sig)
+    parent.wait(timeout=30)
+    deadline = time.monotonic() + 5
+    while _alive(tag) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive(tag) == [], "a grandchild outlived the resolver"
