@@ -79,6 +79,16 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
     return target
 
 
+def fetch_bytes(url: str, *, timeout: float = 10.0, limit: int = 16 << 20) -> bytes | None:
+    """The body at ``url`` (at most ``limit`` bytes), or None when it cannot be had (any error status)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read(limit + 1)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return None if len(data) > limit else data
+
+
 def fetch_json(url: str, *, timeout: float = 10.0, limit: int = 16 << 20, accept: str = "application/json") -> Any | None:
     """A JSON document from ``url`` (at most ``limit`` bytes), or None when it cannot be had."""
     import json

@@ -6,6 +6,8 @@
 ('aarch64', 'm1')
 >>> wheel_platform_tags("linux-64", "2.28")[:2]
 ['manylinux_2_28_x86_64', 'manylinux_2_27_x86_64']
+>>> uv_platform("linux-64", "2.30"), uv_platform("linux-aarch64", "2.35"), uv_platform("osx-arm64", None)
+('x86_64-manylinux_2_28', 'aarch64-manylinux_2_35', 'aarch64-apple-darwin')
 """
 
 from __future__ import annotations
@@ -62,3 +64,18 @@ def wheel_platform_tags(subdir: str, glibc: str | None) -> list[str]:
         modern = [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1)]
         return modern + ([f"macosx_10_{minor}_x86_64" for minor in range(15, 8, -1)] if arch == "x86_64" else [])
     return [f"win_{arch}"]
+
+
+# The glibc floors uv 0.13's --python-platform names (`uv pip compile --help`); others fall to the one below.
+_UV_MANYLINUX = (17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)
+_UV_OTHERS = {"osx-64": "x86_64-apple-darwin", "osx-arm64": "aarch64-apple-darwin", "win-64": "x86_64-pc-windows-msvc",
+              "win-arm64": "aarch64-pc-windows-msvc", "linux-ppc64le": "linux"}
+
+
+def uv_platform(subdir: str, glibc: str | None) -> str:
+    """uv's ``--python-platform`` for a machine of ``subdir`` with ``glibc`` (pixi's default 2.28)."""
+    if subdir in _UV_OTHERS:
+        return _UV_OTHERS[subdir]
+    minor = int((glibc or "2.28").split(".")[1])
+    chosen = max((m for m in _UV_MANYLINUX if m <= minor), default=17)
+    return f"{PLATFORMS[subdir].wheel_machine}-manylinux_2_{chosen}"

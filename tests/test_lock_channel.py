@@ -404,8 +404,9 @@ def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_p
 
 
 def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path, conda_channel):
-    """Wheels from an HTTP wheelhouse: install downloads each locked file once into .resolver/cache,
-    verifies it, and every later install reuses it (pip itself fetched them once while resolving)."""
+    """Wheels from an HTTP wheelhouse that serves no PEP 658 metadata: lock keeps what it downloads for
+    their METADATA in the verified store, installs take them from there (none downloads again), and a
+    damaged copy is fetched again, not trusted."""
     channel, server = served
     wheelhouse = cf.build_wheelhouse(tmp_path / "remote-wheels")
     wheel_server = cf.ChannelServer(wheelhouse)
@@ -414,22 +415,20 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path, cond
         project.root.mkdir()
         (project.root / "pixi.toml").write_text(manifest_text(server.url, conda_channel).replace(
             'find-links = ["./wheels"]', f'find-links = ["{wheel_server.url}"]'))
-        lock.lock_plans(project, [cpu_plan()])
-        assert f"- pypi: {wheel_server.url}rtpy-1.0.0-py3-none-any.whl" in project.lockfile.read_text()
 
         def wheel_gets():
-            return [r for r in wheel_server.requests if r.startswith("GET") and r.endswith(".whl")]
-        before = len(wheel_gets())
+            return sorted(r for r in wheel_server.requests if r.startswith("GET") and r.endswith(".whl"))
+        lock.lock_plans(project, [cpu_plan()])
+        assert f"- pypi: {wheel_server.url}rtpy-1.0.0-py3-none-any.whl" in project.lockfile.read_text()
+        after_lock = len(wheel_gets())  # uv's resolve and our METADATA read
         install.install_environment(project, "cpu")
-        first = wheel_gets()[before:]
-        assert sorted(first) == ["GET /rtpy-1.0.0-py3-none-any.whl", "GET /torch-2.13.0%2Bcpu-py3-none-any.whl"]
         install.install_environment(project, "cpu", force=True, use_cache=False)
-        assert len(wheel_gets()) == before + 2
+        assert len(wheel_gets()) == after_lock  # nothing downloaded again
         assert run(project.env("cpu") / "bin" / "python", "-c", "import rtpy; print(rtpy.VALUE)") == "rtpy ok"
         cached = next(project.cache.glob("verified/*/*/rtpy-1.0.0-py3-none-any.whl"))
         cached.write_bytes(b"corrupted")  # a damaged cache entry is fetched again, not trusted
         install.install_environment(project, "cpu", force=True, use_cache=False)
-        assert wheel_gets()[-1] == "GET /rtpy-1.0.0-py3-none-any.whl" and len(wheel_gets()) == before + 3
+        assert len(wheel_gets()) == after_lock + 1 and wheel_gets().count("GET /rtpy-1.0.0-py3-none-any.whl") >= 2
     finally:
         wheel_server.close()
 
@@ -481,12 +480,12 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
     project, _, _ = locked
     copy = ProjectPaths(tmp_path / "cache-broken")
     shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
-    install.install_environment(copy, "cpu")
+    install.install_environment(copy, "cpu", bytecode="all")  # the cached build keeps compiled bytecode
     (template,) = copy.cache.glob("envs/cpu-*")
     python = next((template / "bin").glob("python3.*"))
     python.unlink()
     python.symlink_to("/nonexistent/python3")  # as if the cached build had lost its interpreter
-    again = install.install_environment(copy, "cpu")
+    again = install.install_environment(copy, "cpu", bytecode="all")
     assert again.built_from == "lock" and run(again.path / "bin" / "rt-kernel") == "rt-kernel cpu"
     assert run(again.path / "bin" / "python", "-c", "print(1)") == "1"
 

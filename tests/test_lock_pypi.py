@@ -1,4 +1,5 @@
-"""The PyPI side of lock: pip's resolution for this host and for another platform, hashes recorded."""
+"""The PyPI side of lock: uv's resolution for this host and for another platform, hashes and metadata recorded;
+pip's configuration read as pip reads it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import channel_factory as cf  # noqa: E402
 
 from resolver.errors import ResolverError  # noqa: E402
 from resolver.install.fetch import local_path  # noqa: E402
+from resolver.fs import sha256_of  # noqa: E402
 from resolver.lock import pypi  # noqa: E402
 from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 
@@ -32,30 +34,56 @@ def wheels(tmp_path_factory):
 
 def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
-    result = pypi.resolve(pypi.PipRequest(("torch==2.13.0+cpu", "rtpy"), python=py, platform=host_subdir(),
+    result = pypi.resolve(pypi.PypiRequest(("torch==2.13.0+cpu", "rtpy"), python=py, platform=host_subdir(),
                                           find_links=(str(wheels),)), tmp_path)
-    assert not result.cross
     got = {a.name: a for a in result.artifacts}
     assert sorted(got) == ["rtpy", "torch"] and got["torch"].version == "2.13.0+cpu"
-    assert got["torch"].sha256 == pypi.sha256_of(wheels / "torch-2.13.0+cpu-py3-none-any.whl")
+    assert got["torch"].sha256 == sha256_of(wheels / "torch-2.13.0+cpu-py3-none-any.whl")
     assert local_path(got["rtpy"].location) == wheels / "rtpy-1.0.0-py3-none-any.whl"
+    assert got["torch"].requires_dist == () and got["torch"].requires_python is None  # read from METADATA
 
 
-def test_other_platform_resolves_with_pips_platform_options(wheels, tmp_path):
-    result = pypi.resolve(pypi.PipRequest(("torch==2.13.0+cu130",), python="3.12", platform="linux-aarch64",
+def test_another_platform_and_python_resolve_from_here(wheels, tmp_path):
+    result = pypi.resolve(pypi.PypiRequest(("torch==2.13.0+cu130",), python="3.12", platform="linux-aarch64",
                                           glibc="2.35", find_links=(str(wheels),)), tmp_path)
-    assert result.cross and [a.version for a in result.artifacts] == ["2.13.0+cu130"]
+    assert [a.version for a in result.artifacts] == ["2.13.0+cu130"]
 
 
 def test_unreachable_index_is_left_out_and_missing_pin_is_one_sentence(wheels, tmp_path):
-    result = pypi.resolve(pypi.PipRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
+    result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
                                           platform=host_subdir(), extra_index_urls=("http://127.0.0.1:9/simple",),
                                           find_links=(str(wheels),)), tmp_path)
     assert result.skipped_indexes == ("http://127.0.0.1:9/simple",)
-    with pytest.raises(ResolverError, match="pip could not resolve the PyPI part") as info:
-        pypi.resolve(pypi.PipRequest(("torch==9.9.9",), python="3.11", platform=host_subdir(),
+    with pytest.raises(ResolverError, match="the PyPI part cannot be resolved") as info:
+        pypi.resolve(pypi.PypiRequest(("torch==9.9.9",), python="3.11", platform=host_subdir(),
                                      find_links=(str(wheels),)), tmp_path)
-    assert "\n" not in str(info.value)
+    assert "\n" not in str(info.value) and "torch==9.9.9" in str(info.value)
+
+
+def test_requires_dist_comes_from_the_wheels_metadata_and_is_kept_by_sha256(tmp_path):
+    folder = tmp_path / "wheels"
+    cf.write_wheel(folder, "needs", "1.0", {"needs/__init__.py": ""}, requires=["rtpy>=1", "extra-thing ; extra == 'x'"])
+    cf.write_wheel(folder, "rtpy", "1.0.0", {"rtpy/__init__.py": ""})
+    request = pypi.PypiRequest(("needs",), python="3.11.7", platform="linux-64", find_links=(str(folder),))
+    first = {a.name: a for a in pypi.resolve(request, tmp_path / "cache").artifacts}
+    assert first["needs"].requires_dist == ("rtpy>=1", "extra-thing ; extra == 'x'")
+    assert (tmp_path / "cache" / "metadata" / "requires.json").is_file()
+
+
+def test_pip_configuration_is_read_as_pip_reads_it(tmp_path):
+    from resolver.lock.pipconfig import read_pip_config
+
+    (tmp_path / "etc" / "pip").mkdir(parents=True)
+    (tmp_path / "etc" / "pip" / "pip.conf").write_text("[global]\nindex-url = https://mirror/simple\n"
+                                                      "constraint = /c.txt\n[install]\nfind-links = /w1\n")
+    (tmp_path / "home" / ".config" / "pip").mkdir(parents=True)
+    (tmp_path / "home" / ".config" / "pip" / "pip.conf").write_text("[global]\nextra-index-url = file:///a file:///b\n")
+    env = {"XDG_CONFIG_DIRS": str(tmp_path / "etc"), "HOME": str(tmp_path / "home"), "PIP_FIND_LINKS": "/w2"}
+    config = read_pip_config(env)
+    assert config.index_url == "https://mirror/simple" and config.constraints == ("/c.txt",)
+    assert config.extra_index_urls == ("file:///a", "file:///b") and config.find_links == ("/w2",)
+    assert config.local_folders == ("/w2", "/a", "/b")
+    assert read_pip_config(dict(env, PIP_CONFIG_FILE=os.devnull)).index_url is None
 
 
 def test_platform_tags_cover_older_manylinux_and_macos():

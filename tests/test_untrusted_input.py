@@ -233,14 +233,14 @@ def test_pypi_dependency_that_is_a_pip_option_never_runs_code(tmp_path, dependen
     assert not (project / "pixi.lock").exists() and not leftovers(project)
 
 
-def test_pip_gets_the_requirements_after_a_double_dash(tmp_path):
-    """Even a requirement that got past pixi.toml's checks never reaches pip as an option."""
+def test_uv_gets_no_requirement_as_an_option(tmp_path):
+    """Even a requirement that got past pixi.toml's checks never reaches uv as an option."""
     from resolver.lock import pypi
 
     with pytest.raises(BadInput, match="not a PyPI project name"):
-        pypi.resolve(pypi.PipRequest(("-e/some/dir",), python="3.11", platform="linux-64"), tmp_path)
-    source = (REPO / "resolver" / "lock" / "pypi.py").read_text()
-    assert 'cmd += ["--", *' in source
+        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), tmp_path)
+    source = (REPO / "resolver" / "uv.py").read_text()
+    assert '"--", *(str(w) for w in wheels)' in source  # install: files after "--"; compile: a checked file
 
 
 # ------------------------------------------------------------------------------ 7. unbounded reads

@@ -15,6 +15,9 @@ def add_arguments(parser) -> None:
                         help="a mirror of the lock's conda channel (repeatable, in the channels' order)")
     parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
                         help="a local wheelhouse to take locked wheels from (repeatable)")
+    parser.add_argument("--bytecode", choices=("auto", "all", "none"), default="auto",
+                        help="compile every module now (all), or leave it to the first import (none); auto: now "
+                             "only where Python would not keep it (PYTHONDONTWRITEBYTECODE set)")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not reuse the cached build of the same lock content (run pip again)")
 
@@ -38,7 +41,8 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
-                                               info=out.info, progress=out.progress, sources=sources)
+                                               info=out.info, progress=out.progress, sources=sources,
+                                               bytecode=args.bytecode)
     verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
         f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"

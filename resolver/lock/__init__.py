@@ -158,6 +158,7 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platf
     records: list[Any] = []
     fallback = False
     python = _python_of_spec(spec)
+    python_full: str | None = None  # the conda python's X.Y.Z, when solved
     if spec.conda and no_conda:
         fallback = True
         python = _fallback_python(spec, name, "--no-conda skips the conda channels", "lock without --no-conda")
@@ -175,8 +176,8 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platf
                  "Python (not installable by pixi until locked where a conda channel answers)")
         else:
             records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
-            python = next((".".join(str(r.version).split(".")[:2]) for r in records
-                           if r.name.normalized == "python"), python)
+            python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
+            python = ".".join(python_full.split(".")[:2]) if python_full else python
     artifacts: tuple = ()
     skipped: tuple[str, ...] = ()
     requirements = [] if no_pypi else spec.pypi_requirements()
@@ -185,11 +186,12 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platf
             raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
                            "python pin in its [dependencies])",
                            fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
-        info(f"resolving PyPI packages for {name} ({platform.name}, Python {python}) with pip")
+        info(f"resolving PyPI packages for {name} ({platform.name}, Python {python_full or python}) with uv")
         pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
         extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
-        resolution = pypi.resolve(pypi.PipRequest(
-            requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
+        resolution = pypi.resolve(pypi.PypiRequest(
+            requirements=tuple(requirements), python=python_full or python, platform=platform.subdir,
+            glibc=platform.glibc,
             index_url=sources.mirror(spec.index_url) if spec.index_url else None,
             extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
                 *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),

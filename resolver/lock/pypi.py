@@ -1,11 +1,15 @@
-"""The PyPI side of a lock: pip resolves (``pip install --dry-run --report``), we record each wheel.
+"""The PyPI side of a lock: uv resolves (``uv pip compile --format pylock.toml``), we record each wheel.
 
-pip is driven through its command line only, so its own configuration (pip.conf, ``PIP_*``:
-index-url, extra-index-url, find-links, constraints) applies untouched; the plan's PyTorch index
-and any mirrors or wheelhouses are added as ``--extra-index-url`` / ``--find-links``. Remote
-indexes that cannot be reached are left out with a warning instead of costing minutes of retries.
-Every artefact gets a sha256: the index's when it gives one, else computed from the file
-(a remote file is downloaded once into the cache for that).
+uv is given every source explicitly (:mod:`resolver.uv`): the environment's indexes, the plan's
+PyTorch index, ``[tool.resolver]`` mirrors and wheelhouses, and pip's own configuration (index-url,
+extra-index-url, find-links, constraints, no-index) read from pip.conf and ``PIP_*``. The resolve is
+for the environment's conda Python and the target platform (its glibc), never this host. Remote
+indexes that cannot be reached are left out with a note instead of costing minutes of retries.
+
+Each artefact keeps what pixi.lock records: its location and sha256 (from the pylock), and its
+``requires_dist`` / ``requires_python`` from the wheel's METADATA: read from the file when it is
+local, else from the index's PEP 658 ``.metadata`` file, else from the wheel downloaded into the
+verified store (where install will find it); kept by sha256 in ``.resolver/cache/metadata``.
 
 >>> canonical_name("Typing_Extensions")
 'typing-extensions'
@@ -14,30 +18,39 @@ Every artefact gets a sha256: the index's when it gives one, else computed from 
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 import sys
 import tempfile
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from email.parser import HeaderParser
 from pathlib import Path
 from typing import Callable
 
-from resolver import proc
+from resolver import uv
 from resolver.errors import BadInput, ResolverError, SourceUnreachable
-from resolver.fs import sha256_of
-from resolver.install.fetch import file_name_of, local_path
+from resolver.fs import write_json_atomic
+from resolver.install.fetch import download_name, local_path
 from resolver.lock.lockfile import PypiArtifact
+from resolver.lock.pipconfig import read_pip_config
 from resolver.names import check_requirement
-from resolver.net import download, reachable
-from resolver.platforms import host_subdir, wheel_platform_tags
+from resolver.net import reachable
+from resolver.platforms import uv_platform
 
-RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build downloads metadata of ~60 wheels
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+METADATA_LIMIT = 4 << 20  # a METADATA file is a few kB; a "metadata" past this is not one
 
 
 @dataclass(frozen=True)
-class PipRequest:
+class PypiRequest:
     requirements: tuple[str, ...]
-    python: str  # "3.11"
+    python: str  # "3.11" or "3.11.7" (the environment's conda python, when known)
     platform: str  # conda subdir of the target
     glibc: str | None = None
     index_url: str | None = None
@@ -46,11 +59,9 @@ class PipRequest:
 
 
 @dataclass(frozen=True)
-class PipResolution:
+class PypiResolution:
     artifacts: tuple[PypiArtifact, ...]
     skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached
-    interpreter: str
-    cross: bool  # resolved with --platform/--python-version for another machine
 
 
 def find_interpreter(python: str) -> str | None:
@@ -60,116 +71,149 @@ def find_interpreter(python: str) -> str | None:
     return shutil.which(f"python{python}")
 
 
-def resolve(request: PipRequest, cache: Path, *, info: Callable[[str], None] = lambda text: None) -> PipResolution:
-    """Resolve ``request`` with pip; every artefact with its location and sha256."""
-    skipped = []
-    indexes = []
-    for url in request.extra_index_urls:
+def resolve(request: PypiRequest, cache: Path, *, info: Callable[[str], None] = lambda text: None) -> PypiResolution:
+    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata."""
+    requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
+    pip = read_pip_config()
+    skipped: list[str] = []
+
+    def answers(url: str) -> bool:
         if url.startswith(("http://", "https://")) and not reachable(url):
-            skipped.append(url)
-            info(f"  index {url} cannot be reached; left out (pip's own configuration still applies)")
-            continue
-        indexes.append(url)
-    index_url = request.index_url
-    if index_url and index_url.startswith(("http://", "https://")) and not reachable(index_url):
-        if index_url not in skipped:
-            skipped.append(index_url)
-        info(f"  index {index_url} cannot be reached; left out (pip's own configuration still applies)")
+            if url not in skipped:
+                skipped.append(url)
+                info(f"  index {url} cannot be reached; left out")
+            return False
+        return True
+
+    index_url = request.index_url or pip.index_url
+    if index_url and not answers(index_url):
         index_url = None
-    same_machine = request.platform == host_subdir() and not _older_glibc(request.glibc)
-    interpreter = find_interpreter(request.python) if same_machine else None
-    cross = interpreter is None
-    with tempfile.TemporaryDirectory(prefix="resolver-pip-") as tmp:
-        report = Path(tmp) / "report.json"
-        cmd = [interpreter or sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-               "--quiet", "--report", str(report), "--only-binary", ":all:", "--no-input"]
-        if cross:
-            major, minor = request.python.split(".")[:2]
-            cmd += ["--target", str(Path(tmp) / "target"), "--python-version", request.python,
-                    "--implementation", "cp", "--abi", f"cp{major}{minor}", "--abi", "abi3", "--abi", "none"]
-            for tag in wheel_platform_tags(request.platform, request.glibc):
-                cmd += ["--platform", tag]
-        if index_url:
-            cmd += ["--index-url", index_url]
-        for url in indexes:
-            cmd += ["--extra-index-url", url]
-        for link in request.find_links:
-            cmd += ["--find-links", link]
-        # requirements only after "--": a name from a shared pixi.toml can never be read as a pip option
-        cmd += ["--", *(check_requirement(r) for r in request.requirements)]
-        env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
-        done = proc.run(cmd, timeout=RESOLVE_TIMEOUT_S, env=env)
+    extra = [u for u in dict.fromkeys([*request.extra_index_urls, *pip.extra_index_urls]) if answers(u)]
+    flags = uv.source_flags(index_url=index_url, extra_index_urls=extra,
+                            find_links=tuple(dict.fromkeys([*request.find_links, *pip.find_links])),
+                            constraints=pip.constraints, no_index=pip.no_index)
+    with tempfile.TemporaryDirectory(prefix="resolver-uv-") as tmp:
+        wanted = Path(tmp) / "requirements.in"
+        wanted.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+        output = Path(tmp) / "pylock.toml"
+        done = uv.compile_pylock(wanted, output, python=request.python,
+                                 platform=uv_platform(request.platform, request.glibc), flags=flags)
         if done.timed_out:
-            raise SourceUnreachable(f"pip did not finish resolving the PyPI part within {RESOLVE_TIMEOUT_S // 60} "
-                                    "minutes", fix="check that the configured indexes answer (pip config list), "
-                                                   "or point the sources at a mirror ([tool.resolver])")
-        if done.returncode != 0 or not report.is_file():
-            raise _resolution_failure(done.stderr, skipped)
-        data = json.loads(report.read_text(encoding="utf-8"))
-    artifacts = [_artifact(item, cache) for item in data.get("install", [])]
-    return PipResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped),
-                         interpreter or sys.executable, cross)
+            raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
+                                    "minutes", fix="check that the configured indexes answer, or point the sources "
+                                                   "at a mirror ([tool.resolver])")
+        if done.returncode != 0 or not output.is_file():
+            raise _resolution_failure(done.stderr or done.stdout, skipped)
+        pylock = tomllib.loads(output.read_text(encoding="utf-8"))
+    picked = [_wheel_of(package) for package in pylock.get("packages", [])]
+    store = _MetadataStore(cache / "metadata", cache.parent / "verified")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        artifacts = list(pool.map(lambda item: store.artifact(*item), picked))
+    store.save()
+    return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped))
 
 
-def _older_glibc(target: str | None) -> bool:
-    """Whether the target's glibc is older than this host's (then wheels are chosen for the target's)."""
-    import platform
+def _wheel_of(package: dict) -> tuple[str, str, str, str]:
+    """(name, version, url, sha256) of the one wheel uv chose for the target."""
+    name = canonical_name(str(package.get("name", "")))
+    wheels = package.get("wheels") or []
+    if not wheels:
+        raise BadInput(f"{name} has no wheel for this target (only a source distribution)",
+                       fix="build a wheel of it and put it in a wheelhouse (RESOLVER_FIND_LINKS), or pin a version "
+                           "that has wheels")
+    wheel = wheels[0]  # uv lists the wheels that fit the --python-platform; the first is its choice
+    sha = str((wheel.get("hashes") or {}).get("sha256", ""))
+    url = str(wheel.get("url") or "")
+    if not url and wheel.get("path"):
+        url = Path(str(wheel["path"])).resolve().as_uri()
+    return name, str(package.get("version", "")), url, sha
 
-    libc, here = platform.libc_ver()
-    if not target or libc != "glibc" or not here:
-        return False
+
+class _MetadataStore:
+    """requires_dist / requires_python of locked wheels, kept by sha256 (a wheel's metadata never changes)."""
+
+    def __init__(self, folder: Path, verified: Path) -> None:
+        self.file = folder / "requires.json"
+        self.verified = verified
+        try:
+            self.known: dict[str, dict] = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.known = {}
+        self.changed = False
+
+    def artifact(self, name: str, version: str, url: str, sha: str) -> PypiArtifact:
+        meta = self.known.get(sha) if sha else None
+        if meta is None:
+            meta = _parse_metadata(self._metadata_text(url, sha))
+            if sha:
+                self.known[sha] = meta
+                self.changed = True
+        if not sha:
+            raise BadInput(f"the index gives no sha256 for {download_name(url)}",
+                           fix="use an index that publishes hashes (PyPI, the PyTorch index) or a wheelhouse folder")
+        return PypiArtifact(name=name, version=version, location=url, sha256=sha,
+                            requires_dist=tuple(meta["requires_dist"]), requires_python=meta["requires_python"])
+
+    def _metadata_text(self, url: str, sha: str) -> str:
+        from resolver.net import download, fetch_bytes
+
+        here = local_path(url)
+        if here is None:
+            text = fetch_bytes(url + ".metadata", limit=METADATA_LIMIT)  # PEP 658 (PyPI, most mirrors)
+            if text is not None:
+                return text.decode("utf-8", errors="replace")
+            here = self.verified / sha[:2] / sha / download_name(url)  # where install looks first
+            if not here.is_file():
+                download(url, here, expected_sha256=sha or None, what=download_name(url))
+        return _metadata_from_wheel(here)
+
+    def save(self) -> None:
+        if self.changed:
+            try:
+                write_json_atomic(self.file, self.known, label="metadata")
+            except OSError:  # a cache is an optimisation
+                pass
+
+
+def _metadata_from_wheel(wheel: Path) -> str:
     try:
-        return tuple(int(x) for x in target.split(".")[:2]) < tuple(int(x) for x in here.split(".")[:2])
-    except ValueError:
-        return False
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n))
+            with archive.open(name) as handle:
+                return handle.read(METADATA_LIMIT).decode("utf-8", errors="replace")
+    except (OSError, zipfile.BadZipFile, StopIteration):
+        raise BadInput(f"{wheel.name} is not a readable wheel (no METADATA)",
+                       fix="restore the file in the wheelhouse, or remove it so the index's copy is used") from None
 
 
-def _resolution_failure(stderr: str, skipped: list[str]) -> ResolverError:
-    """pip's failure as one sentence; when an index was out of reach, that is almost always the cause."""
-    reason = _pip_reason(stderr)
+def _parse_metadata(text: str) -> dict:
+    message = HeaderParser().parsestr(text)
+    return {"requires_dist": [str(v) for v in message.get_all("Requires-Dist") or []],
+            "requires_python": str(message["Requires-Python"]).strip() if message["Requires-Python"] else None}
+
+
+def _resolution_failure(output: str, skipped: list[str]) -> ResolverError:
+    """uv's failure as one sentence; when an index was out of reach, that is almost always the cause."""
+    reason = _uv_reason(output)
     if skipped:
         where = ", ".join(skipped)
-        return SourceUnreachable(f"pip could not resolve the PyPI part ({reason}): {where} cannot be reached from here "
-                             "and no other configured source has the pinned builds",
-                             fix=f"lock on a machine that reaches {where}, or mirror its wheels and pass "
-                                 "--find-links DIR or --torch-index URL (also RESOLVER_FIND_LINKS / RESOLVER_TORCH_INDEX)",
-                             because=stderr[-2000:])
-    return BadInput(f"pip could not resolve the PyPI part ({reason})",
-                         fix="check the pins in pixi.toml and the sources (RESOLVER_FIND_LINKS, RESOLVER_TORCH_INDEX, "
-                             "[tool.resolver])",
-                         because=stderr[-2000:])
+        return SourceUnreachable(f"the PyPI part cannot be resolved ({reason}): {where} cannot be reached from here "
+                                 "and no other configured source has the pinned builds",
+                                 fix=f"lock on a machine that reaches {where}, or mirror its wheels and pass "
+                                     "--find-links DIR or --torch-index URL (also RESOLVER_FIND_LINKS / "
+                                     "RESOLVER_TORCH_INDEX)", because=output[-2000:])
+    return BadInput(f"the PyPI part cannot be resolved ({reason})",
+                    fix="check the pins in pixi.toml and the sources (RESOLVER_FIND_LINKS, RESOLVER_TORCH_INDEX, "
+                        "[tool.resolver])", because=output[-2000:])
 
 
-def _pip_reason(stderr: str) -> str:
-    """The most telling ERROR line: the unmet requirement rather than pip's generic closing line."""
-    errors = [ln.strip()[len("ERROR:"):].strip() for ln in stderr.splitlines() if ln.strip().startswith("ERROR")]
-    specific = [e for e in errors if not e.startswith("ResolutionImpossible")]
-    if specific:
-        return specific[0][:300]
-    return (errors[-1] if errors else (stderr.strip().splitlines() or ["no output"])[-1])[:300]
-
-
-def _artifact(item: dict, cache: Path) -> PypiArtifact:
-    meta = item.get("metadata", {})
-    info = item.get("download_info", {})
-    url = str(info.get("url", "")).split("#", 1)[0]
-    if "dir_info" in info or not url:
-        raise BadInput(f"{meta.get('name')} resolved to a local folder ({url}), which cannot be locked",
-                       fix="build a wheel of it and put it in a wheelhouse (RESOLVER_FIND_LINKS)")
-    hashes = (info.get("archive_info") or {}).get("hashes") or {}
-    sha = hashes.get("sha256")
-    if not sha:
-        here = local_path(url)
-        if here is None:  # hashed once: the download stays in the cache for the install
-            here = download(url, cache / "downloads" / file_name_of(url), what=file_name_of(url))
-        sha = sha256_of(here)
-    name = canonical_name(meta.get("name", ""))
-    return PypiArtifact(name=name, version=str(meta.get("version")), location=url, sha256=sha,
-                        requires_dist=tuple(meta.get("requires_dist") or ()),
-                        requires_python=meta.get("requires_python"))
+def _uv_reason(output: str) -> str:
+    """uv's explanation without its box drawing: ``Because torch==9.9 was not found … we can conclude …``."""
+    lines = [re.sub(r"^[\s×╰─▶│├]+", "", line).strip() for line in output.splitlines()]
+    lines = [line for line in lines if line and not line.lower().startswith(("hint:", "warning:"))]
+    text = " ".join(lines[1:] if len(lines) > 1 and lines[0].startswith("No solution found") else lines)
+    return (text or "no output")[:300]
 
 
 def canonical_name(name: str) -> str:
-    import re
-
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -1,0 +1,83 @@
+"""uv, the PyPI engine (the one pixi itself uses), in one place: its binary, the sources as its flags,
+resolving to a pylock, installing locked wheels.
+
+uv comes with the resolver (the ``uv`` wheel on PyPI carries its binary). It is always run with
+``--no-config`` (a uv.toml of the user's does not change a team's lock) and given every source
+explicitly: the lock's indexes and wheelhouses, then pip's own configuration
+(:mod:`resolver.lock.pipconfig`), since uv does not read pip.conf. ``--index-strategy
+unsafe-best-match`` makes uv choose across indexes as pip does.
+
+>>> source_flags(index_url=None, extra_index_urls=("file:///srv/idx",), find_links=("/w",), constraints=(),
+...              no_index=False)
+['--extra-index-url', 'file:///srv/idx', '--find-links', '/w', '--index-strategy', 'unsafe-best-match']
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Sequence
+
+from resolver import proc
+from resolver.errors import EnvironmentProblem
+
+RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build fetches metadata of ~60 wheels
+INSTALL_TIMEOUT_S = 3600
+
+
+def binary() -> str:
+    """The uv executable: the one the ``uv`` package installed with the resolver, else uv on PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise EnvironmentProblem("uv is not installed next to the resolver (it resolves and installs the PyPI part)",
+                             fix="reinstall the resolver (`pip install -e .` installs uv), or put uv on PATH")
+
+
+def source_flags(*, index_url: str | None, extra_index_urls: Sequence[str], find_links: Sequence[str],
+                 constraints: Sequence[str], no_index: bool) -> list[str]:
+    """Every source as uv flags, in pip's meaning (``--index-url`` replaces PyPI; extras add to it)."""
+    flags: list[str] = []
+    if no_index:
+        flags.append("--no-index")
+    elif index_url:
+        flags += ["--index-url", index_url]
+    if not no_index:
+        for url in extra_index_urls:
+            flags += ["--extra-index-url", url]
+    for link in find_links:
+        flags += ["--find-links", link]
+    for constraint in constraints:
+        flags += ["--constraint", constraint]
+    return flags + ["--index-strategy", "unsafe-best-match"]
+
+
+def environ() -> dict[str, str]:
+    """The environment uv runs in: no UV_* setting of the user's changes what is resolved (the cache
+    folder excepted), and pip's variables were already translated into flags."""
+    keep = {"UV_CACHE_DIR"}
+    return {k: v for k, v in os.environ.items() if not k.startswith("UV_") or k in keep} | {"UV_NO_PROGRESS": "1"}
+
+
+def compile_pylock(requirements_file: Path, output: Path, *, python: str, platform: str, flags: Sequence[str]) -> proc.Completed:
+    """``uv pip compile`` to a PEP 751 pylock.toml for one Python and platform, wheels only."""
+    return proc.run([binary(), "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
+                     "--python-version", python, "--python-platform", platform, "--only-binary", ":all:",
+                     "--no-header", "--output-file", str(output), *flags, str(requirements_file)],
+                    timeout=RESOLVE_TIMEOUT_S, env=environ())
+
+
+def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bool) -> proc.Completed:
+    """``uv pip install`` of exactly ``wheels`` into the environment of ``python``: no resolve, no index,
+    hard-linked from uv's cache."""
+    cmd = [binary(), "pip", "install", "--no-config", "--quiet", "--python", str(python), "--no-deps", "--no-index",
+           "--link-mode", "hardlink"]
+    if compile_bytecode:
+        cmd.append("--compile-bytecode")
+    return proc.run([*cmd, "--", *(str(w) for w in wheels)], timeout=INSTALL_TIMEOUT_S, env=environ())
