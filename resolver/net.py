@@ -79,10 +79,10 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
     return target
 
 
-def fetch_bytes(url: str, *, timeout: float = 10.0, limit: int = 16 << 20) -> bytes | None:
+def fetch_bytes(url: str, *, timeout: float = 10.0, limit: int = 16 << 20, accept: str = "*/*") -> bytes | None:
     """The body at ``url`` (at most ``limit`` bytes), or None when it cannot be had (any error status)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=timeout) as response:
             data = response.read(limit + 1)
     except (urllib.error.URLError, OSError, ValueError):
         return None
@@ -93,15 +93,9 @@ def fetch_json(url: str, *, timeout: float = 10.0, limit: int = 16 << 20, accept
     """A JSON document from ``url`` (at most ``limit`` bytes), or None when it cannot be had."""
     import json
 
+    data = fetch_bytes(url, timeout=timeout, limit=limit, accept=accept)
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=timeout) as response:
-            data = response.read(limit + 1)
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-    if len(data) > limit:
-        return None
-    try:
-        return json.loads(data)
+        return json.loads(data) if data is not None else None
     except ValueError:
         return None
 

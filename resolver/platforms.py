@@ -58,12 +58,42 @@ def wheel_platform_tags(subdir: str, glibc: str | None) -> list[str]:
     arch = platform.wheel_machine
     if platform.os == "linux":
         top = int((glibc or "2.28").split(".")[1])
-        return [f"manylinux_2_{minor}_{arch}" for minor in range(top, 16, -1)] + [f"manylinux2014_{arch}",
-                                                                                   f"linux_{arch}"]
+        return [f"manylinux_2_{minor}_{arch}" for minor in range(top, 16, -1)] + [
+            f"manylinux2014_{arch}", f"manylinux_2_12_{arch}", f"manylinux2010_{arch}", f"manylinux_2_5_{arch}",
+            f"manylinux1_{arch}", f"linux_{arch}"]
     if platform.os == "osx":
-        modern = [f"macosx_{major}_0_{arch}" for major in range(15, 10, -1)]
-        return modern + ([f"macosx_10_{minor}_x86_64" for minor in range(15, 8, -1)] if arch == "x86_64" else [])
+        modern = [f"macosx_{major}_0_{kind}" for major in range(15, 10, -1) for kind in (arch, "universal2")]
+        legacy = [f"macosx_10_{minor}_{kind}" for minor in range(15, 8, -1) for kind in ("x86_64", "universal2")]
+        return modern + (legacy if arch == "x86_64" else [])
     return [f"win_{arch}"]
+
+
+def wheel_rank(file_name: str, python: str, subdir: str, glibc: str | None) -> int | None:
+    """How well a wheel fits Python ``X.Y`` on a ``subdir`` machine (lower is better, pip's and uv's
+    preference: the most specific platform, then the most specific interpreter), or None when it does not.
+
+    >>> wheel_rank("numpy-2.4.6-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl", "3.11", "linux-64", "2.28")
+    0
+    >>> wheel_rank("numpy-2.4.6-cp312-cp312-manylinux_2_28_x86_64.whl", "3.11", "linux-64", "2.28") is None
+    True
+    >>> wheel_rank("einops-0.8.2-py3-none-any.whl", "3.11", "osx-arm64", None) is not None
+    True
+    """
+    parts = file_name[:-len(".whl")].split("-") if file_name.endswith(".whl") else []
+    if len(parts) < 5:
+        return None
+    interpreters, abis, platforms = (set(p.split(".")) for p in parts[-3:])
+    major, minor = (int(x) for x in python.split(".")[:2])
+    ranked_interpreters = [(f"cp{major}{minor}", f"cp{major}{minor}"), (f"cp{major}{minor}", "abi3"),
+                           *((f"cp{major}{m}", "abi3") for m in range(minor - 1, 1, -1)),
+                           (f"cp{major}{minor}", "none"), (f"py{major}{minor}", "none"), (f"py{major}", "none")]
+    interpreter_rank = next((i for i, (interp, abi) in enumerate(ranked_interpreters)
+                             if interp in interpreters and abi in abis), None)
+    tags = wheel_platform_tags(subdir, glibc) + ["any"]
+    platform_rank = next((i for i, tag in enumerate(tags) if tag in platforms), None)
+    if interpreter_rank is None or platform_rank is None:
+        return None
+    return platform_rank * 100 + interpreter_rank
 
 
 # The glibc floors uv 0.13's --python-platform names (`uv pip compile --help`); others fall to the one below.

@@ -102,6 +102,8 @@ def _tell_reaper(line: str) -> None:
     global _reaper
     if os.name != "posix" or not sys.platform.startswith("linux"):
         return
+    if line.startswith("-") and _reaper is None:
+        return  # nothing was registered
     try:
         if _reaper is None or _reaper.poll() is not None:
             _reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER], stdin=subprocess.PIPE,
@@ -115,14 +117,15 @@ def _tell_reaper(line: str) -> None:
 
 def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
           stdin: int | IO | None = subprocess.DEVNULL, stdout: int | IO | None = subprocess.PIPE,
-          stderr: int | IO | None = subprocess.PIPE) -> subprocess.Popen:
+          stderr: int | IO | None = subprocess.PIPE, reap: bool = True) -> subprocess.Popen:
     """Start ``argv`` in a process group of its own that dies with the resolver (with everything it
     starts); the caller waits for it (and calls :func:`stop` on the way out when it does not finish
     normally)."""
     child = subprocess.Popen([str(a) for a in argv], env=None if env is None else dict(env), cwd=cwd, stdin=stdin,
                              stdout=stdout, stderr=stderr, text=True, errors="replace",
                              preexec_fn=_child_setup() if os.name == "posix" else None)
-    _tell_reaper(f"+{child.pid}")
+    if reap:  # a quick question to a tool (the probe's) starts nothing of its own worth a reaper
+        _tell_reaper(f"+{child.pid}")
     return child
 
 
@@ -160,13 +163,15 @@ OUTPUT_LIMIT = 64 << 20  # characters of stdout + stderr one run may print befor
 
 
 def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike | None = None, input: str | None = None, limit: int = OUTPUT_LIMIT) -> Completed:
+        cwd: str | os.PathLike | None = None, input: str | None = None, limit: int = OUTPUT_LIMIT,
+        reap: bool = True) -> Completed:
     """Run ``argv`` to completion (at most ``timeout`` seconds) and capture its output (at most
     ``limit`` characters of stdout and stderr together: past that the child is stopped)."""
     argv = tuple(str(a) for a in argv)
     started = time.monotonic()
     try:
-        child = spawn(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+        child = spawn(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                      reap=reap)
     except OSError as exc:  # not installed, not executable, wrong architecture
         return Completed(argv, 127 if isinstance(exc, FileNotFoundError) else 126, "", str(exc))
     capture = _Capture(child, input, limit)

@@ -1,5 +1,5 @@
 """uv, the PyPI engine (the one pixi itself uses), in one place: its binary, the sources as its flags,
-resolving to a pylock, installing locked wheels.
+resolving to hashed pins, installing locked wheels.
 
 uv comes with the resolver (the ``uv`` wheel on PyPI carries its binary). It is always run with
 ``--no-config`` (a uv.toml of the user's does not change a team's lock) and given every source
@@ -65,12 +65,13 @@ def environ() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("UV_") or k in keep} | {"UV_NO_PROGRESS": "1"}
 
 
-def compile_pylock(requirements_file: Path, output: Path, *, python: str, platform: str, flags: Sequence[str]) -> proc.Completed:
-    """``uv pip compile`` to a PEP 751 pylock.toml for one Python and platform, wheels only."""
-    return proc.run([binary(), "pip", "compile", "--no-config", "--quiet", "--format", "pylock.toml",
-                     "--python-version", python, "--python-platform", platform, "--only-binary", ":all:",
-                     "--no-header", "--output-file", str(output), *flags, str(requirements_file)],
-                    timeout=RESOLVE_TIMEOUT_S, env=environ())
+def compile_pins(requirements_file: Path, output: Path, *, python: str, platform: str, flags: Sequence[str]) -> proc.Completed:
+    """``uv pip compile`` for one Python and platform, wheels only: exact pins, the sha256 of each pin's
+    fitting files, and the source of each (``# from <index>``)."""
+    return proc.run([binary(), "pip", "compile", "--no-config", "--quiet", "--generate-hashes",
+                     "--emit-index-annotation", "--no-annotate", "--no-header", "--python-version", python,
+                     "--python-platform", platform, "--only-binary", ":all:", "--output-file", str(output), *flags,
+                     str(requirements_file)], timeout=RESOLVE_TIMEOUT_S, env=environ())
 
 
 def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bool) -> proc.Completed:

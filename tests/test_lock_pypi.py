@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
 from resolver.errors import ResolverError  # noqa: E402
-from resolver.install.fetch import local_path  # noqa: E402
 from resolver.fs import sha256_of  # noqa: E402
+from resolver.install.fetch import local_path  # noqa: E402
 from resolver.lock import pypi  # noqa: E402
 from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 

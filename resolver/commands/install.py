@@ -29,7 +29,7 @@ def run(args, out) -> int:
 
     project = ProjectPaths.discover()
     sources = Sources.load(project.root, flags={"conda-channels": args.channel, "find-links": args.find_links})
-    from resolver.setup.pipeline import project_lock
+    from resolver.paths import project_lock
 
     if not project.lockfile.is_file():
         from resolver.errors import BadInput

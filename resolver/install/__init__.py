@@ -26,12 +26,11 @@ from typing import Any, Callable
 
 from resolver import proc
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
-from resolver.install.build import build_environment, bytecode_ahead, swap_into_place
+from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER
 from resolver.install.fetch import Finder, verified_copy
 from resolver.install.template import TEMPLATE_MARKER, link_tree, save_template, template_final, template_ready
 from resolver.lock.lockfile import LockedEnv, read_lock
-from resolver.lock.pypi import find_interpreter
 from resolver.lock.sources import Sources
 from resolver.paths import ProjectPaths
 from resolver.platforms import host_subdir

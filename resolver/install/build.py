@@ -55,6 +55,16 @@ def bytecode_ahead(choice: str = "auto", environ: dict[str, str] | None = None) 
     return False, "Python writes the bytecode of what the first run imports (once, ~5 s) instead of all of it now (11-16 s)"
 
 
+def find_interpreter(python: str) -> str | None:
+    """An interpreter of this host for Python ``X.Y`` (a fallback environment's): the running one, else
+    ``pythonX.Y`` on PATH."""
+    import sys
+
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == python:
+        return sys.executable
+    return shutil.which(f"python{python}")
+
+
 def _link_conda(project: ProjectPaths, env: LockedEnv, files: list[Path], prefix: Path, final: Path) -> None:
     conda.link(conda.records_for_files(list(env.conda), files), prefix, platform=env.platform.subdir,
                cache_dir=project.cache / "rattler", final=final, what=f"the conda packages of '{env.name}'")

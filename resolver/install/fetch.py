@@ -128,13 +128,17 @@ def verified_copy(url: str, sha256: str, store: Path, finder: Finder, *, name: s
     file_name = download_name(url)
     target = store / sha256[:2] / sha256 / file_name
     check_inside(store, target, what="the copy of", fix="restore pixi.lock from version control or lock again")
+    if _still_verified(target):
+        return target
     if sha256_file(target) == sha256:
+        _mark_verified(target)
         return target
     wrong: list[str] = []
     for source in finder.candidates(url, name):
         path = local_path(source) if source.startswith("file://") else (Path(source) if source.startswith("/") else None)
         if path is None:
             download(source, target, expected_sha256=sha256, progress=progress, what=file_name)
+            _mark_verified(target)
             return target
         if not path.is_file():
             continue
@@ -149,6 +153,7 @@ def verified_copy(url: str, sha256: str, store: Path, finder: Finder, *, name: s
         except _Mismatch as exc:
             wrong.append(f"{path} (sha256 {exc.args[0][:12]}…)")
             continue
+        _mark_verified(target)
         return target
     if wrong:
         raise IntegrityError(f"{file_name} does not match pixi.lock (sha256 {sha256[:12]}… expected; found {wrong[0]})",
@@ -157,6 +162,33 @@ def verified_copy(url: str, sha256: str, store: Path, finder: Finder, *, name: s
     raise BadInput(f"locked file {file_name} is nowhere to be found ({url})",
                    fix="restore the wheelhouse/channel it came from, add a [tool.resolver.mirrors] entry for it, "
                        "or run `python -m resolver lock` again")
+
+
+def _stamp(target: Path) -> str:
+    stat = target.stat()
+    return f"{stat.st_size} {stat.st_mtime_ns} {stat.st_ino}"
+
+
+def _still_verified(target: Path) -> bool:
+    """A copy verified before and untouched since (same size, mtime and inode; made read-only then):
+    re-hashing 200 MB of torch on every install would cost more than the rest of the install."""
+    try:
+        return (target.parent / ".verified").read_text(encoding="utf-8") == _stamp(target)
+    except OSError:
+        return False
+
+
+def _mark_verified(target: Path) -> None:
+    """Record the verified copy's stamp (once: a chmod or a rewrite on every install would change its
+    ctime, and uv unpacks a wheel again whenever that changes)."""
+    if _still_verified(target):
+        return
+    try:
+        if target.stat().st_mode & 0o222:
+            target.chmod(0o444)
+        (target.parent / ".verified").write_text(_stamp(target), encoding="utf-8")
+    except OSError:  # a read-only cache: the next install hashes again
+        pass
 
 
 class _Mismatch(Exception):

@@ -4,7 +4,6 @@ problem one sentence naming the file and the row, and a parse cache keyed by the
 from __future__ import annotations
 
 import json
-import os
 import re
 import zlib
 from pathlib import Path
@@ -77,14 +76,16 @@ def _read_tables(folder: Path, cache: bool) -> dict[str, dict]:
 
 
 def _cache_file(blobs: dict[str, bytes]) -> Path | None:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not base or base.startswith("~"):
+    from resolver.paths import user_cache_dir
+
+    base = user_cache_dir()
+    if base is None:
         return None
     # crc32 + adler32 + length of the concatenated tables: a 64-bit content key without importing hashlib
     # (OpenSSL's import costs more than the whole lookup)
     data = b"".join(name.encode() + b"\0" + blobs[name] + b"\0" for name in sorted(blobs))
     key = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}"
-    return Path(base) / "mamba-resolver" / f"knowledge-{key}.json"
+    return base / f"knowledge-{key}.json"
 
 
 def _parse_toml(path: Path, blob: bytes) -> dict:

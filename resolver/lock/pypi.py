@@ -1,4 +1,4 @@
-"""The PyPI side of a lock: uv resolves (``uv pip compile --format pylock.toml``), we record each wheel.
+"""The PyPI side of a lock: uv resolves (``uv pip compile --generate-hashes``), we record each wheel.
 
 uv is given every source explicitly (:mod:`resolver.uv`): the environment's indexes, the plan's
 PyTorch index, ``[tool.resolver]`` mirrors and wheelhouses, and pip's own configuration (index-url,
@@ -6,28 +6,39 @@ extra-index-url, find-links, constraints, no-index) read from pip.conf and ``PIP
 for the environment's conda Python and the target platform (its glibc), never this host. Remote
 indexes that cannot be reached are left out with a note instead of costing minutes of retries.
 
-Each artefact keeps what pixi.lock records: its location and sha256 (from the pylock), and its
-``requires_dist`` / ``requires_python`` from the wheel's METADATA: read from the file when it is
-local, else from the index's PEP 658 ``.metadata`` file, else from the wheel downloaded into the
-verified store (where install will find it); kept by sha256 in ``.resolver/cache/metadata``.
+uv names, per package, the pinned version, the sha256 of every file of it that fits the target and
+the source it came from (``--emit-index-annotation``). The file itself is then looked up at that
+source (an index's PEP 691/503 page, a wheelhouse folder) by those hashes, the best-fitting wheel
+taken as uv would (:func:`resolver.platforms.wheel_rank`), and remembered by sha256 in
+``.resolver/cache/files.json``: a warm lock asks nothing of the network but uv's own revalidation.
+(uv's ``--format pylock.toml`` names the files itself, but costs twice the whole resolve.)
+
+Each artefact keeps what pixi.lock records: its location and sha256, and its ``requires_dist`` /
+``requires_python`` from the wheel's METADATA: read from the file when it is local, else from the
+index's PEP 658 ``.metadata`` file, else from the wheel downloaded into the verified store (where
+install will find it); kept by sha256 in ``.resolver/cache/metadata``.
 
 >>> canonical_name("Typing_Extensions")
 'typing-extensions'
+>>> text = "a-b==1.0 --hash=sha256:" + "ab" * 32 + "\\n    # from https://pypi.org/simple\\n"
+>>> [(p.name, p.version, len(p.hashes), p.source) for p in parse_pins(text)]
+[('a-b', '1.0', 1, 'https://pypi.org/simple')]
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
-import shutil
-import sys
 import tempfile
+import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Callable
+from urllib.parse import unquote, urljoin
 
 from resolver import uv
 from resolver.errors import BadInput, ResolverError, SourceUnreachable
@@ -37,12 +48,7 @@ from resolver.lock.lockfile import PypiArtifact
 from resolver.lock.pipconfig import read_pip_config
 from resolver.names import check_requirement
 from resolver.net import reachable
-from resolver.platforms import uv_platform
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from resolver.platforms import uv_platform, wheel_rank
 
 METADATA_LIMIT = 4 << 20  # a METADATA file is a few kB; a "metadata" past this is not one
 
@@ -62,13 +68,6 @@ class PypiRequest:
 class PypiResolution:
     artifacts: tuple[PypiArtifact, ...]
     skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached
-
-
-def find_interpreter(python: str) -> str | None:
-    """An interpreter of this host for Python ``X.Y``: the running one, else ``pythonX.Y`` on PATH."""
-    if f"{sys.version_info.major}.{sys.version_info.minor}" == python:
-        return sys.executable
-    return shutil.which(f"python{python}")
 
 
 def resolve(request: PypiRequest, cache: Path, *, info: Callable[[str], None] = lambda text: None) -> PypiResolution:
@@ -95,38 +94,142 @@ def resolve(request: PypiRequest, cache: Path, *, info: Callable[[str], None] = 
     with tempfile.TemporaryDirectory(prefix="resolver-uv-") as tmp:
         wanted = Path(tmp) / "requirements.in"
         wanted.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
-        output = Path(tmp) / "pylock.toml"
-        done = uv.compile_pylock(wanted, output, python=request.python,
-                                 platform=uv_platform(request.platform, request.glibc), flags=flags)
+        output = Path(tmp) / "requirements.txt"
+        done = uv.compile_pins(wanted, output, python=request.python,
+                               platform=uv_platform(request.platform, request.glibc), flags=flags)
         if done.timed_out:
             raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
                                     "minutes", fix="check that the configured indexes answer, or point the sources "
                                                    "at a mirror ([tool.resolver])")
         if done.returncode != 0 or not output.is_file():
             raise _resolution_failure(done.stderr or done.stdout, skipped)
-        pylock = tomllib.loads(output.read_text(encoding="utf-8"))
-    picked = [_wheel_of(package) for package in pylock.get("packages", [])]
+        pins = parse_pins(output.read_text(encoding="utf-8"))
+    files = _Files(cache / "files.json", python=request.python, platform=request.platform, glibc=request.glibc)
     store = _MetadataStore(cache / "metadata", cache.parent / "verified")
+
+    def artifact(pin: Pin) -> PypiArtifact:
+        url, sha = files.locate(pin)
+        return store.artifact(pin.name, pin.version, url, sha)
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        artifacts = list(pool.map(lambda item: store.artifact(*item), picked))
+        artifacts = list(pool.map(artifact, pins))
+    files.save()
     store.save()
     return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped))
 
 
-def _wheel_of(package: dict) -> tuple[str, str, str, str]:
-    """(name, version, url, sha256) of the one wheel uv chose for the target."""
-    name = canonical_name(str(package.get("name", "")))
-    wheels = package.get("wheels") or []
-    if not wheels:
-        raise BadInput(f"{name} has no wheel for this target (only a source distribution)",
-                       fix="build a wheel of it and put it in a wheelhouse (RESOLVER_FIND_LINKS), or pin a version "
-                           "that has wheels")
-    wheel = wheels[0]  # uv lists the wheels that fit the --python-platform; the first is its choice
-    sha = str((wheel.get("hashes") or {}).get("sha256", ""))
-    url = str(wheel.get("url") or "")
-    if not url and wheel.get("path"):
-        url = Path(str(wheel["path"])).resolve().as_uri()
-    return name, str(package.get("version", "")), url, sha
+@dataclass(frozen=True)
+class Pin:
+    """One line of uv's output: a pinned version, the hashes of its files that fit, where it came from."""
+
+    name: str
+    version: str
+    hashes: tuple[str, ...]
+    source: str | None
+
+
+def parse_pins(text: str) -> list[Pin]:
+    pins: list[Pin] = []
+    for block in re.split(r"\n(?=[A-Za-z0-9])", text.strip()):
+        head = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s\\;]+)", block)
+        if not head:
+            continue
+        source = re.search(r"#\s*from\s+(\S+)", block)
+        pins.append(Pin(canonical_name(head.group(1)), head.group(2), tuple(re.findall(r"--hash=sha256:([0-9a-f]{64})", block)),
+                        source.group(1) if source else None))
+    return pins
+
+
+class _Files:
+    """Where each pinned file lives, found at the source uv took it from, remembered by sha256."""
+
+    def __init__(self, path: Path, *, python: str, platform: str, glibc: str | None) -> None:
+        self.path, self.python, self.platform, self.glibc = path, python, platform, glibc
+        try:
+            self.known: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.known = {}
+        self.lock = threading.Lock()
+        self.changed = False
+
+    def locate(self, pin: Pin) -> tuple[str, str]:
+        """(url, sha256) of the wheel of ``pin`` that fits the target best."""
+        if any(h not in self.known for h in pin.hashes) and pin.source:
+            listing = _listing(pin.source, pin.name, pin.version)
+            with self.lock:
+                for file_name, url, sha in listing:
+                    if sha in pin.hashes and sha not in self.known:  # an index page lists every release
+                        self.known[sha] = {"url": url, "file": file_name}
+                        self.changed = True
+        ranked = sorted((rank, self.known[h]["url"], h) for h in pin.hashes if h in self.known
+                        for rank in [wheel_rank(self.known[h]["file"], self.python, self.platform, self.glibc)]
+                        if rank is not None)
+        if not ranked:
+            raise BadInput(f"no wheel of {pin.name} {pin.version} for Python {self.python} on {self.platform} was "
+                           f"found at {pin.source or 'the configured sources'}",
+                           fix="check that the source still serves it, or add a wheelhouse that has it (--find-links)")
+        return ranked[0][1], ranked[0][2]
+
+    def save(self) -> None:
+        _save_cache(self.path, self.known, self.changed)
+
+
+def _listing(source: str, name: str, version: str) -> list[tuple[str, str, str]]:
+    """(file name, url, sha256) of the files of project ``name`` at ``source``: a PEP 691/503 index
+    (remote or ``file://``) or a wheelhouse (a folder, or a page of links)."""
+    from resolver.net import fetch_bytes
+
+    folder = local_path(source)
+    if folder is not None and folder.is_dir() and not (folder / name / "index.html").is_file() \
+            and not (folder / name).is_dir():
+        return [(p.name, p.resolve().as_uri(), _file_sha(p)) for p in sorted(folder.glob("*.whl"))
+                if canonical_name(p.name.split("-")[0]) == name and p.name.split("-")[1:2] == [version]]
+    if folder is not None:
+        page = folder / name / "index.html"
+        try:
+            return _links(page.read_text(encoding="utf-8", errors="replace")[:16 << 20], page.as_uri())
+        except OSError:
+            return []
+    page_url = source.rstrip("/") + f"/{name}/"
+    data = fetch_bytes(page_url, limit=64 << 20, accept="application/vnd.pypi.simple.v1+json, text/html;q=0.1")
+    if data is None:  # a find-links page rather than an index
+        data = fetch_bytes(source, limit=64 << 20)
+        page_url = source
+    if data is None:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    if text.lstrip().startswith("{"):
+        try:
+            files = json.loads(text).get("files") or []
+        except ValueError:
+            files = []
+        return [(str(f.get("filename")), urljoin(page_url, str(f.get("url"))), str((f.get("hashes") or {}).get("sha256", "")))
+                for f in files if f.get("filename")]
+    return _links(text, page_url)
+
+
+def _links(text: str, base: str) -> list[tuple[str, str, str]]:
+    out = []
+    for href in re.findall(r'href="([^"]+)"', text):
+        target = html.unescape(href)
+        url, _, fragment = target.partition("#")
+        sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else ""
+        out.append((unquote(url.rsplit("/", 1)[-1]), urljoin(base, url), sha))
+    return out
+
+
+_FILE_SHAS: dict[tuple[str, int, int], str] = {}
+
+
+def _file_sha(path: Path) -> str:
+    """A wheelhouse file's sha256 (remembered per size and mtime for this run)."""
+    from resolver.fs import sha256_of
+
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _FILE_SHAS:
+        _FILE_SHAS[key] = sha256_of(path)
+    return _FILE_SHAS[key]
 
 
 class _MetadataStore:
@@ -168,11 +271,15 @@ class _MetadataStore:
         return _metadata_from_wheel(here)
 
     def save(self) -> None:
-        if self.changed:
-            try:
-                write_json_atomic(self.file, self.known, label="metadata")
-            except OSError:  # a cache is an optimisation
-                pass
+        _save_cache(self.file, self.known, self.changed)
+
+
+def _save_cache(path: Path, data: dict, changed: bool) -> None:
+    if changed:
+        try:
+            write_json_atomic(path, data, label="cache")
+        except OSError:  # a cache is an optimisation
+            pass
 
 
 def _metadata_from_wheel(wheel: Path) -> str:

@@ -10,7 +10,9 @@ For each patch of the registry and the ROCm root at hand:
 * an unknown header: ``refused`` unless ``force``; forced, the structural fix runs and every
   rewritten definition (function, line, before, after) is reported.
 
-The request and report types are in :mod:`resolver.patch.report`.
+The request and report types are in :mod:`resolver.patch.report`. (Over 400 lines on purpose: the
+apply, check and revert paths share one run's state in ``_Worker``, and each path's refusals read
+the same guarded overlay paths; split apart they would hand that state around.)
 """
 
 from __future__ import annotations

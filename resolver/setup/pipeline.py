@@ -14,15 +14,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from resolver.errors import Busy, ResolverError
+from resolver.errors import ResolverError
 from resolver.fs import write_json_atomic
+from resolver.paths import project_lock  # noqa: F401  (setup and the commands hold it)
 
 
 def digest(*parts: Any) -> str:
@@ -64,51 +64,6 @@ class Stamps:
     def clear(self, step: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self._path(step).unlink()
-
-
-@contextlib.contextmanager
-def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None,
-                 read_only: bool = False) -> Iterator[None]:
-    """Hold an exclusive lock on the project (``.resolver/state/project.lock``) for a whole run.
-
-    A second concurrent run waits (saying so once) or, with ``wait=False``, fails with :class:`Busy`.
-    The lock is an OS file lock, so a killed holder releases it automatically. ``read_only`` (a dry
-    run) writes nothing: it waits for a run that holds the lock but neither creates the file nor
-    records itself in it.
-    """
-    path = state_dir / "project.lock"
-    if read_only and not path.is_file():
-        yield  # no run has ever held this project: nothing to wait for, nothing to create
-        return
-    if not read_only:
-        state_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "r" if read_only else "a+", encoding="utf-8")
-    try:
-        if os.name == "nt":  # pragma: no cover - msvcrt locking on Windows
-            import msvcrt
-
-            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK if wait else msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = path.read_text(encoding="utf-8").strip() or "another resolver"
-                if not wait:
-                    raise Busy(f"another resolver run holds the project ({holder})",
-                               fix="wait for it to finish, or run again without --no-wait to queue behind it") from None
-                if on_wait:
-                    on_wait(f"waiting for another resolver run to finish ({holder}) ...")
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        if not read_only:
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()}, started {time.strftime('%H:%M:%S')}")
-            handle.flush()
-        yield
-    finally:
-        handle.close()
 
 
 @dataclass
