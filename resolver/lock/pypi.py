@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import tempfile
 import threading
@@ -104,7 +105,8 @@ def resolve(request: PypiRequest, cache: Path, *, info: Callable[[str], None] = 
         if done.returncode != 0 or not output.is_file():
             raise _resolution_failure(done.stderr or done.stdout, skipped)
         pins = parse_pins(output.read_text(encoding="utf-8"))
-    files = _Files(cache / "files.json", python=request.python, platform=request.platform, glibc=request.glibc)
+    files = _Files(cache / "files.json", cache.parent / "verified", python=request.python, platform=request.platform,
+                   glibc=request.glibc)
     store = _MetadataStore(cache / "metadata", cache.parent / "verified")
 
     def artifact(pin: Pin) -> PypiArtifact:
@@ -143,8 +145,8 @@ def parse_pins(text: str) -> list[Pin]:
 class _Files:
     """Where each pinned file lives, found at the source uv took it from, remembered by sha256."""
 
-    def __init__(self, path: Path, *, python: str, platform: str, glibc: str | None) -> None:
-        self.path, self.python, self.platform, self.glibc = path, python, platform, glibc
+    def __init__(self, path: Path, verified: Path, *, python: str, platform: str, glibc: str | None) -> None:
+        self.path, self.verified, self.python, self.platform, self.glibc = path, verified, python, platform, glibc
         try:
             self.known: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -155,7 +157,8 @@ class _Files:
     def locate(self, pin: Pin) -> tuple[str, str]:
         """(url, sha256) of the wheel of ``pin`` that fits the target best."""
         if any(h not in self.known for h in pin.hashes) and pin.source:
-            listing = _listing(pin.source, pin.name, pin.version)
+            listing = [(file_name, url, sha or self._hash_of_download(url, file_name, pin))
+                       for file_name, url, sha in _listing(pin.source, pin.name, pin.version)]
             with self.lock:
                 for file_name, url, sha in listing:
                     if sha in pin.hashes and sha not in self.known:  # an index page lists every release
@@ -170,8 +173,33 @@ class _Files:
                            fix="check that the source still serves it, or add a wheelhouse that has it (--find-links)")
         return ranked[0][1], ranked[0][2]
 
+    def _hash_of_download(self, url: str, file_name: str, pin: Pin) -> str:
+        """The sha256 of a file a page lists without one (a plain find-links page): the file of ``pin``
+        that fits the target is downloaded once into the verified store, where install and the METADATA
+        read find it; other files are not fetched."""
+        from resolver.net import download
+
+        if local_path(url) is not None or not _names_release(file_name, pin) or \
+                wheel_rank(file_name, self.python, self.platform, self.glibc) is None:
+            return ""
+        incoming = download(url, self.verified / ".incoming" / f"{os.getpid()}-{threading.get_ident()}-{file_name}",
+                            what=file_name)
+        sha = _file_sha(incoming)
+        if sha not in pin.hashes:
+            incoming.unlink(missing_ok=True)
+            return sha
+        kept = self.verified / sha[:2] / sha / download_name(url)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(incoming, kept)
+        return sha
+
     def save(self) -> None:
         _save_cache(self.path, self.known, self.changed)
+
+
+def _names_release(file_name: str, pin: Pin) -> bool:
+    parts = file_name.split("-")
+    return len(parts) > 2 and canonical_name(parts[0]) == pin.name and parts[1] == pin.version
 
 
 def _listing(source: str, name: str, version: str) -> list[tuple[str, str, str]]:
