@@ -572,6 +572,10 @@ def test_sources_named_on_the_command_line_are_remembered_for_install(served, tm
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert Sources.load(project.root).conda_channels == (str(conda_channel),)
+    again = subprocess.run([*cmd, "lock", "--target", "cpu", "--json"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-2000:]  # no flag: the channel named before still answers
+    assert Sources.load(project.root).conda_channels == (str(conda_channel),)
+    assert not any(e["fallback"] for e in json.loads(again.stdout)["locked"]), again.stdout
     done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["kind"] == "conda"

@@ -19,7 +19,8 @@ Lists in environment variables are separated by commas or whitespace. Relative p
 from the project root. pip's own configuration (pip.conf, ``PIP_*``) always applies on top.
 What flags and environment variables set for a successful ``lock`` is remembered for this checkout
 only (``.resolver/state/sources.json``, between pixi.toml and the environment variables), so
-``install`` after ``lock --channel DIR`` finds the files where the lock did.
+``install`` after ``lock --channel DIR`` finds the files where the lock did, and a later ``lock``
+without the flag uses the same channel (a new flag replaces it; delete the file to forget it).
 
 >>> s = Sources(mirrors=(("https://download.pytorch.org/whl", "https://mirror.example/torch"),))
 >>> s.mirror("https://download.pytorch.org/whl/cu126")
@@ -74,7 +75,7 @@ class Sources:
                 origins[key] = f"{name} [tool.resolver]"
         for key, value in _remembered(root).items():
             merged[key] = value
-            origins[key] = f"the last lock here ({REMEMBERED})"
+            origins[key] = _REMEMBERED_ORIGIN
         for key, var in ENV_VARS.items():
             if environ.get(var, "").strip():
                 merged[key] = environ[var] if key == "torch-index" else _split(environ[var])
@@ -102,11 +103,12 @@ class Sources:
             origins=tuple(sorted(origins.items())))
 
     def remember(self, root: Path) -> None:
-        """Keep what flags and environment variables set, for the next run in this checkout."""
+        """Keep what flags and environment variables set, for the next run in this checkout (what an
+        earlier lock remembered stays until a flag or variable sets that key again)."""
         from resolver.fs import write_json_atomic
 
         chosen = {key: getattr(self, key.replace("-", "_")) for key, origin in self.origins
-                  if key in ENV_VARS and (origin == "command line" or origin.startswith("$"))}
+                  if key in ENV_VARS and (origin in ("command line", _REMEMBERED_ORIGIN) or origin.startswith("$"))}
         path = root / REMEMBERED
         if chosen or path.is_file():
             write_json_atomic(path, {k: list(v) if isinstance(v, tuple) else v for k, v in sorted(chosen.items())},
@@ -156,6 +158,7 @@ class Sources:
 
 
 REMEMBERED = ".resolver/state/sources.json"
+_REMEMBERED_ORIGIN = f"the last lock here ({REMEMBERED})"
 
 
 def _remembered(root: Path) -> dict[str, Any]:
