@@ -30,6 +30,9 @@ from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  
 from resolver.errors import IntegrityError, ResolverError  # noqa: E402
 from resolver.fs import sha256_of  # noqa: E402
 from resolver.knowledge import Knowledge  # noqa: E402
+from resolver.lock.canonical import Canonicalizer  # noqa: E402
+from resolver.lock.lockfile import read_lock  # noqa: E402
+from resolver.lock.manifest import Manifest  # noqa: E402
 from resolver.lock.sources import Sources  # noqa: E402
 from resolver.paths import ProjectPaths  # noqa: E402
 from resolver.versions import DottedVersion  # noqa: E402
@@ -228,6 +231,36 @@ def test_lock_is_deterministic_and_current(locked, tmp_path, served, conda_chann
     assert lock.lock_is_current(project, cpu_plan())
     assert lock.lock_is_current(project, cuda_plan())
     assert not lock.lock_is_current(project, cpu_plan(python="3.12"))
+
+
+def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(locked, monkeypatch):
+    """A re-lock starts uv with the Python the previous lock holds while conda solves; when the solve
+    gives another Python (a stale hint), uv runs again for the solved one and the lock is the same."""
+    from resolver import uv
+    from resolver.lock import _conda_python
+
+    project, _, _ = locked
+    pythons: list[str] = []
+    real = uv.compile_pins
+
+    def counted(*args, **kwargs):
+        pythons.append(kwargs["python"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(uv, "compile_pins", counted)
+    first = project.lockfile.read_bytes()
+    solved = _conda_python(next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.subdir == "linux-64"))
+    lock.lock_plans(project, [cpu_plan()])
+    assert pythons == [solved] and project.lockfile.read_bytes() == first
+    pythons.clear()
+    manifest = Manifest.load(project.manifest)
+    spec_platform = manifest.environment("cpu").platforms[0]
+    env, _ = lock.lock_environment(project, manifest, "cpu", spec_platform, Sources.load(project.root),
+                                   Canonicalizer(Sources.load(project.root), project.cache, project.root),
+                                   python_hint="3.11.0")
+    assert sorted(pythons) == sorted(["3.11.0", solved]) and solved != "3.11.0"
+    again = next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.name == spec_platform.name)
+    assert [(a.name, a.version, a.sha256) for a in env.pypi] == [(a.name, a.version, a.sha256) for a in again.pypi]
 
 
 def test_relocking_one_target_keeps_the_others_byte_for_byte(locked, tmp_path, served, conda_channel):

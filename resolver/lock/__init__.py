@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -106,7 +107,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                 continue
             started = time.monotonic()
             env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                            no_conda=no_conda, no_pypi=no_pypi, info=info)
+                                            no_conda=no_conda, no_pypi=no_pypi, info=info,
+                                            python_hint=_conda_python(old.get(platform.name)))
             envs.append(env)
             torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
             reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
@@ -149,60 +151,85 @@ def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
                      canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
-                     info: Info = lambda text: None) -> tuple[LockedEnv, tuple[str, ...]]:
-    """Resolve one environment for one platform."""
-    from resolver.lock import pypi
+                     info: Info = lambda text: None, python_hint: str | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
+    """Resolve one environment for one platform.
 
+    The PyPI part needs the conda python's exact version (markers); with ``python_hint`` (the one the
+    previous lock holds) uv starts at once, beside the conda solve, and its answer is used only when
+    the solve gives that same Python; otherwise it is resolved again for the one solved."""
     spec = manifest.environment(name, platform.subdir)
-    channels = tuple(channel_url(c) for c in spec.channels)
-    records: list[Any] = []
-    fallback = False
-    python = _python_of_spec(spec)
-    python_full: str | None = None  # the conda python's X.Y.Z, when solved
-    if spec.conda and no_conda:
-        fallback = True
-        python = _fallback_python(spec, name, "--no-conda skips the conda channels", "lock without --no-conda")
-    elif spec.conda:
-        solve_channels = sources.channels_for(list(spec.channels))
-        info(f"solving conda packages for {name} ({platform.name}): {', '.join(spec.conda_specs())}")
-        try:
-            solved = solve(solve_channels, spec.conda_specs(), platform.subdir, platform.solve_virtual_packages())
-        except SourceUnreachable as exc:
-            if solve_channels != list(channels):  # mirrors the user named must answer: no silent fallback
-                raise
-            fallback = True
-            python = _fallback_python(spec, name, exc.message, exc.fix)
-            info(f"note: {exc.message}: environment {name} falls back to a virtual environment of this machine's "
-                 "Python (not installable by pixi until locked where a conda channel answers)")
-        else:
-            records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
-            python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
-            python = ".".join(python_full.split(".")[:2]) if python_full else python
-    artifacts: tuple = ()
-    skipped: tuple[str, ...] = ()
     requirements = [] if no_pypi else spec.pypi_requirements()
-    if requirements:
-        if python is None:
-            raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
-                           "python pin in its [dependencies])",
-                           fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
-        info(f"resolving PyPI packages for {name} ({platform.name}, Python {python_full or python}) with uv")
-        pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
-        extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
-        resolution = pypi.resolve(pypi.PypiRequest(
-            requirements=tuple(requirements), python=python_full or python, platform=platform.subdir,
-            glibc=platform.glibc,
-            index_url=sources.mirror(spec.index_url) if spec.index_url else None,
-            extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
-                *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
-            find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-            project.cache / "pypi", info=info)
-        artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
-        skipped = resolution.skipped_indexes
+    with ThreadPoolExecutor(max_workers=1) as ahead:
+        early = ahead.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python_hint, info) \
+            if requirements and python_hint and spec.conda and not no_conda else None
+        records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
+                                                              no_conda=no_conda, info=info)
+        artifacts: tuple = ()
+        skipped: tuple[str, ...] = ()
+        if requirements:
+            if python is None:
+                raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
+                               "python pin in its [dependencies])",
+                               fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
+            wanted_python = python_full or python
+            info(f"resolving PyPI packages for {name} ({platform.name}, Python {wanted_python}) with uv")
+            if early is not None and wanted_python == python_hint:
+                resolution = early.result()
+            else:
+                resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info)
+            artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
+            skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
     locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))
-    return LockedEnv(name, locked, channels, tuple(records), artifacts, indexes, fallback=fallback,
-                     python=python), skipped
+    return LockedEnv(name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts, indexes,
+                     fallback=fallback, python=python), skipped
+
+
+def _solve_conda(spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources, canonical: Canonicalizer, *,
+                 no_conda: bool, info: Info) -> tuple[list[Any], str | None, str | None, bool]:
+    """(records, python X.Y, the conda python's X.Y.Z or None, whether the environment falls back)."""
+    channels = tuple(channel_url(c) for c in spec.channels)
+    python = _python_of_spec(spec)
+    if spec.conda and no_conda:
+        return [], _fallback_python(spec, name, "--no-conda skips the conda channels", "lock without --no-conda"), \
+            None, True
+    if not spec.conda:
+        return [], python, None, False
+    solve_channels = sources.channels_for(list(spec.channels))
+    info(f"solving conda packages for {name} ({platform.name}): {', '.join(spec.conda_specs())}")
+    try:
+        solved = solve(solve_channels, spec.conda_specs(), platform.subdir, platform.solve_virtual_packages())
+    except SourceUnreachable as exc:
+        if solve_channels != list(channels):  # mirrors the user named must answer: no silent fallback
+            raise
+        info(f"note: {exc.message}: environment {name} falls back to a virtual environment of this machine's "
+             "Python (not installable by pixi until locked where a conda channel answers)")
+        return [], _fallback_python(spec, name, exc.message, exc.fix), None, True
+    records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
+    python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
+    return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
+
+
+def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources,
+                  requirements: list[str], python: str, info: Info = lambda text: None):
+    from resolver.lock import pypi
+
+    pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
+    extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
+    return pypi.resolve(pypi.PypiRequest(
+        requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
+        index_url=sources.mirror(spec.index_url) if spec.index_url else None,
+        extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
+            *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
+        find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
+        project.cache / "pypi", info=info)
+
+
+def _conda_python(env: LockedEnv | None) -> str | None:
+    """The exact version of the conda python a previous lock of this environment holds."""
+    if env is None or env.fallback:
+        return None
+    return next((str(r.version) for r in env.conda if r.name.normalized == "python"), None)
 
 
 def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str:
