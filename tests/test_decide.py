@@ -323,6 +323,45 @@ def test_cli_json_and_refusal(tmp_path) -> None:
     assert human.returncode == 0 and "trace:" in human.stdout and "cu126" in human.stdout
 
 
+def test_what_the_plan_memo_leaves_out_of_its_key_changes_no_plan() -> None:
+    from resolver.planning import NOT_DECIDED_ON
+
+    for machine in (cpu(), nvidia(V100), nvidia(H100), amd(MI250X, rocm="6.0.2")):
+        plans = []
+        for value in (1, 10**7):
+            profile = HardwareProfile.from_json({**machine, **{k: value for k in NOT_DECIDED_ON}})
+            plans.append(decide(profile, Request(), KNOWLEDGE).plan.to_json())
+        assert plans[0] == plans[1]
+
+
+def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatch) -> None:
+    """A second `plan` prints the remembered answer, byte for byte what deciding again prints; a memo
+    of other inputs (another profile, other decision code) is never taken."""
+    from resolver import planning
+
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps(nvidia(H100)))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first, second = (_cli("--profile", str(path), "--json") for _ in range(2))
+    assert first.returncode == 0 and first.stdout == second.stdout
+    memos = list((tmp_path / "cache" / "mamba-resolver" / "plans").glob("*.json"))
+    assert len(memos) == 1
+    human = _cli("--profile", str(path), "--quiet")
+    assert human.returncode == 0 and "trace:" not in human.stdout and "kernels" in human.stdout
+    profile = HardwareProfile.from_file(path)
+    memo = planning.PlanMemo(profile, "auto", None)
+    assert memo.file == memos[0] and memo.recall()["plan"] == json.loads(first.stdout)
+    monkeypatch.setattr(planning, "_code_stamp", lambda: [["decide/rules.py", 1, 2]])  # the code changed
+    assert planning.PlanMemo(profile, "auto", None).recall() is None
+    monkeypatch.undo()
+    other = json.loads(memos[0].read_text())
+    other["inputs"] = other["inputs"].replace("H100", "A100")  # a colliding file written for other inputs
+    other["answer"]["plan"]["backend"] = "wrong"
+    memos[0].write_text(json.dumps(other))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert json.loads(_cli("--profile", str(path), "--json").stdout) == json.loads(first.stdout)
+
+
 def test_cli_bad_python(tmp_path) -> None:
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps(cpu()))

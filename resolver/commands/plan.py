@@ -23,34 +23,46 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    from resolver.decide import decide
-    from resolver.decide.model import Request, Target
-    from resolver.errors import BadInput
-    from resolver.knowledge import Knowledge
-    from resolver.probe.profile import HardwareProfile
-    from resolver.versions import DottedVersion
+    from resolver.planning import PlanMemo
 
-    target = Target.parse(args.target)
-    python = None
-    if args.python is not None:
-        try:
-            python = DottedVersion.parse(args.python)
-        except ValueError:
-            python = None
-        if python is None or len(python.parts) < 2 or python.major != 3:
-            raise BadInput(f"--python {args.python!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
     if args.profile is not None:
+        from resolver.probe.profile import HardwareProfile
+
         profile = HardwareProfile.from_file(args.profile)
     else:
         from resolver.planning import probe_here
 
         profile = probe_here()
+    memo = PlanMemo(profile, args.target, args.python)
+    answer = memo.recall()
+    if answer is None:
+        plan = _decide(profile, args.target, args.python)
+        answer = {"plan": plan.to_json(), "human": _human(plan, verbose=True), "brief": _human(plan, verbose=False)}
+        memo.keep(answer)
+    out.result(answer["plan"], human=answer["human" if args.trace or not args.quiet else "brief"])
+    return 0
+
+
+def _decide(profile, target_text: str, python_text: str | None):
+    from resolver.decide import decide
+    from resolver.decide.model import Request, Target
+    from resolver.errors import BadInput
+    from resolver.knowledge import Knowledge
+    from resolver.versions import DottedVersion
+
+    target = Target.parse(target_text)
+    python = None
+    if python_text is not None:
+        try:
+            python = DottedVersion.parse(python_text)
+        except ValueError:
+            python = None
+        if python is None or len(python.parts) < 2 or python.major != 3:
+            raise BadInput(f"--python {python_text!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
     outcome = decide(profile, Request(target=target, python=python), Knowledge.load())
     if outcome.plan is None:
         raise outcome.refusal
-    plan = outcome.plan
-    out.result(plan.to_json(), human=_human(plan, verbose=args.trace or not args.quiet))
-    return 0
+    return outcome.plan
 
 
 def _human(plan, verbose: bool) -> str:
