@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Sequence
 
@@ -26,8 +27,16 @@ RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build fetches metadat
 INSTALL_TIMEOUT_S = 3600
 
 
+_FINDING = threading.Lock()  # uv's own finder reads sysconfig, whose first read is not thread-safe
+
+
 def binary() -> str:
     """The uv executable: the one the ``uv`` package installed with the resolver, else uv on PATH."""
+    with _FINDING:  # lock starts several resolves in threads
+        return _find()
+
+
+def _find() -> str:
     try:
         from uv import find_uv_bin
 

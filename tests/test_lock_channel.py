@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -234,7 +235,7 @@ def test_lock_is_deterministic_and_current(locked, tmp_path, served, conda_chann
 
 
 def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(locked, monkeypatch):
-    """A re-lock starts uv with the Python the previous lock holds while conda solves; when the solve
+    """A re-lock starts uv with the Python the previous lock solved while conda solves; when the solve
     gives another Python (a stale hint), uv runs again for the solved one and the lock is the same."""
     from resolver import uv
     from resolver.lock import _conda_python
@@ -255,9 +256,11 @@ def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(
     pythons.clear()
     manifest = Manifest.load(project.manifest)
     spec_platform = manifest.environment("cpu").platforms[0]
-    env, _ = lock.lock_environment(project, manifest, "cpu", spec_platform, Sources.load(project.root),
-                                   Canonicalizer(Sources.load(project.root), project.cache, project.root),
-                                   python_hint="3.11.0")
+    sources = Sources.load(project.root)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stale = lock._start_pypi(pool, project, manifest, "cpu", spec_platform, sources, "3.11.0", lambda text: None)
+        env, _ = lock.lock_environment(project, manifest, "cpu", spec_platform, sources,
+                                       Canonicalizer(sources, project.cache, project.root), early=stale)
     assert sorted(pythons) == sorted(["3.11.0", solved]) and solved != "3.11.0"
     again = next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.name == spec_platform.name)
     assert [(a.name, a.version, a.sha256) for a in env.pypi] == [(a.name, a.version, a.sha256) for a in again.pypi]

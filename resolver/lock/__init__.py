@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -87,32 +87,41 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     changed = manifest.dumps().encode() != before
     notes: list[str] = []
-    existing = _existing_lock(project, notes, info)
-    canonical = Canonicalizer(sources, project.cache, project.root)
-    envs: list[LockedEnv] = []
-    reports: list[EnvLockReport] = []
-    carried: list[str] = []
-    for name in manifest.environment_names():
-        spec = manifest.environment(name)
-        old = {e.platform.name: e for e in existing.get(name, [])}
-        for platform in spec.platforms:
-            kept = old.get(platform.name)
-            if kept is None and name in existing and not spec.conda and not spec.pypi:
-                kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
-                                                      tuple(platform.lock_virtual_packages())),
-                                 tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
-            if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
-                envs.append(kept.with_manifest(spec))
-                carried.append(name)
-                continue
-            started = time.monotonic()
-            env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                            no_conda=no_conda, no_pypi=no_pypi, info=info,
-                                            python_hint=_conda_python(old.get(platform.name)))
-            envs.append(env)
-            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                         skipped, time.monotonic() - started, env.fallback))
+    with ThreadPoolExecutor(max_workers=4) as ahead:
+        # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
+        pythons = {} if no_pypi or no_conda else _stored_pythons(project, list(wanted))
+        early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
+                 if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
+                                          pythons.get((name, platform.name)), info))}
+        existing = _existing_lock(project, notes, info)
+        canonical = Canonicalizer(sources, project.cache, project.root)
+        envs: list[LockedEnv] = []
+        reports: list[EnvLockReport] = []
+        carried: list[str] = []
+        for name in manifest.environment_names():
+            spec = manifest.environment(name)
+            old = {e.platform.name: e for e in existing.get(name, [])}
+            for platform in spec.platforms:
+                kept = old.get(platform.name)
+                if kept is None and name in existing and not spec.conda and not spec.pypi:
+                    kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
+                                                          tuple(platform.lock_virtual_packages())),
+                                     tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
+                if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
+                    envs.append(kept.with_manifest(spec))
+                    carried.append(name)
+                    continue
+                guess = early.get((name, platform.name))
+                if guess is None and not no_pypi and not no_conda:
+                    guess = _start_pypi(ahead, project, manifest, name, platform, sources,
+                                        _conda_python(old.get(platform.name)), info)
+                started = time.monotonic()
+                env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
+                                                no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess)
+                envs.append(env)
+                torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+                reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
+                                             skipped, time.monotonic() - started, env.fallback))
     for note in canonical.notes + [r.fallback_note for r in envs if r.fallback]:
         if note not in notes:
             notes.append(note)
@@ -122,7 +131,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
-        save_plan(project, plan, manifest)
+        save_plan(project, plan, manifest, {e.platform.name: python for e in envs
+                                            if e.name == plan.env_name and (python := _conda_python(e))})
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
                        hashlib.sha256(text.encode()).hexdigest(), tuple(notes))
@@ -151,34 +161,32 @@ def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
                      canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
-                     info: Info = lambda text: None, python_hint: str | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
+                     info: Info = lambda text: None,
+                     early: tuple[str, Future] | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
     """Resolve one environment for one platform.
 
-    The PyPI part needs the conda python's exact version (markers); with ``python_hint`` (the one the
-    previous lock holds) uv starts at once, beside the conda solve, and its answer is used only when
-    the solve gives that same Python; otherwise it is resolved again for the one solved."""
+    The PyPI part needs the conda python's exact version (markers). ``early`` is a resolve started
+    before the conda solve for a guessed Python (:func:`_start_pypi`): its answer is taken only when
+    the solve gives that same Python; otherwise uv runs again for the one solved."""
     spec = manifest.environment(name, platform.subdir)
     requirements = [] if no_pypi else spec.pypi_requirements()
-    with ThreadPoolExecutor(max_workers=1) as ahead:
-        early = ahead.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python_hint, info) \
-            if requirements and python_hint and spec.conda and not no_conda else None
-        records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
-                                                              no_conda=no_conda, info=info)
-        artifacts: tuple = ()
-        skipped: tuple[str, ...] = ()
-        if requirements:
-            if python is None:
-                raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
-                               "python pin in its [dependencies])",
-                               fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
-            wanted_python = python_full or python
-            info(f"resolving PyPI packages for {name} ({platform.name}, Python {wanted_python}) with uv")
-            if early is not None and wanted_python == python_hint:
-                resolution = early.result()
-            else:
-                resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info)
-            artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
-            skipped = resolution.skipped_indexes
+    records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
+                                                          no_conda=no_conda, info=info)
+    artifacts: tuple = ()
+    skipped: tuple[str, ...] = ()
+    if requirements:
+        if python is None:
+            raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
+                           "python pin in its [dependencies])",
+                           fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
+        wanted_python = python_full or python
+        info(f"resolving PyPI packages for {name} ({platform.name}, Python {wanted_python}) with uv")
+        if early is not None and early[0] == wanted_python:
+            resolution = early[1].result()
+        else:
+            resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info)
+        artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
+        skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
     locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))
     return LockedEnv(name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts, indexes,
@@ -223,6 +231,29 @@ def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: Pix
             *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
         find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
         project.cache / "pypi", info=info)
+
+
+def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform,
+                sources: Sources, python: str | None, info: Info) -> tuple[str, Future] | None:
+    """The PyPI resolve of ``name`` for a guessed conda ``python``, started in ``pool`` (None when
+    there is no guess, no conda python to solve, or nothing from PyPI)."""
+    spec = manifest.environment(name, platform.subdir)
+    requirements = spec.pypi_requirements()
+    if not python or not spec.conda or not requirements:
+        return None
+    return python, pool.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python, info)
+
+
+def _stored_pythons(project: ProjectPaths, names: list[str]) -> dict[tuple[str, str], str]:
+    """(environment, platform) → the conda python the last lock of it solved (kept with its plan)."""
+    found = {}
+    for name in names:
+        try:
+            data = json.loads((project.stamps / "plans" / f"{name}.json").read_text(encoding="utf-8"))
+            found.update({(name, str(k)): str(v) for k, v in (data.get("pythons") or {}).items()})
+        except (OSError, ValueError, AttributeError):
+            continue
+    return found
 
 
 def _conda_python(env: LockedEnv | None) -> str | None:
@@ -272,11 +303,12 @@ def plan_key(plan: Plan) -> dict[str, Any]:
             "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
 
 
-def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest) -> Path:
+def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest, pythons: dict[str, str] | None = None) -> Path:
+    """The plan behind an environment, and (``pythons``) the conda python locked per platform."""
     from resolver.fs import write_json_atomic
 
     path = project.stamps / "plans" / f"{plan.env_name}.json"
-    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan),
+    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
                              "manifest_env": _env_digest(manifest, plan.env_name)}, label="plan")
     return path
 
