@@ -11,6 +11,7 @@ False
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import time
 import urllib.error
@@ -24,6 +25,19 @@ from resolver.fs import MiB, atomic_stream
 Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
 
 
+@functools.lru_cache(maxsize=1)
+def _opener() -> urllib.request.OpenerDirector:
+    """One opener with one TLS context per process: loading the system's certificates costs ~20 ms,
+    which urllib would otherwise pay for every HTTPS connection."""
+    import ssl
+
+    return urllib.request.build_opener(urllib.request.HTTPSHandler(context=ssl.create_default_context()))
+
+
+def _open(request: urllib.request.Request | str, timeout: float):
+    return _opener().open(request, timeout=timeout)
+
+
 _SILENT: dict[str, str] = {}  # url -> why nothing answered, once per process: a firewall that drops costs one timeout
 
 
@@ -32,7 +46,7 @@ def probe_status(url: str, *, timeout: float = 5.0) -> int | str:
     if url in _SILENT:
         return _SILENT[url]
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as response:
+        with _open(urllib.request.Request(url, method="HEAD"), timeout) as response:
             return int(getattr(response, "status", None) or 200)  # a file:// answer carries no status
     except urllib.error.HTTPError as exc:
         return int(exc.code)
@@ -52,7 +66,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
     label = what or target.name
     digest = hashlib.sha256()
     try:
-        with atomic_stream(target, label="download") as sink, urllib.request.urlopen(url, timeout=timeout) as response:
+        with atomic_stream(target, label="download") as sink, _open(url, timeout) as response:
             total = int(response.headers.get("Content-Length") or 0) or None
             done, started = 0, time.monotonic()
             for block in iter(lambda: response.read(MiB), b""):
@@ -82,7 +96,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
 def fetch_bytes(url: str, *, timeout: float = 10.0, limit: int = 16 << 20, accept: str = "*/*") -> bytes | None:
     """The body at ``url`` (at most ``limit`` bytes), or None when it cannot be had (any error status)."""
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=timeout) as response:
+        with _open(urllib.request.Request(url, headers={"Accept": accept}), timeout) as response:
             data = response.read(limit + 1)
     except (urllib.error.URLError, OSError, ValueError):
         return None

@@ -34,12 +34,20 @@ _KEPT = 64  # remembered plans per user
 def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     """The plan for ``profile`` (default: this machine, as the probe reads it, machine doubles included);
     raises the :class:`~resolver.errors.Refusal` when there is none."""
+    from resolver.decide.model import Plan
+
+    profile = profile if profile is not None else probe_here()
+    memo = PlanMemo(profile, "request", repr(request))
+    answer = memo.recall()
+    if answer is not None:
+        return Plan.from_json(answer["plan"])
     from resolver.decide import decide
     from resolver.knowledge import Knowledge
 
-    outcome = decide(profile if profile is not None else probe_here(), request, Knowledge.load())
+    outcome = decide(profile, request, Knowledge.load())
     if outcome.plan is None:
         raise outcome.refusal
+    memo.keep({"plan": outcome.plan.to_json()})
     return outcome.plan
 
 

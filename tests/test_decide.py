@@ -362,6 +362,20 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     assert json.loads(_cli("--profile", str(path), "--json").stdout) == json.loads(first.stdout)
 
 
+def test_plan_for_gives_the_same_plan_from_its_memo(tmp_path, monkeypatch) -> None:
+    """lock and setup take plans through plan_for: the remembered plan equals the decided one, for
+    every kind of plan (CPU, CUDA with kernels, ROCm with header fixes)."""
+    from resolver.planning import plan_for
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for machine in (cpu(), nvidia(V100), nvidia(H100), amd(MI250X, rocm="6.0.2")):
+        profile = HardwareProfile.from_json(machine)
+        decided = decide(profile, Request(), KNOWLEDGE).plan
+        assert plan_for(Request(), profile) == decided  # decided, then remembered
+        assert plan_for(Request(), profile) == decided  # from the memo
+    assert len(list((tmp_path / "mamba-resolver" / "plans").glob("*.json"))) == 4
+
+
 def test_cli_bad_python(tmp_path) -> None:
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps(cpu()))
