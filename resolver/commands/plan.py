@@ -1,10 +1,15 @@
 """`python -m resolver plan`: choose torch and the Mamba kernels for a machine, and say why.
 
     python -m resolver plan [--target auto|cpu|cudaX.Y|rocmX.Y[.Z]] [--profile FILE] [--python X.Y] [--json]
+    python -m resolver plan --fleet DIR [--profile FILE ...] [--python X.Y] [--json]
 
 Without ``--profile`` the machine is probed. ``--json`` prints the Plan (keys ``backend``,
 ``backend_version``, ``python``, ``torch``, ``kernels``, ``patches``, ``warnings``, ``trace`` …); a
 refusal exits 2 with one sentence on stderr (and ``{"error": ..., "because": ...}`` with --json).
+
+``--fleet DIR`` plans for every node of a fleet (one ``probe --json`` file per node in DIR, and each
+``--profile``): the classes of nodes that share one environment, each with its plan and why, which node
+is in which class, and the nodes no class can serve with the blocking fact (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ HELP = "choose the PyTorch build and Mamba kernels for this machine (or a --prof
 def add_arguments(parser) -> None:
     parser.add_argument("--target", default="auto", metavar="TARGET",
                         help="auto (default), cpu, cudaX.Y (e.g. cuda12.6) or rocmX.Y[.Z] (e.g. rocm6.2)")
-    parser.add_argument("--profile", metavar="FILE", default=None,
-                        help="plan for the machine described by this `probe --json` file instead of probing here")
+    parser.add_argument("--profile", metavar="FILE", action="append", default=[],
+                        help="plan for the machine described by this `probe --json` file instead of probing here "
+                             "(with --fleet: a node more, repeatable)")
+    parser.add_argument("--fleet", metavar="DIR", default=None,
+                        help="plan for a fleet: a folder of `probe --json` files, one per node or node type")
     parser.add_argument("--python", metavar="X.Y", default=None,
                         help="the Python version of the environment (default: the Python running here)")
     parser.add_argument("--trace", action="store_true", help="print every rule that fired, not only the summary")
@@ -39,13 +47,20 @@ def run(args, out) -> int:
             python = None
         if python is None or len(python.parts) < 2 or python.major != 3:
             raise BadInput(f"--python {args.python!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
-    if args.profile is not None:
-        profile = HardwareProfile.from_file(args.profile)
+    request = Request(target=target, python=python)
+    if args.fleet is not None:
+        return _fleet(args, request, out)
+    if len(args.profile) > 1:
+        from resolver.errors import UsageError
+
+        raise UsageError("--profile is given more than once", fix="plan one machine at a time, or a fleet with --fleet DIR")
+    if args.profile:
+        profile = HardwareProfile.from_file(args.profile[0])
     else:
         from resolver.planning import probe_here
 
         profile = probe_here()
-    outcome = decide(profile, Request(target=target, python=python), Knowledge.load())
+    outcome = decide(profile, request, Knowledge.load())
     if outcome.plan is None:
         raise outcome.refusal
     plan = outcome.plan
@@ -80,4 +95,35 @@ def _human(plan, verbose: bool) -> str:
         lines.append("trace:")
         for step in plan.trace:
             lines.append(f"  {step.rule:<14} {step.result:<22} {step.because}")
+    return "\n".join(lines)
+
+
+def _fleet(args, request, out) -> int:
+    from pathlib import Path
+
+    from resolver.errors import Refusal
+    from resolver.fleet.classes import plan_fleet
+    from resolver.fleet.nodes import read_nodes
+
+    fleet = plan_fleet(read_nodes(Path(args.fleet), tuple(Path(p) for p in args.profile)), request)
+    if not fleet.classes:
+        first = fleet.unserved[0]
+        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
+                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
+    out.result(fleet.to_json(), human=fleet_text(fleet, verbose=args.trace))
+    return 0
+
+
+def fleet_text(fleet, verbose: bool = False) -> str:
+    """Each class, its plan and why; which node is in which class; the nodes no class serves."""
+    lines = [f"{len(fleet.classes)} class(es) for {len(fleet.membership)} node(s)"
+             + (f"; {len(fleet.unserved)} node(s) no class can serve" if fleet.unserved else "")]
+    for c in fleet.classes:
+        plan = c.plan
+        lines += ["", f"{c.name}: {', '.join(c.nodes)}", f"  why       {c.why}"]
+        lines += ["  " + line for line in _human(plan, verbose=verbose).splitlines()[2:] if line.strip()]
+    if fleet.unserved:
+        lines += ["", "no class can serve:"]
+        lines += [f"  {u.node} ({u.file}): {u.reason}" + (f". Fix: {u.fix}" if u.fix else "") for u in fleet.unserved]
+    lines += ["", "node → class:"] + [f"  {node:<32} {name}" for node, name in fleet.membership]
     return "\n".join(lines)
