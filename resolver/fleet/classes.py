@@ -58,9 +58,11 @@ class FleetPlan:
                 "nodes": dict(self.membership)}
 
 
-def plan_fleet(nodes: tuple[Node, ...], request: Request = Request(), knowledge: Knowledge | None = None) -> FleetPlan:
+def plan_fleet(nodes: tuple[Node, ...], request: Request | None = None, knowledge: Knowledge | None = None) -> FleetPlan:
     """The classes of ``nodes`` and the nodes no class can serve."""
     from resolver.decide import decide
+
+    request = request or Request()
 
     knowledge = knowledge or Knowledge.load()
     memo: dict[HardwareProfile, Any] = {}
