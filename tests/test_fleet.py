@@ -164,3 +164,70 @@ def test_bad_fleet_input_is_one_sentence_naming_the_file_and_writes_nothing(tmp_
         assert (project / "pixi.toml").read_bytes() == before
         assert not (project / "pixi.lock").exists() and not (project / ".resolver").exists()
     assert named.exists() or case == "missing"
+
+
+def _lock_envs(project: Path) -> list[str]:
+    import yaml
+
+    return sorted(yaml.safe_load((project / "pixi.lock").read_text())["environments"])
+
+
+def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_variant_once(fleet_dir, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    done = cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
+    assert done.returncode == 0, done.stderr[-3000:]
+    fleet = json.loads(done.stdout)["fleet"]
+    classes = [c["environment"] for c in fleet["classes"]]
+    assert _lock_envs(project) == sorted({*classes, "default"})
+    from resolver.fleet.record import read_classes
+    from resolver.lock.manifest import Manifest
+
+    manifest = Manifest.load(project / "pixi.toml")
+    stored = read_classes(manifest)
+    assert sorted(stored) == sorted(classes)
+    for c in fleet["classes"]:
+        spec = manifest.environment(c["environment"])
+        assert dict(spec.pypi)["torch"]["version"] == "==" + c["plan"]["torch"]["requirement"].split("==")[1]
+        assert list(stored[c["environment"]].archs) == c["plan"]["kernels"]["arch_list"]
+        assert list(stored[c["environment"]].nodes) == c["nodes"]
+    # deterministic: the same fleet locks to the same bytes
+    first = [(project / n).read_bytes() for n in ("pixi.toml", "pixi.lock")]
+    again = cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [(project / n).read_bytes() for n in ("pixi.toml", "pixi.lock")] == first
+    # the matrix: one entry per kernel package per class that builds kernels, each once
+    matrix = cli("build", "--matrix", "--json", project=project)
+    assert matrix.returncode == 0, matrix.stderr[-2000:]
+    include = json.loads(matrix.stdout)["include"]
+    building = [c for c in fleet["classes"] if c["plan"]["kernels"]["strategy"] != "none"]
+    packages = ["causal-conv1d", "mamba-ssm"]
+    assert sorted(e["variant"] for e in include) == sorted(f"{p}@{c['environment']}" for c in building for p in packages)
+    assert len({e["variant"] for e in include}) == len(include)
+    for entry in include:
+        assert entry["command"] == f"python -m resolver build --variant {entry['variant']}"
+        assert entry["runs-on"] and entry["toolkit"] and entry["archs"]
+    cuda = next(e for e in include if e["environment"].startswith("cuda12-sm70-sm80"))
+    assert cuda["runs-on"] == "ubuntu-latest" and "no GPU" in cuda["requires"]
+    # a smaller fleet drops the classes that are gone, environments and all
+    small = tmp_path / "small"
+    small.mkdir()
+    shutil.copy(fleet_dir / "h100-8x-ubuntu2204.json", small)
+    done = cli("lock", "--fleet", str(small), "--no-conda", "--no-pypi", "--json", project=project)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _lock_envs(project) == ["cuda12-sm90", "default"]
+    assert sorted(read_classes(Manifest.load(project / "pixi.toml"))) == ["cuda12-sm90"]
+
+
+def test_a_variant_the_lock_does_not_hold_is_one_sentence(fleet_dir, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    done = cli("build", "--matrix", project=project)
+    assert done.returncode == 2 and "records no fleet" in one_error(done)
+    assert cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", project=project).returncode == 0
+    done = cli("build", "--variant", "mamba-ssm@cuda99-sm1", project=project)
+    assert done.returncode == 2
+    assert "--variant 'mamba-ssm@cuda99-sm1' names no class of the fleet" in one_error(done)
+    assert not (project / ".resolver" / "envs").exists()

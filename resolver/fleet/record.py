@@ -100,6 +100,7 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         entry["toolkit"] = plan.kernels.toolkit or ""
         entry["toolkit-source"] = plan.kernels.toolkit_source or ""
         entry["strategy"] = plan.kernels.strategy
+        entry.add(tomlkit.nl())  # a blank line after each class, also when the table is written again
         classes[c.name] = entry
     table["classes"] = classes
     resolver["fleet"] = table

@@ -85,9 +85,9 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
     before = project.manifest.read_bytes() if project.manifest.is_file() else b""
-    wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     if edit is not None:
         edit(manifest)
+    wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     changed = manifest.dumps().encode() != before
     notes: list[str] = []
     existing = _existing_lock(project, notes, info)
