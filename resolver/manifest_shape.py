@@ -145,7 +145,8 @@ def _check_fleet(check, value) -> None:
     """``[tool.resolver.fleet]`` (written by ``lock --fleet``): a kernel-channel string and one table of strings
     and lists of strings per class, each named as an environment is."""
     fleet = check.table(value, "tool.resolver.fleet")
-    check.string(fleet.get("kernel-channel"), "tool.resolver.fleet.kernel-channel")
+    for key in ("kernel-channel", "target", "python"):
+        check.string(fleet.get(key), f"tool.resolver.fleet.{key}")
     for name, entry in check.table(fleet.get("classes"), "tool.resolver.fleet.classes").items():
         check_env_name(name, where="[tool.resolver.fleet.classes]",
                        fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")

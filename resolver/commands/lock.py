@@ -66,25 +66,26 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
 
 def _fleet(args):
     """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
-    from resolver.decide.model import Request
+    from resolver.decide.model import Request, Target
     from resolver.errors import Refusal, UsageError
     from resolver.fleet.classes import plan_fleet
     from resolver.fleet.nodes import read_nodes
     from resolver.fleet.record import write_fleet
 
-    if args.target:
-        raise UsageError("--target and --fleet do not go together", fix="the fleet's profiles decide the targets")
+    if len(args.target) > 1:
+        raise UsageError("--fleet takes one --target (every node plans with it)", fix="pass one, e.g. --target cuda12.6")
     python = None
     if args.python:
         from resolver.commands.setup import _python
 
         python = _python(args.python)
-    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), Request(python=python))
+    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
+    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
         raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
                       fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
-    return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel), fleet
+    return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
 
 
 def run(args, out) -> int:

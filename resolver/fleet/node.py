@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import os
 
-from resolver.decide.model import Plan
+from resolver.decide.model import Plan, Request
 from resolver.paths import ProjectPaths
+from resolver.probe.profile import HardwareProfile
 
 CHANNEL_VAR = "RESOLVER_KERNEL_CHANNEL"
 
 
-def join_fleet(project: ProjectPaths, plan: Plan, channel_flag: str | None = None) -> tuple[Plan, str | None, str]:
+def join_fleet(project: ProjectPaths, plan: Plan, profile: HardwareProfile,
+               channel_flag: str | None = None) -> tuple[Plan, str | None, str]:
     """(the plan to set up, the kernel channel or None, a sentence for the step log); ``plan`` unchanged
-    and no channel when the project is no fleet's."""
+    and no channel when the project is no fleet's. The node plans again with the fleet's request (its
+    ``--target`` and ``--python``) when that is not the default."""
     if not project.manifest.is_file():
         return plan, None, ""
     from resolver.fleet import record
@@ -29,6 +32,11 @@ def join_fleet(project: ProjectPaths, plan: Plan, channel_flag: str | None = Non
     manifest = Manifest.load(project.manifest)
     if not record.read_classes(manifest):
         return plan, None, ""
+    request = record.fleet_request(manifest)
+    if request != Request():
+        from resolver.planning import plan_for
+
+        plan = plan_for(request, profile)
     stored = record.class_for(plan, manifest)
     channel = channel_flag or os.environ.get(CHANNEL_VAR, "").strip() or record.kernel_channel(manifest)
     if channel and plan.kernels.strategy != "none":

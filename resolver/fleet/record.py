@@ -25,7 +25,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from resolver.decide.model import Plan
+from resolver.decide.model import Plan, Request
 from resolver.errors import BadInput, Refusal, UsageError
 from resolver.fleet.classes import FleetPlan, class_key, sort_archs
 from resolver.lock.manifest import Manifest
@@ -60,7 +60,8 @@ def key_of(plan: Plan) -> str:
     return hashlib.sha256(class_key(plan).encode()).hexdigest()[:16]
 
 
-def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None) -> None:
+def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None,
+                request: Request | None = None) -> None:
     """Replace the fleet tables of ``manifest`` with ``fleet``'s classes; environments of classes that are
     gone (a fleet locked before) leave pixi.toml with them."""
     import tomlkit
@@ -82,7 +83,11 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
     if "fleet" in resolver:
         previous_channel = resolver["fleet"].get("kernel-channel")
         del resolver["fleet"]
-    table = tomlkit.table(is_super_table=kernel_channel is None and previous_channel is None)
+    request = request or Request()
+    table = tomlkit.table()
+    table["target"] = str(request.target)  # what every node plans with (setup on a node uses it too)
+    if request.python is not None:
+        table["python"] = str(request.python)
     if kernel_channel or previous_channel:
         table["kernel-channel"] = str(kernel_channel or previous_channel)
     classes = tomlkit.table(is_super_table=True)
@@ -125,6 +130,28 @@ def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
     return out
 
 
+def fleet_request(manifest: Manifest) -> Request:
+    """The request every node of the fleet plans with (``lock --fleet --target T --python X.Y``)."""
+    from resolver.decide.model import Target
+    from resolver.versions import DottedVersion
+
+    fleet = _fleet_table(manifest)
+    try:
+        python = fleet.get("python")
+        return Request(target=Target.parse(str(fleet.get("target") or "auto")),
+                       python=DottedVersion.parse(str(python)) if python else None)
+    except (UsageError, ValueError):
+        raise BadInput(f"pixi.toml: [tool.resolver.fleet] target {fleet.get('target')!r} or python "
+                       f"{fleet.get('python')!r} is not valid",
+                       fix="lock the fleet again (`python -m resolver lock --fleet DIR`)") from None
+
+
+def _fleet_table(manifest: Manifest) -> Any:
+    tool = manifest.doc.get("tool", {})
+    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
+    return fleet if isinstance(fleet, dict) else {}
+
+
 def kernel_channel(manifest: Manifest) -> str | None:
     tool = manifest.doc.get("tool", {})
     fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
@@ -161,7 +188,7 @@ def _runner(stored: StoredClass) -> str:
 
 
 def _requires(stored: StoredClass) -> str:
-    where = "the environment brings it (conda)" if stored.toolkit_source == "environment" else "installed on the runner"
+    where = "from the environment's conda packages" if stored.toolkit_source == "environment" else "installed on the runner"
     return f"{stored.platform}, {stored.toolkit or 'no compiler'} ({where}); no GPU"
 
 

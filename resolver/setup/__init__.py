@@ -116,7 +116,8 @@ class Setup:
             if self.options.profile_file is None and self.options.request.target.backend == "auto":
                 from resolver.fleet.node import join_fleet
 
-                plan, self.kernel_channel, fleet = join_fleet(self.project, plan, self.options.kernel_channel)
+                plan, self.kernel_channel, fleet = join_fleet(self.project, plan, profile,
+                                                                  self.options.kernel_channel)
                 self.fleet_class = plan.env_name if fleet else None
             if self._builds_here(plan) and plan.kernels.toolkit_source == "missing" and not self.kernel_channel:
                 raise missing_compiler(plan, profile)
