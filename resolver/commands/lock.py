@@ -99,6 +99,11 @@ def run(args, out) -> int:
     if args.fleet is not None:
         plans, edit, fleet = _fleet(args)
     else:
+        if args.python or args.kernel_channel:
+            from resolver.errors import UsageError
+
+            raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
+                             fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
         if len(args.profile) > 1:
             from resolver.errors import UsageError
 
