@@ -4,7 +4,8 @@ The matrix lists, for every class of pixi.toml's fleet whose plan builds kernels
 package (GitHub Actions ``strategy.matrix.include``). ``--variant KEY`` builds one entry on any machine
 with the toolkit: it installs the class's environment from pixi.lock (which, for CUDA, brings its own
 nvcc), compiles the package for the class's architectures into ``.resolver/channel`` and installs it
-nowhere. A node of the class later computes the same build key from the same locked environment, so it
+nowhere. It always compiles (never relocates an upstream wheel): a node's build key must not depend on
+whether the node can reach that wheel. A node of the class later computes the same build key from the same locked environment, so it
 finds exactly this file in the published channel (resolver.fleet.channel).
 """
 
@@ -73,8 +74,7 @@ def _variant(project: ProjectPaths, manifest: Manifest, args, out) -> int:
     installing.install_environment(project, stored.name, info=out.info, progress=out.progress)
     options = BuildOptions(recipe_dirs=(recipes[package].recipe_dir,), env_name=stored.name,
                            plan_archs=stored.archs, plan_strategy=stored.strategy,
-                           plan_toolkit=stored.toolkit or None, jobs=args.jobs,
-                           prebuilt="never" if args.no_prebuilt else "auto", install=False)
+                           plan_toolkit=stored.toolkit or None, jobs=args.jobs, prebuilt="never", install=False)
     summary = build(project, options, out)
     data = summary.to_json()
     data["variant"] = args.variant

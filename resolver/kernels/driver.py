@@ -73,7 +73,10 @@ def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel:
     node, ``fleet_channel`` is where the variants come from (fetched, never compiled)."""
     options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
                            plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
-                           plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel)
+                           plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel,
+                           # a fleet's variants are compiled in CI (build --variant, never from an upstream wheel):
+                           # the node's key must not depend on whether it can reach that wheel
+                           prebuilt="never" if fleet_channel else "auto")
     return build(project, options, out).to_json()
 
 
