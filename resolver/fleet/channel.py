@@ -136,7 +136,7 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
     from resolver.names import check_file_name
     from resolver.net import download
 
-    check_file_name(file_name)
+    check_file_name(file_name, what="kernel package file name", fix="lock the fleet again")
     index = read_index(location, subdir)
     entry = (index.get("packages.conda") or {}).get(file_name) or (index.get("packages") or {}).get(file_name)
     if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
