@@ -202,3 +202,18 @@ def test_a_node_no_class_serves_says_so_and_how_to_add_it(fleet, tmp_path):
     assert "class cuda13-sm90 of the fleet has this node's torch build but no kernels for 7.5, 8.0" in error
     assert "lock --fleet" in error and "probe --json" in error
     assert (project / "pixi.lock").read_bytes() == before and not (project / ".resolver" / "envs").exists()
+
+
+def test_the_fleet_lock_is_what_pixi_reads(fleet, conda_channel, tmp_path):
+    """The class environments locked with the real solves (conda from the toolchain channel, torch from
+    PyPI), read the way pixi reads them (tests/pixi_rules.py): every rule holds."""
+    import pixi_rules as rules
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
+    done = resolver(project, "lock", "--fleet", str(fleet), "--target", "cuda13.0", "--json", channel=conda_channel)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ws = rules.Workspace.read((project / "pixi.toml").read_text(), (project / "pixi.lock").read_text(), project)
+    assert {name: problems for name, problems in rules.check(ws).items() if problems} == {}
+    assert CLASS in ws.lock["environments"] and "torch-2.14.1-" in (project / "pixi.lock").read_text()
