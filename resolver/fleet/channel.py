@@ -12,9 +12,10 @@ index records, into the project's own channel.
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlparse
 
 from resolver.errors import BadInput, IntegrityError, SourceUnreachable, UsageError
@@ -64,8 +65,6 @@ def packages_of(channel: Path) -> list[Path]:
 
 def publish(source: Path, to: str) -> PublishReport:
     """Add the packages of ``source`` to the channel at ``to`` (a folder or file:// URL) and re-index it."""
-    from resolver.conda import index_channel
-
     folder = local_folder(to)
     if folder is None:
         _refuse_remote(to)
@@ -79,6 +78,24 @@ def publish(source: Path, to: str) -> PublishReport:
         raise BadInput(f"channel folder {folder} cannot be created: {folder.parent} does not exist",
                        fix="create the folder your web server or object store serves, then publish again")
     report = PublishReport(channel_url(str(folder)))
+    folder.mkdir(exist_ok=True)
+    with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
+        _copy_and_index(packages, folder, report)
+    return report
+
+
+@contextmanager
+def _publishing(folder: Path) -> Iterator[None]:
+    import fcntl
+
+    with open(folder / ".publish.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _copy_and_index(packages: list[Path], folder: Path, report: PublishReport) -> None:
+    from resolver.conda import index_channel
+
     subdirs = {"noarch"}
     for package in packages:
         subdir = package.parent.name
@@ -94,7 +111,6 @@ def publish(source: Path, to: str) -> PublishReport:
     for subdir in sorted(subdirs):
         (folder / subdir).mkdir(parents=True, exist_ok=True)
     index_channel(folder, tuple(sorted(subdirs)))
-    return report
 
 
 def _refuse_remote(to: str) -> None:
