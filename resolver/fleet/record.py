@@ -215,7 +215,8 @@ def class_for(plan: Plan, manifest: Manifest) -> StoredClass:
             return stored
     gpus = ", ".join(plan.kernels.arch_list) or "no GPU"
     fix = ("add this node's profile to the fleet folder (`python -m resolver probe --json > FLEET/NODE.json`) and run "
-           "`python -m resolver lock --fleet FLEET`, then build and publish the new variants")
+           "`python -m resolver lock --fleet FLEET`, then build and publish the new variants; or set this machine "
+           "up outside the fleet with an explicit --target (e.g. --target cpu)")
     if same:
         raise Refusal(f"class {same[0].name} of the fleet has this node's torch build but no kernels for "
                       f"{', '.join(sorted(wanted - set(same[0].archs)))}", fix=fix)
