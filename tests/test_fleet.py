@@ -253,3 +253,13 @@ def test_the_example_workflow_uses_only_what_the_matrix_entries_carry(fleet_dir,
     entries = json.loads(cli("build", "--matrix", "--json", project=project).stdout)["include"]
     used = set(re.findall(r"(?<![.\w])matrix\.([a-z-]+)", block))  # not needs.matrix.outputs (the job)
     assert used and used <= set(entries[0]), used - set(entries[0])
+
+
+def test_several_profiles_without_a_folder_are_a_fleet_too(fleet_dir):
+    done = cli("plan", "--profile", str(fleet_dir / "a100-gcp-ubuntu2404.json"),
+               "--profile", str(fleet_dir / "l4-plain-nvidia-smi-only.json"), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    fleet = json.loads(done.stdout)
+    (only,) = fleet["classes"]
+    assert only["nodes"] == ["a100-gcp-ubuntu2404", "l4-plain-nvidia-smi-only"]
+    assert set(only["plan"]["kernels"]["arch_list"]) == {"8.0", "8.9"}

@@ -17,7 +17,7 @@ def add_arguments(parser) -> None:
                              "environments locked before, else auto")
     parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of this one "
-                             "(with --fleet: a node more, repeatable)")
+                             "(repeatable: each is a node of a fleet, with or without --fleet)")
     parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
                         help="a mirror of the manifest's conda channel (repeatable, in the channels' order); the lock "
                              "records the manifest's channel")
@@ -96,7 +96,7 @@ def run(args, out) -> int:
     project = ProjectPaths.discover()
     started = time.monotonic()
     edit, fleet = None, None
-    if args.fleet is not None:
+    if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         plans, edit, fleet = _fleet(args)
     else:
         if args.python or args.kernel_channel:
@@ -104,10 +104,6 @@ def run(args, out) -> int:
 
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
-        if len(args.profile) > 1:
-            from resolver.errors import UsageError
-
-            raise UsageError("--profile is given more than once", fix="lock for one machine, or a fleet with --fleet DIR")
         plans = plans_for(args.target, args.profile[0] if args.profile else None, project)
     sources = Sources.load(project.root, flags={
         "conda-channels": args.channel, "torch-index": args.torch_index,

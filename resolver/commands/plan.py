@@ -2,6 +2,7 @@
 
     python -m resolver plan [--target auto|cpu|cudaX.Y|rocmX.Y[.Z]] [--profile FILE] [--python X.Y] [--json]
     python -m resolver plan --fleet DIR [--profile FILE ...] [--python X.Y] [--json]
+    python -m resolver plan --profile FILE --profile FILE [...]     (a fleet of those nodes)
 
 Without ``--profile`` the machine is probed. ``--json`` prints the Plan (keys ``backend``,
 ``backend_version``, ``python``, ``torch``, ``kernels``, ``patches``, ``warnings``, ``trace`` …); a
@@ -22,7 +23,7 @@ def add_arguments(parser) -> None:
                         help="auto (default), cpu, cudaX.Y (e.g. cuda12.6) or rocmX.Y[.Z] (e.g. rocm6.2)")
     parser.add_argument("--profile", metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of probing here "
-                             "(with --fleet: a node more, repeatable)")
+                             "(repeatable: each is a node of a fleet, with or without --fleet)")
     parser.add_argument("--fleet", metavar="DIR", default=None,
                         help="plan for a fleet: a folder of `probe --json` files, one per node or node type")
     parser.add_argument("--python", metavar="X.Y", default=None,
@@ -48,12 +49,8 @@ def run(args, out) -> int:
         if python is None or len(python.parts) < 2 or python.major != 3:
             raise BadInput(f"--python {args.python!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
     request = Request(target=target, python=python)
-    if args.fleet is not None:
+    if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         return _fleet(args, request, out)
-    if len(args.profile) > 1:
-        from resolver.errors import UsageError
-
-        raise UsageError("--profile is given more than once", fix="plan one machine at a time, or a fleet with --fleet DIR")
     if args.profile:
         profile = HardwareProfile.from_file(args.profile[0])
     else:
@@ -105,7 +102,8 @@ def _fleet(args, request, out) -> int:
     from resolver.fleet.classes import plan_fleet
     from resolver.fleet.nodes import read_nodes
 
-    fleet = plan_fleet(read_nodes(Path(args.fleet), tuple(Path(p) for p in args.profile)), request)
+    folder = Path(args.fleet) if args.fleet is not None else None
+    fleet = plan_fleet(read_nodes(folder, tuple(Path(p) for p in args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
         raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
