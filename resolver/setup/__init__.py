@@ -119,8 +119,8 @@ class Setup:
                 plan, self.kernel_channel, fleet = join_fleet(self.project, plan, profile,
                                                                   self.options.kernel_channel)
                 self.fleet_class = plan.env_name if fleet else None
-            if self._builds_here(plan) and plan.kernels.toolkit_source == "missing" and not self.kernel_channel:
-                raise missing_compiler(plan, profile)
+            if self._builds_here(plan) and plan.kernels.toolkit_source == "missing":  # a fleet node too: it names
+                raise missing_compiler(plan, profile)  # its variants by the compiler's version
             return "done", f"{plan.backend} {plan.torch.variant}, torch {plan.torch.version}, " \
                            f"kernels: {plan.kernels.strategy}" + (f"; {fleet}" if fleet else ""), plan
         return self.log.timed("plan", action).result
