@@ -263,3 +263,29 @@ def test_several_profiles_without_a_folder_are_a_fleet_too(fleet_dir):
     (only,) = fleet["classes"]
     assert only["nodes"] == ["a100-gcp-ubuntu2404", "l4-plain-nvidia-smi-only"]
     assert set(only["plan"]["kernels"]["arch_list"]) == {"8.0", "8.9"}
+
+
+def test_a_thousand_node_profiles_plan_and_lock_in_seconds(tmp_path):
+    """benchmarks/fleet_scale.py's fleet (1,000 profiles made from tests/machines, no two alike): `plan --fleet`
+    and `lock --fleet` (without the solves, which are per class) as processes, well under a minute each."""
+    import time
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import fleet_scale
+
+    fleet = tmp_path / "fleet"
+    fleet_scale.generate(fleet, fleet_scale.machine_profiles("machines"), 1000)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    for command in (["plan", "--fleet", str(fleet), "--json"],
+                    ["lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json"]):
+        started = time.monotonic()
+        done = cli(*command, project=project)
+        seconds = time.monotonic() - started
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert seconds < 20, (command[0], seconds)
+        data = json.loads(done.stdout)
+        fleet_json = data if command[0] == "plan" else data["fleet"]
+        assert len(fleet_json["nodes"]) + len(fleet_json["unserved"]) == 1000
+    assert _lock_envs(project) == sorted({c["environment"] for c in fleet_json["classes"]} | {"default"})
