@@ -135,5 +135,21 @@ def check_manifest(data: Any, where: str = "pixi.toml") -> None:
             mirrors = check.table(value, "tool.resolver.mirrors")
             if not all(isinstance(v, str) for v in mirrors.values()):
                 raise check.bad("tool.resolver.mirrors", "a table of URL prefix = replacement strings", mirrors)
+        elif key == "fleet":
+            _check_fleet(check, value)
         elif not isinstance(value, str):
             check.strings(value, f"tool.resolver.{key}", "a string or a list of strings")
+
+
+def _check_fleet(check, value) -> None:
+    """``[tool.resolver.fleet]`` (written by ``lock --fleet``): a kernel-channel string and one table of strings
+    and lists of strings per class, each named as an environment is."""
+    fleet = check.table(value, "tool.resolver.fleet")
+    for key in ("kernel-channel", "target", "python"):
+        check.string(fleet.get(key), f"tool.resolver.fleet.{key}")
+    for name, entry in check.table(fleet.get("classes"), "tool.resolver.fleet.classes").items():
+        check_env_name(name, where="[tool.resolver.fleet.classes]",
+                       fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")
+        for key, item in check.table(entry, f"tool.resolver.fleet.classes.{name}").items():
+            if not isinstance(item, str):
+                check.strings(item, f"tool.resolver.fleet.classes.{name}.{key}", "a string or a list of strings")

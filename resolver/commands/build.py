@@ -1,5 +1,9 @@
 """`python -m resolver build`: compile causal-conv1d and mamba-ssm for the GPUs present, into the
-project's channel, and install them into the environment (cached per variant)."""
+project's channel, and install them into the environment (cached per variant).
+
+`build --matrix`: the kernel variants a fleet's lock needs, each once, as a GitHub Actions
+``strategy.matrix.include`` list; `build --variant KEY`: build one of them (installs the class's
+environment from pixi.lock, compiles into .resolver/channel; no GPU needed). See docs/fleet.md."""
 
 from __future__ import annotations
 
@@ -21,6 +25,10 @@ def add_arguments(parser) -> None:
                         help="at most this many compilers at once (default: fitted to cores and free memory)")
     parser.add_argument("--no-prebuilt", action="store_true", help="always compile, even when an upstream wheel fits")
     parser.add_argument("--no-install", action="store_true", help="only build into the channel")
+    parser.add_argument("--matrix", action="store_true",
+                        help="print the fleet's kernel variants (one per package per class) as a CI matrix")
+    parser.add_argument("--variant", metavar="KEY",
+                        help="build one variant of the fleet's matrix (PACKAGE@ENVIRONMENT) into .resolver/channel")
     parser.add_argument("--recipe", action="append", default=[], metavar="DIR",
                         help="build this recipe folder (recipe.yaml + resolver.toml) instead of --package; repeatable")
 
@@ -45,6 +53,10 @@ def run(args, out) -> int:
 
         raise UsageError(f"--package {args.package!r} is not a kernel package",
                          fix=f"use one of {', '.join(known_packages())} or all")
+    if args.matrix or args.variant:
+        from resolver.fleet.ci import run_fleet
+
+        return run_fleet(args, out)
     packages = None if args.package == "all" else (args.package,)
     options = BuildOptions(packages=packages, arch=args.arch, env_name=args.env, jobs=args.jobs,
                            prebuilt="never" if args.no_prebuilt else "auto", install=not args.no_install,

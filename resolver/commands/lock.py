@@ -1,4 +1,7 @@
-"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets."""
+"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets.
+
+`lock --fleet DIR [--profile FILE ...]`: one environment per class of the fleet (docs/fleet.md), the classes
+recorded under [tool.resolver.fleet] of pixi.toml."""
 
 from __future__ import annotations
 
@@ -12,8 +15,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--target", "-t", action="append", default=[], metavar="T",
                         help="target to lock (cpu, cudaX.Y, rocmX.Y, auto); repeatable. Default: relock the "
                              "environments locked before, else auto")
-    parser.add_argument("--profile", type=Path, metavar="FILE",
-                        help="plan for the machine described by this `probe --json` file instead of this one")
+    parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
+                        help="plan for the machine described by this `probe --json` file instead of this one "
+                             "(repeatable: each is a node of a fleet, with or without --fleet)")
     parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
                         help="a mirror of the manifest's conda channel (repeatable, in the channels' order); the lock "
                              "records the manifest's channel")
@@ -26,6 +30,13 @@ def add_arguments(parser) -> None:
                         help="lock without the conda part; the environment falls back to a virtual environment of "
                              "this machine's Python (pixi cannot install it)")
     parser.add_argument("--no-pypi", action="store_true", help="lock without the PyPI part (conda packages only)")
+    parser.add_argument("--fleet", type=Path, metavar="DIR",
+                        help="lock one environment per class of this fleet (a folder of `probe --json` files, one per "
+                             "node; --profile adds nodes)")
+    parser.add_argument("--python", metavar="X.Y", help="with --fleet: the Python of every class's environment")
+    parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
+                        help="with --fleet: the shared channel nodes take their prebuilt kernels from (recorded in "
+                             "pixi.toml)")
 
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
@@ -53,6 +64,30 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
     return [plan_for(Request(target=t), profile) for t in parsed]
 
 
+def _fleet(args):
+    """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
+    from resolver.decide.model import Request, Target
+    from resolver.errors import Refusal, UsageError
+    from resolver.fleet.classes import plan_fleet
+    from resolver.fleet.nodes import read_nodes
+    from resolver.fleet.record import write_fleet
+
+    if len(args.target) > 1:
+        raise UsageError("--fleet takes one --target (every node plans with it)", fix="pass one, e.g. --target cuda12.6")
+    python = None
+    if args.python:
+        from resolver.commands.setup import _python
+
+        python = _python(args.python)
+    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
+    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
+    if not fleet.classes:
+        first = fleet.unserved[0]
+        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
+                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
+    return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
+
+
 def run(args, out) -> int:
     from resolver import lock
     from resolver.lock.sources import Sources
@@ -60,7 +95,16 @@ def run(args, out) -> int:
 
     project = ProjectPaths.discover()
     started = time.monotonic()
-    plans = plans_for(args.target, args.profile, project)
+    edit, fleet = None, None
+    if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
+        plans, edit, fleet = _fleet(args)
+    else:
+        if args.python or args.kernel_channel:
+            from resolver.errors import UsageError
+
+            raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
+                             fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
+        plans = plans_for(args.target, args.profile[0] if args.profile else None, project)
     sources = Sources.load(project.root, flags={
         "conda-channels": args.channel, "torch-index": args.torch_index,
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
@@ -68,8 +112,10 @@ def run(args, out) -> int:
 
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
-                                  info=out.info)
+                                  info=out.info, edit=edit)
     data = summary.to_json()
+    if fleet is not None:
+        data["fleet"] = fleet.to_json()
     data["seconds"] = round(time.monotonic() - started, 3)
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
     for env in summary.locked:
@@ -80,6 +126,11 @@ def run(args, out) -> int:
     lines += [f"  note: {note}" for note in summary.notes]
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
-    lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
+    if fleet is not None:
+        lines += [f"  class {c.name}: {', '.join(c.nodes)}" for c in fleet.classes]
+        lines += [f"  no class for {u.node} ({u.file}): {u.reason}" for u in fleet.unserved]
+        lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
+    else:
+        lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
     out.result(data, "\n".join(lines))
     return 0

@@ -1,10 +1,16 @@
 """`python -m resolver plan`: choose torch and the Mamba kernels for a machine, and say why.
 
     python -m resolver plan [--target auto|cpu|cudaX.Y|rocmX.Y[.Z]] [--profile FILE] [--python X.Y] [--json]
+    python -m resolver plan --fleet DIR [--profile FILE ...] [--python X.Y] [--json]
+    python -m resolver plan --profile FILE --profile FILE [...]     (a fleet of those nodes)
 
 Without ``--profile`` the machine is probed. ``--json`` prints the Plan (keys ``backend``,
 ``backend_version``, ``python``, ``torch``, ``kernels``, ``patches``, ``warnings``, ``trace`` …); a
 refusal exits 2 with one sentence on stderr (and ``{"error": ..., "because": ...}`` with --json).
+
+``--fleet DIR`` plans for every node of a fleet (one ``probe --json`` file per node in DIR, and each
+``--profile``): the classes of nodes that share one environment, each with its plan and why, which node
+is in which class, and the nodes no class can serve with the blocking fact (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -15,8 +21,11 @@ HELP = "choose the PyTorch build and Mamba kernels for this machine (or a --prof
 def add_arguments(parser) -> None:
     parser.add_argument("--target", default="auto", metavar="TARGET",
                         help="auto (default), cpu, cudaX.Y (e.g. cuda12.6) or rocmX.Y[.Z] (e.g. rocm6.2)")
-    parser.add_argument("--profile", metavar="FILE", default=None,
-                        help="plan for the machine described by this `probe --json` file instead of probing here")
+    parser.add_argument("--profile", metavar="FILE", action="append", default=[],
+                        help="plan for the machine described by this `probe --json` file instead of probing here "
+                             "(repeatable: each is a node of a fleet, with or without --fleet)")
+    parser.add_argument("--fleet", metavar="DIR", default=None,
+                        help="plan for a fleet: a folder of `probe --json` files, one per node or node type")
     parser.add_argument("--python", metavar="X.Y", default=None,
                         help="the Python version of the environment (default: the Python running here)")
     parser.add_argument("--trace", action="store_true", help="print every rule that fired, not only the summary")
@@ -25,10 +34,12 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from resolver.planning import PlanMemo
 
-    if args.profile is not None:
+    if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
+        return _fleet(args, _request(args.target, args.python), out)
+    if args.profile:
         from resolver.probe.profile import HardwareProfile
 
-        profile = HardwareProfile.from_file(args.profile)
+        profile = HardwareProfile.from_file(args.profile[0])
     else:
         from resolver.planning import probe_here
 
@@ -43,11 +54,9 @@ def run(args, out) -> int:
     return 0
 
 
-def _decide(profile, target_text: str, python_text: str | None):
-    from resolver.decide import decide
+def _request(target_text: str, python_text: str | None):
     from resolver.decide.model import Request, Target
     from resolver.errors import BadInput
-    from resolver.knowledge import Knowledge
     from resolver.versions import DottedVersion
 
     target = Target.parse(target_text)
@@ -59,7 +68,14 @@ def _decide(profile, target_text: str, python_text: str | None):
             python = None
         if python is None or len(python.parts) < 2 or python.major != 3:
             raise BadInput(f"--python {python_text!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
-    outcome = decide(profile, Request(target=target, python=python), Knowledge.load())
+    return Request(target=target, python=python)
+
+
+def _decide(profile, target_text: str, python_text: str | None):
+    from resolver.decide import decide
+    from resolver.knowledge import Knowledge
+
+    outcome = decide(profile, _request(target_text, python_text), Knowledge.load())
     if outcome.plan is None:
         raise outcome.refusal
     return outcome.plan
@@ -92,4 +108,36 @@ def _human(plan, verbose: bool) -> str:
         lines.append("trace:")
         for step in plan.trace:
             lines.append(f"  {step.rule:<14} {step.result:<22} {step.because}")
+    return "\n".join(lines)
+
+
+def _fleet(args, request, out) -> int:
+    from pathlib import Path
+
+    from resolver.errors import Refusal
+    from resolver.fleet.classes import plan_fleet
+    from resolver.fleet.nodes import read_nodes
+
+    folder = Path(args.fleet) if args.fleet is not None else None
+    fleet = plan_fleet(read_nodes(folder, tuple(Path(p) for p in args.profile)), request)
+    if not fleet.classes:
+        first = fleet.unserved[0]
+        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
+                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
+    out.result(fleet.to_json(), human=fleet_text(fleet, verbose=args.trace))
+    return 0
+
+
+def fleet_text(fleet, verbose: bool = False) -> str:
+    """Each class, its plan and why; which node is in which class; the nodes no class serves."""
+    lines = [f"{len(fleet.classes)} class(es) for {len(fleet.membership)} node(s)"
+             + (f"; {len(fleet.unserved)} node(s) no class can serve" if fleet.unserved else "")]
+    for c in fleet.classes:
+        plan = c.plan
+        lines += ["", f"{c.name}: {', '.join(c.nodes)}", f"  why       {c.why}"]
+        lines += ["  " + line for line in _human(plan, verbose=verbose).splitlines()[2:] if line.strip()]
+    if fleet.unserved:
+        lines += ["", "no class can serve:"]
+        lines += [f"  {u.node} ({u.file}): {u.reason}" + (f". Fix: {u.fix}" if u.fix else "") for u in fleet.unserved]
+    lines += ["", "node → class:"] + [f"  {node:<32} {name}" for node, name in fleet.membership]
     return "\n".join(lines)

@@ -12,6 +12,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="list the steps that would run, and why")
     parser.add_argument("--no-wait", action="store_true", help="exit (code 6) instead of waiting for another run")
     parser.add_argument("--force", action="store_true", help="run every step even when its stamp is current")
+    parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
+                        help="on a fleet's node: the shared channel its class's kernels are published to (default: "
+                             "$RESOLVER_KERNEL_CHANNEL, else [tool.resolver.fleet] kernel-channel in pixi.toml)")
     parser.add_argument("--sysroot", metavar="DIR",
                         help="a machine double: the GPUs, drivers and ROCm of the capture in DIR (docs/sysroot.md), "
                              "everything else from this machine; same as RESOLVER_SYSROOT=DIR")
@@ -33,7 +36,8 @@ def run(args, out) -> int:
         os.environ[SYSROOT_VAR] = str(Path(args.sysroot).resolve())
     request = Request(target=Target.parse(args.target), python=_python(args.python))
     options = SetupOptions(request=request, profile_file=Path(args.profile) if args.profile else None,
-                           dry_run=args.dry_run, wait=not args.no_wait, force=args.force)
+                           dry_run=args.dry_run, wait=not args.no_wait, force=args.force,
+                           kernel_channel=args.kernel_channel)
     project = ProjectPaths.discover()
     if not out.quiet and not out.json_mode:
         from resolver.names import printable

@@ -167,9 +167,13 @@ class Plan:
     target: str = "auto"
     # the environment's conda dependencies: its own python, and for CUDA the toolkit the kernels build with
     conda_packages: tuple[tuple[str, str], ...] = ()
+    # the environment's name when it is not the backend family's: a fleet class (``cuda12-sm80-sm90``)
+    environment: str | None = None
 
     @property
     def env_name(self) -> str:
+        if self.environment:
+            return self.environment
         if self.backend == "cpu":
             return "cpu"
         return f"{self.backend}{DottedVersion.parse(self.backend_version).major}"
@@ -219,10 +223,23 @@ class Plan:
                 trace=tuple(TraceStep(**t) for t in data.get("trace", [])),
                 glibc=data.get("glibc"), cuda_driver=data.get("cuda_driver"),
                 runnable_here=data.get("runnable_here", True), summary=data.get("summary", ""),
-                conda_packages=tuple((data.get("conda_packages") or {}).items()))
+                conda_packages=tuple((data.get("conda_packages") or {}).items()),
+                environment=_environment(data))
         except (KeyError, TypeError) as exc:
             raise BadInput(f"stored plan is malformed (missing {exc})",
                            fix="run `python -m resolver plan` again") from None
+
+
+def _environment(data: dict[str, Any]) -> str | None:
+    """The stored environment name when it is not the backend family's (a fleet class), checked as pixi would."""
+    from resolver.names import check_env_name
+
+    name = data.get("environment")
+    if name is None:
+        return None
+    family = "cpu" if data["backend"] == "cpu" else \
+        f"{data['backend']}{DottedVersion.parse(str(data['backend_version'])).major}"
+    return None if name == family else check_env_name(name, where="the stored plan")
 
 
 def _local_from_requirement(requirement: str | None) -> str | None:

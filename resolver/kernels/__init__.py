@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def build_for_plan(project, plan, env, out=None) -> dict[str, Any]:
+def build_for_plan(project, plan, env, out=None, *, fleet_channel: str | None = None) -> dict[str, Any]:
     """Build and install what ``plan.kernels`` asks for into ``env`` (progress lines through ``out``);
-    the summary's JSON form."""
+    the summary's JSON form. On a fleet's node, ``fleet_channel`` is where the variants come from."""
     from resolver.kernels.driver import build_for_plan as run
 
-    return run(project, plan, env, out)
+    return run(project, plan, env, out, fleet_channel=fleet_channel)

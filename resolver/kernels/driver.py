@@ -68,11 +68,15 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     return summary
 
 
-def build_for_plan(project: ProjectPaths, plan, env, out=None) -> dict[str, Any]:
-    """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``)."""
+def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel: str | None = None) -> dict[str, Any]:
+    """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``); on a fleet's
+    node, ``fleet_channel`` is where the variants come from (fetched, never compiled)."""
     options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
                            plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
-                           plan_toolkit=plan.kernels.toolkit)
+                           plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel,
+                           # a fleet's variants are compiled in CI (build --variant, never from an upstream wheel):
+                           # the node's key must not depend on whether it can reach that wheel
+                           prebuilt="never" if fleet_channel else "auto")
     return build(project, options, out).to_json()
 
 
@@ -102,7 +106,13 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
     outcome = PackageOutcome(package.name, package.version, "cached", bstring, str(in_channel), digest[:16], kept,
                              dropped, 0.0)
     started = time.monotonic()
-    if not in_channel.is_file():
+    if not in_channel.is_file() and options.fleet_channel:
+        from resolver.fleet.channel import fetch_package
+
+        fetch_package(options.fleet_channel, file_name, project.channel, variant=f"{package.name} for {env.name}")
+        outcome.status = "fetched"
+        _say(out, f"{package.name} {package.version}: fetched {file_name} from {options.fleet_channel}, nothing to compile")
+    elif not in_channel.is_file():
         parallel = fit_parallelism(cores=cores, free_bytes=free, units=package.translation_units, archs=len(kept),
                                    max_jobs=options.jobs or _env_int("MAX_JOBS"))
         summary.parallelism = parallel
@@ -147,7 +157,7 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
         outcome.file = str(in_channel)
         outcome.units = _units_from_log(run.log_path)
         _say(out, f"{package.name}: {outcome.status} in {seconds:.0f}s → {in_channel}")
-    else:
+    elif outcome.status == "cached":
         _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
     if options.install:
         stamp = project.cache / "build" / f"imported-{env.name}-{package.name}.json"

@@ -27,13 +27,14 @@ class BuildOptions:
     plan_strategy: str | None = None
     plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
     rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
+    fleet_channel: str | None = None  # a fleet's shared channel: a variant missing here is fetched, never compiled
 
 
 @dataclass
 class PackageOutcome:
     name: str
     version: str
-    status: str  # "built" | "cached" | "prebuilt"
+    status: str  # "built" | "cached" | "prebuilt" | "fetched" (from a fleet's channel)
     build_string: str
     file: str
     key: str

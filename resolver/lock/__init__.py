@@ -77,13 +77,17 @@ class LockSummary:
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
-               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None) -> LockSummary:
+               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None,
+               edit: Callable[[Manifest], None] | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
-    (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock."""
+    (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock.
+    ``edit`` changes the manifest further before it is locked (``lock --fleet`` records its classes)."""
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
     before = project.manifest.read_bytes() if project.manifest.is_file() else b""
+    if edit is not None:
+        edit(manifest)
     wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     changed = manifest.dumps().encode() != before
     notes: list[str] = []

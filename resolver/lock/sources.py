@@ -84,6 +84,7 @@ class Sources:
             if value not in (None, [], ()):
                 merged[key] = value
                 origins[key] = "command line"
+        merged.pop("fleet", None)  # the fleet's classes (resolver.fleet.record), not a source
         unknown = set(merged) - {*ENV_VARS, "mirrors"}
         if unknown:
             raise BadInput(f"unknown key(s) in [tool.resolver]: {', '.join(sorted(unknown))}",

@@ -39,6 +39,7 @@ class SetupOptions:
     dry_run: bool = False
     wait: bool = True
     force: bool = False  # ignore stamps and run every step
+    kernel_channel: str | None = None  # a fleet's shared kernel channel (--kernel-channel)
 
 
 @dataclass
@@ -66,6 +67,8 @@ class Setup:
         self.out = out
         self.stamps = Stamps(project.stamps / "steps")
         self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
+        self.kernel_channel: str | None = None  # a fleet node's: kernels are fetched from it, not compiled
+        self.fleet_class: str | None = None  # the fleet class this node set up, when pixi.toml records a fleet
         self.result = SetupResult(steps=log.reports, log_file=log.log_file)
 
     # -- the run ------------------------------------------------------------------------------
@@ -109,10 +112,17 @@ class Setup:
             if outcome.plan is None:
                 raise outcome.refusal
             plan = outcome.plan
-            if self._builds_here(plan) and plan.kernels.toolkit_source == "missing":
-                raise missing_compiler(plan, profile)
+            fleet = ""
+            if self.options.profile_file is None and self.options.request.target.backend == "auto":
+                from resolver.fleet.node import join_fleet
+
+                plan, self.kernel_channel, fleet = join_fleet(self.project, plan, profile,
+                                                                  self.options.kernel_channel)
+                self.fleet_class = plan.env_name if fleet else None
+            if self._builds_here(plan) and plan.kernels.toolkit_source == "missing":  # a fleet node too: it names
+                raise missing_compiler(plan, profile)  # its variants by the compiler's version
             return "done", f"{plan.backend} {plan.torch.variant}, torch {plan.torch.version}, " \
-                           f"kernels: {plan.kernels.strategy}", plan
+                           f"kernels: {plan.kernels.strategy}" + (f"; {fleet}" if fleet else ""), plan
         return self.log.timed("plan", action).result
 
     def _lock(self, plan: Plan) -> None:
@@ -121,6 +131,12 @@ class Setup:
         def action():
             if not self.options.force and self.project.lockfile.is_file() and locking.lock_is_current(self.project, plan):
                 return "skipped", f"pixi.lock is current for {plan.env_name}", None
+            if self.fleet_class:  # a node never relocks the fleet's shared lock on its own
+                from resolver.errors import BadInput
+
+                raise BadInput(f"pixi.lock does not hold fleet class {plan.env_name} as this node plans it",
+                               fix="lock the fleet again (`python -m resolver lock --fleet DIR`) and share pixi.toml "
+                                   "and pixi.lock")
             if self.options.dry_run:
                 reason = "pixi.lock is missing" if not self.project.lockfile.is_file() else \
                     f"pixi.lock is stale for environment {plan.env_name}"
@@ -193,7 +209,7 @@ class Setup:
                 return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
             from resolver.kernels import build_for_plan
 
-            summary = build_for_plan(self.project, plan, env, self.out)
+            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel)
             self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
             compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
             return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "

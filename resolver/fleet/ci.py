@@ -1,0 +1,84 @@
+"""``build --matrix`` and ``build --variant KEY``: the fleet's kernel variants, built once each in CI.
+
+The matrix lists, for every class of pixi.toml's fleet whose plan builds kernels, one entry per kernel
+package (GitHub Actions ``strategy.matrix.include``). ``--variant KEY`` builds one entry on any machine
+with the toolkit: it installs the class's environment from pixi.lock (which, for CUDA, brings its own
+nvcc), compiles the package for the class's architectures into ``.resolver/channel`` and installs it
+nowhere. It always compiles (never relocates an upstream wheel): a node's build key must not depend on
+whether the node can reach that wheel. A node of the class later computes the same build key from the same locked environment, so it
+finds exactly this file in the published channel (resolver.fleet.channel).
+"""
+
+from __future__ import annotations
+
+import json
+
+from resolver.errors import BadInput, UsageError
+from resolver.fleet import record
+from resolver.lock.manifest import Manifest
+from resolver.paths import ProjectPaths
+
+
+def _manifest(project: ProjectPaths) -> Manifest:
+    if not project.manifest.is_file():
+        raise BadInput(f"{project.manifest} does not exist",
+                       fix="run the command in the fleet's project (after `python -m resolver lock --fleet DIR`)")
+    manifest = Manifest.load(project.manifest)
+    if not record.read_classes(manifest):
+        raise UsageError(f"{project.manifest} records no fleet",
+                         fix="lock one first: `python -m resolver lock --fleet DIR` (a folder of `probe --json` files)")
+    return manifest
+
+
+def package_names() -> list[str]:
+    """The kernel packages in build order (the recipes RESOLVER_KERNEL_RECIPES names, when set)."""
+    from resolver.kernels.packages import configured_recipe_dirs, known_packages, selected_packages
+
+    if configured_recipe_dirs():
+        return [p.name for p in selected_packages()]
+    return list(known_packages())
+
+
+def run_fleet(args, out) -> int:
+    project = ProjectPaths.discover()
+    if args.matrix and args.variant:
+        raise UsageError("--matrix and --variant do not go together", fix="list with --matrix, then build one --variant")
+    manifest = _manifest(project)
+    if args.matrix:
+        entries = record.matrix(manifest, package_names())
+        data = {"include": entries}
+        human = json.dumps(data, indent=None) if not out.quiet else ""
+        lines = [f"{len(entries)} kernel variant(s) to build, each once:"]
+        lines += [f"  {e['variant']:<48} {e['archs']:<24} runs-on {e['runs-on']}" for e in entries]
+        lines += ["", "matrix (for strategy.matrix in GitHub Actions; `--json` prints it alone):", human]
+        out.result(data, "\n".join(lines))
+        return 0
+    return _variant(project, manifest, args, out)
+
+
+def _variant(project: ProjectPaths, manifest: Manifest, args, out) -> int:
+    from resolver import install as installing
+    from resolver.kernels.driver import build
+    from resolver.kernels.packages import selected_packages
+    from resolver.kernels.summary import BuildOptions
+
+    package, stored = record.parse_variant(args.variant, manifest)
+    recipes = {p.name: p for p in selected_packages()}
+    if package not in recipes:
+        raise UsageError(f"--variant {args.variant!r} names package {package!r}, which is not a kernel package",
+                         fix=f"use one of {', '.join(recipes)} (see `python -m resolver build --matrix`)")
+    if stored.strategy == "none" or not stored.archs:
+        raise UsageError(f"class {stored.name} builds no kernels (a {stored.backend} environment)",
+                         fix="build the variants `python -m resolver build --matrix` lists")
+    out.info(f"installing environment {stored.name} from pixi.lock")
+    installing.install_environment(project, stored.name, info=out.info, progress=out.progress)
+    options = BuildOptions(recipe_dirs=(recipes[package].recipe_dir,), env_name=stored.name,
+                           plan_archs=stored.archs, plan_strategy=stored.strategy,
+                           plan_toolkit=stored.toolkit or None, jobs=args.jobs, prebuilt="never", install=False)
+    summary = build(project, options, out)
+    data = summary.to_json()
+    data["variant"] = args.variant
+    lines = [f"{p.name} {p.version} [{p.build_string}]: {p.status} ({p.seconds:.1f}s) → {p.file}" for p in summary.packages]
+    lines.append(f"next: python -m resolver channel publish --to DIR_OR_URL (adds {project.channel}'s packages)")
+    out.result(data, "\n".join(lines))
+    return 0

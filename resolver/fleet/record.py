@@ -1,0 +1,231 @@
+"""The fleet's classes in pixi.toml, so that every checkout of the project knows them.
+
+``lock --fleet`` writes one table per class under ``[tool.resolver.fleet.classes]`` (pixi ignores
+``[tool]``), next to the environment of the same name::
+
+    [tool.resolver.fleet]
+    kernel-channel = "https://kernels.example.org/mamba"   # optional: where nodes take prebuilt kernels
+
+    [tool.resolver.fleet.classes.cuda12-sm80-sm90]
+    key = "3f2a…"                # what the class's nodes agree on (resolver.fleet.classes.class_key), hashed
+    archs = ["8.0", "9.0"]
+    nodes = ["a100-01", "h100-01"]
+    torch = "torch==2.14.1+cu126"
+    python = "3.12"
+    platform = "linux-64"
+    toolkit = "nvcc 12.6"
+    strategy = "build"
+
+From it come the CI build matrix (:func:`matrix`) and, on a node, its class (:func:`class_for`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Any
+
+from resolver.decide.model import Plan, Request
+from resolver.errors import BadInput, Refusal, UsageError
+from resolver.fleet.classes import FleetPlan, class_key, sort_archs
+from resolver.lock.manifest import Manifest
+
+VARIANT_SEP = "@"  # causal-conv1d@cuda12-sm80-sm90
+RUNNERS = {"linux-64": "ubuntu-latest", "linux-aarch64": "ubuntu-24.04-arm"}
+
+
+@dataclass(frozen=True)
+class StoredClass:
+    name: str
+    key: str
+    archs: tuple[str, ...]
+    nodes: tuple[str, ...]
+    torch: str
+    python: str
+    platform: str
+    backend: str
+    backend_version: str
+    toolkit: str
+    toolkit_source: str
+    strategy: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"environment": self.name, "key": self.key, "archs": list(self.archs), "nodes": list(self.nodes),
+                "torch": self.torch, "python": self.python, "platform": self.platform, "backend": self.backend,
+                "backend_version": self.backend_version, "toolkit": self.toolkit,
+                "toolkit_source": self.toolkit_source, "strategy": self.strategy}
+
+
+def key_of(plan: Plan) -> str:
+    return hashlib.sha256(class_key(plan).encode()).hexdigest()[:16]
+
+
+def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None,
+                request: Request | None = None) -> None:
+    """Replace the fleet tables of ``manifest`` with ``fleet``'s classes; environments of classes that are
+    gone (a fleet locked before) leave pixi.toml with them."""
+    import tomlkit
+
+    doc = manifest.doc
+    old = set(read_classes(manifest))
+    new = {c.name for c in fleet.classes}
+    for name in sorted(old - new):
+        for table in ("environments", "feature"):
+            if table in doc and name in doc[table]:
+                del doc[table][name]
+    if "tool" not in doc:
+        doc.add("tool", tomlkit.table(is_super_table=True))
+    tool = doc["tool"]
+    if "resolver" not in tool:
+        tool.add("resolver", tomlkit.table(is_super_table=True))
+    resolver = tool["resolver"]
+    previous_channel = None
+    if "fleet" in resolver:
+        previous_channel = resolver["fleet"].get("kernel-channel")
+        del resolver["fleet"]
+    request = request or Request()
+    table = tomlkit.table()
+    table["target"] = str(request.target)  # what every node plans with (setup on a node uses it too)
+    if request.python is not None:
+        table["python"] = str(request.python)
+    if kernel_channel or previous_channel:
+        table["kernel-channel"] = str(kernel_channel or previous_channel)
+    classes = tomlkit.table(is_super_table=True)
+    for c in fleet.classes:
+        plan = c.plan
+        entry = tomlkit.table()
+        entry["key"] = key_of(plan)
+        entry["archs"] = list(plan.kernels.arch_list)
+        entry["nodes"] = list(c.nodes)
+        entry["torch"] = plan.torch.requirement
+        entry["python"] = plan.python
+        entry["platform"] = plan.platform
+        entry["backend"] = plan.backend
+        entry["backend-version"] = plan.backend_version or ""
+        entry["toolkit"] = plan.kernels.toolkit or ""
+        entry["toolkit-source"] = plan.kernels.toolkit_source or ""
+        entry["strategy"] = plan.kernels.strategy
+        entry.add(tomlkit.nl())  # a blank line after each class, also when the table is written again
+        classes[c.name] = entry
+    table["classes"] = classes
+    resolver["fleet"] = table
+
+
+def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
+    """The classes pixi.toml records (empty when it is no fleet's)."""
+    tool = manifest.doc.get("tool", {})
+    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
+    out: dict[str, StoredClass] = {}
+    for name, entry in (fleet.get("classes", {}) if isinstance(fleet, dict) else {}).items():
+        def text(key: str) -> str:
+            value = entry.get(key, "")
+            if not isinstance(value, str):
+                raise BadInput(f"pixi.toml: [tool.resolver.fleet.classes.{name}] {key} must be a string",
+                               fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")
+            return value
+        out[str(name)] = StoredClass(str(name), text("key"), tuple(str(a) for a in entry.get("archs", [])),
+                                     tuple(str(n) for n in entry.get("nodes", [])), text("torch"), text("python"),
+                                     text("platform"), text("backend"), text("backend-version"), text("toolkit"),
+                                     text("toolkit-source"), text("strategy"))
+    return out
+
+
+def fleet_request(manifest: Manifest) -> Request:
+    """The request every node of the fleet plans with (``lock --fleet --target T --python X.Y``)."""
+    from resolver.decide.model import Target
+    from resolver.versions import DottedVersion
+
+    fleet = _fleet_table(manifest)
+    try:
+        python = fleet.get("python")
+        return Request(target=Target.parse(str(fleet.get("target") or "auto")),
+                       python=DottedVersion.parse(str(python)) if python else None)
+    except (UsageError, ValueError):
+        raise BadInput(f"pixi.toml: [tool.resolver.fleet] target {fleet.get('target')!r} or python "
+                       f"{fleet.get('python')!r} is not valid",
+                       fix="lock the fleet again (`python -m resolver lock --fleet DIR`)") from None
+
+
+def _fleet_table(manifest: Manifest) -> Any:
+    tool = manifest.doc.get("tool", {})
+    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
+    return fleet if isinstance(fleet, dict) else {}
+
+
+def kernel_channel(manifest: Manifest) -> str | None:
+    tool = manifest.doc.get("tool", {})
+    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
+    value = fleet.get("kernel-channel") if isinstance(fleet, dict) else None
+    return str(value) if value else None
+
+
+# ------------------------------------------------------------------------------------------ matrix
+def variant_key(package: str, environment: str) -> str:
+    return f"{package}{VARIANT_SEP}{environment}"
+
+
+def matrix(manifest: Manifest, packages: list[str]) -> list[dict[str, Any]]:
+    """The GitHub Actions ``strategy.matrix.include`` list: one entry per kernel package per class with kernels."""
+    entries = []
+    for name, stored in sorted(read_classes(manifest).items()):
+        if stored.strategy == "none" or not stored.archs:
+            continue
+        for package in packages:
+            key = variant_key(package, name)
+            entries.append({
+                "package": package, "variant": key, "environment": name, "archs": ",".join(stored.archs),
+                "platform": stored.platform, "runs-on": _runner(stored), "toolkit": stored.toolkit,
+                "requires": _requires(stored), "command": f"python -m resolver build --variant {key}"})
+    return entries
+
+
+def _runner(stored: StoredClass) -> str:
+    if stored.backend == "rocm" or stored.toolkit_source == "system":
+        # the kernels build with the system's compiler: a runner that has it (a self-hosted label)
+        compiler = stored.toolkit.replace(" ", "-") or stored.backend
+        return f"self-hosted-{stored.platform}-{compiler}"
+    return RUNNERS.get(stored.platform, f"self-hosted-{stored.platform}")
+
+
+def _requires(stored: StoredClass) -> str:
+    where = "from the environment's conda packages" if stored.toolkit_source == "environment" else "installed on the runner"
+    return f"{stored.platform}, {stored.toolkit or 'no compiler'} ({where}); no GPU"
+
+
+def parse_variant(text: str, manifest: Manifest) -> tuple[str, StoredClass]:
+    """``package@environment`` → (package, its class); a key the lock does not hold is a usage error."""
+    package, sep, env = text.partition(VARIANT_SEP)
+    classes = read_classes(manifest)
+    if not sep or env not in classes:
+        known = ", ".join(sorted(classes)) or "none: pixi.toml holds no fleet"
+        raise UsageError(f"--variant {text!r} names no class of the fleet in pixi.toml (classes: {known})",
+                         fix="copy a key from `python -m resolver build --matrix` (PACKAGE@ENVIRONMENT)")
+    return package, classes[env]
+
+
+# ------------------------------------------------------------------------------------------ a node
+def class_for(plan: Plan, manifest: Manifest) -> StoredClass:
+    """The class whose environment serves a node planned as ``plan``; a Refusal saying how to add it otherwise."""
+    classes = read_classes(manifest)
+    key = key_of(plan)
+    same = [c for c in classes.values() if c.key == key]
+    wanted = set(plan.kernels.arch_list)
+    for stored in sorted(same, key=lambda c: (len(c.archs), c.name)):
+        if wanted <= set(stored.archs):
+            return stored
+    gpus = ", ".join(plan.kernels.arch_list) or "no GPU"
+    fix = ("add this node's profile to the fleet folder (`python -m resolver probe --json > FLEET/NODE.json`) and run "
+           "`python -m resolver lock --fleet FLEET`, then build and publish the new variants; or set this machine "
+           "up outside the fleet with an explicit --target (e.g. --target cpu)")
+    if same:
+        raise Refusal(f"class {same[0].name} of the fleet has this node's torch build but no kernels for "
+                      f"{', '.join(sorted(wanted - set(same[0].archs)))}", fix=fix)
+    raise Refusal(f"this node (torch {plan.torch.requirement.split('==', 1)[1]} for Python {plan.python} on "
+                  f"{plan.platform}, kernels for {gpus}) matches no class of the fleet in pixi.toml "
+                  f"({', '.join(sorted(classes))})", fix=fix)
+
+
+def class_plan(plan: Plan, stored: StoredClass) -> Plan:
+    """A node's plan as its class's: the class's environment and architectures."""
+    return replace(plan, environment=stored.name,
+                   kernels=replace(plan.kernels, arch_list=sort_archs(stored.archs), strategy=stored.strategy))
