@@ -41,6 +41,22 @@ def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None
     return text
 
 
+@pytest.fixture(scope="session", autouse=True)
+def uv_cache_of_the_session(tmp_path_factory):
+    """uv extracts a local wheel once per path, and every test project has its own verified store, so
+    the user's uv cache kept ~700 MB per torch install of every session (50 GB after a day of runs).
+    The suite gets its own uv cache, removed when the session ends."""
+    folder = tmp_path_factory.mktemp("uv-cache")
+    previous = os.environ.get("UV_CACHE_DIR")
+    os.environ["UV_CACHE_DIR"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("UV_CACHE_DIR", None)
+    else:
+        os.environ["UV_CACHE_DIR"] = previous
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def cpu_project(tmp_path_factory, conda_channel) -> Path:
     """A copy of this project where ``lock --target cpu --channel <toolchain channel>`` then
