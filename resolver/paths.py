@@ -75,6 +75,18 @@ class ProjectPaths:
         return self.state_dir / "cache"
 
     @property
+    def verified(self) -> Path:
+        """Verified artefacts by sha256, shared by every project of this user (the user's cache): a file
+        is downloaded and checked once per machine, and uv, which keys its extraction of a local wheel
+        by the wheel's path, extracts it once. The project's cache where the user's is not writable."""
+        return _shared_store(self, "verified")
+
+    @property
+    def package_cache(self) -> Path:
+        """rattler's cache of unpacked conda packages, shared the same way."""
+        return _shared_store(self, "rattler")
+
+    @property
     def logs(self) -> Path:
         return self.state_dir / "logs"
 
@@ -128,9 +140,22 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
         handle.close()
 
 
+def _shared_store(project: ProjectPaths, name: str) -> Path:
+    base = user_cache_dir()
+    if base is not None:
+        try:
+            (base / name).mkdir(parents=True, exist_ok=True)
+            if os.access(base / name, os.W_OK):
+                return base / name
+        except OSError:
+            pass
+    return project.cache / name
+
+
 def user_cache_dir() -> Path | None:
     """The resolver's folder in the user's cache (``$XDG_CACHE_HOME/mamba-resolver``, ``~/.cache/…``):
-    what is worth keeping across projects (parsed knowledge tables, the answers of toolkit binaries)."""
+    what is worth keeping across projects (verified artefacts, unpacked conda packages, parsed knowledge
+    tables, remembered plans, the answers of toolkit binaries)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not base or base.startswith("~"):
         return None

@@ -42,19 +42,21 @@ def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None
 
 
 @pytest.fixture(scope="session", autouse=True)
-def uv_cache_of_the_session(tmp_path_factory):
-    """uv extracts a local wheel once per path, and every test project has its own verified store, so
-    the user's uv cache kept ~700 MB per torch install of every session (50 GB after a day of runs).
-    The suite gets its own uv cache, removed when the session ends."""
-    folder = tmp_path_factory.mktemp("uv-cache")
-    previous = os.environ.get("UV_CACHE_DIR")
-    os.environ["UV_CACHE_DIR"] = str(folder)
-    yield folder
-    if previous is None:
-        os.environ.pop("UV_CACHE_DIR", None)
-    else:
-        os.environ["UV_CACHE_DIR"] = previous
-    shutil.rmtree(folder, ignore_errors=True)
+def caches_of_the_session(tmp_path_factory):
+    """The suite's own user cache (the resolver's shared verified store and package cache, its memos)
+    and uv cache, removed when the session ends: tests corrupt verified files on purpose, and uv
+    extracts a local wheel once per path, so the user's caches grew by gigabytes every session."""
+    folders = {"XDG_CACHE_HOME": tmp_path_factory.mktemp("user-cache"), "UV_CACHE_DIR": tmp_path_factory.mktemp("uv-cache")}
+    previous = {name: os.environ.get(name) for name in folders}
+    os.environ.update({name: str(folder) for name, folder in folders.items()})
+    yield folders
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    for folder in folders.values():
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -294,8 +294,9 @@ def test_manifest_written_by_lock_is_pixis_current_form(locked):
     assert not errors, [e.message for e in errors]
 
 
-def test_tampered_wheel_is_refused_naming_the_file(locked, tmp_path):
+def test_tampered_wheel_is_refused_naming_the_file(locked, tmp_path, monkeypatch):
     project, _, _ = locked
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # a machine that has not verified it yet
     copy = ProjectPaths(tmp_path / "copy")
     shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
     wheel = copy.root / "wheels" / "rtpy-1.0.0-py3-none-any.whl"
@@ -305,8 +306,9 @@ def test_tampered_wheel_is_refused_naming_the_file(locked, tmp_path):
     assert not copy.env("cpu").exists() and not list(copy.envs.glob(".*"))
 
 
-def test_tampered_conda_package_is_refused(served, tmp_path, conda_channel):
+def test_tampered_conda_package_is_refused(served, tmp_path, conda_channel, monkeypatch):
     channel, _ = served
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # a machine that has not verified it yet
     chan = tmp_path / "chan"
     shutil.copytree(channel, chan)
     server = cf.ChannelServer(chan)
@@ -461,7 +463,7 @@ def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path, cond
         install.install_environment(project, "cpu", force=True, use_cache=False)
         assert len(wheel_gets()) == after_lock  # nothing downloaded again
         assert run(project.env("cpu") / "bin" / "python", "-c", "import rtpy; print(rtpy.VALUE)") == "rtpy ok"
-        cached = next(project.cache.glob("verified/*/*/rtpy-1.0.0-py3-none-any.whl"))
+        cached = next(project.verified.glob("*/*/rtpy-1.0.0-py3-none-any.whl"))
         cached.write_bytes(b"corrupted")  # a damaged cache entry is fetched again, not trusted
         install.install_environment(project, "cpu", force=True, use_cache=False)
         assert len(wheel_gets()) == after_lock + 1 and wheel_gets().count("GET /rtpy-1.0.0-py3-none-any.whl") >= 2

@@ -35,7 +35,7 @@ def wheels(tmp_path_factory):
 def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
     result = pypi.resolve(pypi.PypiRequest(("torch==2.13.0+cpu", "rtpy"), python=py, platform=host_subdir(),
-                                          find_links=(str(wheels),)), tmp_path)
+                                          find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
     got = {a.name: a for a in result.artifacts}
     assert sorted(got) == ["rtpy", "torch"] and got["torch"].version == "2.13.0+cpu"
     assert got["torch"].sha256 == sha256_of(wheels / "torch-2.13.0+cpu-py3-none-any.whl")
@@ -45,18 +45,18 @@ def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
 
 def test_another_platform_and_python_resolve_from_here(wheels, tmp_path):
     result = pypi.resolve(pypi.PypiRequest(("torch==2.13.0+cu130",), python="3.12", platform="linux-aarch64",
-                                          glibc="2.35", find_links=(str(wheels),)), tmp_path)
+                                          glibc="2.35", find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
     assert [a.version for a in result.artifacts] == ["2.13.0+cu130"]
 
 
 def test_unreachable_index_is_left_out_and_missing_pin_is_one_sentence(wheels, tmp_path):
     result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
                                           platform=host_subdir(), extra_index_urls=("http://127.0.0.1:9/simple",),
-                                          find_links=(str(wheels),)), tmp_path)
+                                          find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
     assert result.skipped_indexes == ("http://127.0.0.1:9/simple",)
     with pytest.raises(ResolverError, match="the PyPI part cannot be resolved") as info:
         pypi.resolve(pypi.PypiRequest(("torch==9.9.9",), python="3.11", platform=host_subdir(),
-                                     find_links=(str(wheels),)), tmp_path)
+                                     find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
     assert "\n" not in str(info.value) and "torch==9.9.9" in str(info.value)
 
 
@@ -65,7 +65,7 @@ def test_requires_dist_comes_from_the_wheels_metadata_and_is_kept_by_sha256(tmp_
     cf.write_wheel(folder, "needs", "1.0", {"needs/__init__.py": ""}, requires=["rtpy>=1", "extra-thing ; extra == 'x'"])
     cf.write_wheel(folder, "rtpy", "1.0.0", {"rtpy/__init__.py": ""})
     request = pypi.PypiRequest(("needs",), python="3.11.7", platform="linux-64", find_links=(str(folder),))
-    first = {a.name: a for a in pypi.resolve(request, tmp_path / "cache").artifacts}
+    first = {a.name: a for a in pypi.resolve(request, tmp_path / "cache", tmp_path / "verified").artifacts}
     assert first["needs"].requires_dist == ("rtpy>=1", "extra-thing ; extra == 'x'")
     assert (tmp_path / "cache" / "metadata" / "requires.json").is_file()
 

@@ -67,7 +67,7 @@ def find_interpreter(python: str) -> str | None:
 
 def _link_conda(project: ProjectPaths, env: LockedEnv, files: list[Path], prefix: Path, final: Path) -> None:
     conda.link(conda.records_for_files(list(env.conda), files), prefix, platform=env.platform.subdir,
-               cache_dir=project.cache / "rattler", final=final, what=f"the conda packages of '{env.name}'")
+               cache_dir=project.package_cache, final=final, what=f"the conda packages of '{env.name}'")
 
 
 def _run(cmd: list[str], what: str) -> None:

@@ -3,8 +3,10 @@
 The lock names where each artefact canonically lives. Install looks for it, in order: at that very
 path (a project-relative or local location); through ``[tool.resolver.mirrors]``; by file name in the
 local wheelhouses and indexes that ``[tool.resolver]`` and pip's configuration name; else it downloads
-it. Whatever the source, the bytes are copied into ``.resolver/cache/verified/<sha256>/`` while they are
-hashed, and only that private copy is installed: a file swapped after the check cannot be installed.
+it. Whatever the source, the bytes are copied into the verified store while they are hashed
+(``~/.cache/mamba-resolver/verified/<sha256>/``, shared by the user's projects: one download per
+machine; :attr:`~resolver.paths.ProjectPaths.verified`), and only that private copy is installed: a
+file swapped after the check cannot be installed.
 
 >>> local_path("file:///srv/wheels/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl").name
 'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'

@@ -44,7 +44,7 @@ def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...
 def add_to_environment(project: ProjectPaths, env, package_file: Path) -> None:
     from resolver.conda import add_package
 
-    add_package(env.path, package_file, cache_dir=project.cache / "rattler")
+    add_package(env.path, package_file, cache_dir=project.package_cache)
 
 
 def check_imports(env, package: KernelRecipe) -> tuple[str, ...]:

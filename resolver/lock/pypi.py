@@ -71,8 +71,11 @@ class PypiResolution:
     skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached
 
 
-def resolve(request: PypiRequest, cache: Path, *, info: Callable[[str], None] = lambda text: None) -> PypiResolution:
-    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata."""
+def resolve(request: PypiRequest, cache: Path, verified: Path, *,
+            info: Callable[[str], None] = lambda text: None) -> PypiResolution:
+    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (``cache``
+    keeps where files are and their METADATA; a wheel downloaded to read it goes to the ``verified``
+    store, where install looks first)."""
     requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
     pip = read_pip_config()
     skipped: list[str] = []
@@ -105,9 +108,9 @@ def resolve(request: PypiRequest, cache: Path, *, info: Callable[[str], None] = 
         if done.returncode != 0 or not output.is_file():
             raise _resolution_failure(done.stderr or done.stdout, skipped)
         pins = parse_pins(output.read_text(encoding="utf-8"))
-    files = _Files(cache / "files.json", cache.parent / "verified", python=request.python, platform=request.platform,
+    files = _Files(cache / "files.json", verified, python=request.python, platform=request.platform,
                    glibc=request.glibc)
-    store = _MetadataStore(cache / "metadata", cache.parent / "verified")
+    store = _MetadataStore(cache / "metadata", verified)
 
     def artifact(pin: Pin) -> PypiArtifact:
         url, sha = files.locate(pin)
