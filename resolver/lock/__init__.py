@@ -91,7 +91,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     changed = manifest.dumps().encode() != before
     notes: list[str] = []
-    with ThreadPoolExecutor(max_workers=4) as ahead:
+    ahead = ThreadPoolExecutor(max_workers=4)
+    try:
         # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
         pythons = {} if no_pypi or no_conda else _stored_pythons(project, list(wanted))
         early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
@@ -126,6 +127,10 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                 torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
                 reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
                                              skipped, time.monotonic() - started, env.fallback))
+    except BaseException:
+        ahead.shutdown(wait=False, cancel_futures=True)  # the error now, not after a guessed resolve ends
+        raise
+    ahead.shutdown(wait=True)
     for note in canonical.notes + [r.fallback_note for r in envs if r.fallback]:
         if note not in notes:
             notes.append(note)
