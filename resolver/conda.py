@@ -163,13 +163,20 @@ def link(records: list[Any], prefix: Path, *, platform: str, cache_dir: Path, fi
     r = rattler()
     from rattler.platform import Subdir
 
-    try:
-        run(r.install(records, target_prefix=str(prefix), cache_dir=cache_dir, platform=Subdir(platform),
-                      installed_packages=installed, show_progress=False, execute_link_scripts=False,
-                      alternative_target_prefix=str(final) if final else None))
-    except Exception as exc:  # rattler.exceptions.InstallerError …
-        raise BuildFailed(f"linking {what} failed ({str(exc).splitlines()[0][:300]})",
-                          fix="run the same command again; if it persists, relock") from None
+    for attempt in (1, 2):
+        try:
+            run(r.install(records, target_prefix=str(prefix), cache_dir=cache_dir, platform=Subdir(platform),
+                          installed_packages=installed, show_progress=False, execute_link_scripts=False,
+                          alternative_target_prefix=str(final) if final else None))
+            return
+        except Exception as exc:  # rattler.exceptions.InstallerError …
+            # rattler's "failed to fetch" of a local verified file was seen once, at a load average of 10,
+            # and not again in 60 runs: one more try, then the whole message (every line of it)
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())[:600]
+            if attempt == 1 and "fetch" in reason:
+                continue
+            raise BuildFailed(f"linking {what} failed ({reason})",
+                              fix="run the same command again; if it persists, relock") from None
 
 
 def records_for_files(records: list[Any], files: list[Path]) -> list[Any]:

@@ -324,6 +324,22 @@ def test_tampered_conda_package_is_refused(served, tmp_path, conda_channel, monk
         server.close()
 
 
+def test_a_conda_link_that_cannot_read_its_package_says_why_in_one_line(tmp_path, conda_channel):
+    """rattler's error chain (fetch → package cache → io error) is one line with every cause, after one
+    more try (a failed fetch of a local file was seen once under heavy load)."""
+    from resolver import conda
+    from resolver.errors import BuildFailed
+
+    records = conda.solve([conda_channel.as_uri() + "/"], ["python 3.11.*"], "linux-64",
+                          ["__glibc=2.35=0", "__unix=0=0", "__linux=5.0=0", "__archspec=1=x86_64"])
+    missing = [tmp_path / "gone" / r.file_name for r in records]
+    with pytest.raises(BuildFailed) as info:
+        conda.link(conda.records_for_files(list(records), missing), tmp_path / "prefix", platform="linux-64",
+                   cache_dir=tmp_path / "cache")
+    message = str(info.value)
+    assert "failed to fetch python-3.11" in message and "No such file or directory" in message and "\n" not in message
+
+
 @pytest.fixture
 def silent_channel():
     """A channel URL whose server accepts connections and never answers (a firewall that drops)."""
