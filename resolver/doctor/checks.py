@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.doctor.context import FixContext
+from resolver.inenv.answers import EnvironmentFacts, ExtensionState, TorchBuild
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.paths import ProjectPaths
 
@@ -88,11 +89,12 @@ def _arch_name(arch: str) -> str:
     return arch if arch.startswith(("sm_", "gfx")) else "sm_" + arch.replace(".", "")
 
 
-def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
+def arch_findings(facts: EnvironmentFacts | dict, profile, ctx: FixContext) -> list[Finding]:
     """Each GPU against torch's compiled architectures and the kernels' ones."""
     from resolver.inenv.facts import arch_supported  # plain functions; no torch import
 
-    devices = [(d.get("name"), d.get("arch")) for d in (facts.get("device") or {}).get("devices", [])]
+    facts = EnvironmentFacts.of(facts)
+    devices = [(d.name, d.arch) for d in facts.devices]
     if not devices and profile is not None:
         if profile.nvidia:
             devices = [(g.name, _arch_name(str(g.compute_capability))) for g in profile.nvidia.gpus]
@@ -105,7 +107,7 @@ def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
         counts[dev] = counts.get(dev, 0) + 1
     devices = [(f"{count} x {name}" if count > 1 else name, arch) for (name, arch), count in counts.items()]
     out = []
-    arch_list = (facts.get("torch") or {}).get("arch_list") or []
+    arch_list = list(facts.torch.arch_list) if facts.torch is not None else []
     for name, arch in devices:
         ok = arch_supported(arch, arch_list)
         if ok is None:
@@ -114,9 +116,9 @@ def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
             out.append(Finding(f"gpu-arch:torch:{arch}", "ok" if ok else "fail",
                                f"{name} is {arch}; torch {ctx.torch} was compiled for {' '.join(arch_list)}",
                                None if ok else "python -m resolver plan && python -m resolver lock --target auto"))
-        for ext_name, ext in (facts.get("extensions") or {}).items():
-            built = ext.get("built_for_archs") or []
-            if not ext.get("installed") or not built:
+        for ext_name, ext in facts.extensions.items():
+            built = list(ext.built_for_archs)
+            if not ext.installed or not built:
                 continue
             ok = arch_supported(arch, built)
             out.append(Finding(f"gpu-arch:{ext_name}:{arch}", "ok" if ok else "fail",
@@ -125,57 +127,59 @@ def arch_findings(facts: dict, profile, ctx: FixContext) -> list[Finding]:
     return out
 
 
-def extension_findings(facts: dict, ctx: FixContext) -> list[Finding]:
+def extension_findings(facts: EnvironmentFacts | dict, ctx: FixContext) -> list[Finding]:
     from resolver.doctor.signatures import load_signatures, match_log
 
+    facts = EnvironmentFacts.of(facts)
     out = []
-    torch_version = (facts.get("torch") or {}).get("version")
-    for name, ext in (facts.get("extensions") or {}).items():
-        if not ext.get("installed"):
+    torch_version = facts.torch.version if facts.torch is not None else None
+    for name, ext in facts.extensions.items():
+        if not ext.installed:
             out.append(Finding(f"extension:{name}", "skip", f"{name} is not installed"))
             continue
-        if ext.get("loaded"):
+        if ext.loaded:
             out.append(Finding(f"extension:{name}", "ok", f"{name} loads with torch {torch_version}"))
             continue
-        if ext.get("abi"):
-            abi = ext["abi"]
-            expected = ext.get("built_for_torch")
-            symbol = abi.get("demangled") or abi.get("undefined_symbol")
-            detail = (f"ABI mismatch: {name} ({ext.get('file')}) needs `{symbol}`, which torch {torch_version} does not "
+        if ext.abi is not None and not ext.abi.empty:
+            abi = ext.abi
+            expected = ext.built_for_torch
+            symbol = abi.demangled or abi.undefined_symbol
+            detail = (f"ABI mismatch: {name} ({ext.file}) needs `{symbol}`, which torch {torch_version} does not "
                       f"export; it was built for {'torch ' + expected if expected else 'another torch'}")
             out.append(Finding(f"extension:{name}", "fail", detail, _rebuild_fix(name, ext, ctx, facts)))
             continue
-        matches = match_log(ext.get("error", ""), load_signatures())
+        matches = match_log(ext.error or "", load_signatures())
         fix = ctx.render(matches[0].signature.fix, matches[0].groups) if matches else f"python -m resolver build --env {ctx.env}"
-        out.append(Finding(f"extension:{name}", "fail", f"{name} does not load: {ext.get('error')}", fix))
+        out.append(Finding(f"extension:{name}", "fail", f"{name} does not load: {ext.error}", fix))
     return out
 
 
-def bytecode_finding(env: Environment, facts: dict) -> Finding:
-    b = facts.get("bytecode") or {}
-    if not b or b.get("torch_cached"):
+def bytecode_finding(env: Environment, facts: EnvironmentFacts | dict) -> Finding:
+    b = EnvironmentFacts.of(facts).bytecode
+    b = b if b is not None and not b.empty else None
+    if b is None or b.torch_cached:
         return Finding("bytecode", "ok" if b else "skip", "torch's bytecode is cached" if b else "not reported")
-    if b.get("dont_write_bytecode") or not b.get("writable"):
-        why = "PYTHONDONTWRITEBYTECODE is set" if b.get("dont_write_bytecode") else "site-packages is read-only"
+    if b.dont_write_bytecode or not b.writable:
+        why = "PYTHONDONTWRITEBYTECODE is set" if b.dont_write_bytecode else "site-packages is read-only"
         return Finding("bytecode", "warn", f"no cached bytecode for torch and {why}: every start compiles torch and "
                        "transformers again (measured here: 11.8 s instead of 4.5 s to import both)",
-                       f"{env.python} -m compileall -q -j 0 {b.get('site_packages')}")
+                       f"{env.python} -m compileall -q -j 0 {b.site_packages}")
     return Finding("bytecode", "ok", "bytecode is written on first import")
 
 
-def _rebuild_fix(name: str, ext: dict, ctx: FixContext, facts: dict) -> str:
+def _rebuild_fix(name: str, ext: ExtensionState, ctx: FixContext, facts: EnvironmentFacts) -> str:
     """Our kernels are rebuilt by the build stage; any other extension by its own package, without isolation."""
-    if any(name in modules for modules in (facts.get("kernels") or {}).values()):
+    if any(name in modules for modules in facts.kernels.values()):
         return f"python -m resolver build --env {ctx.env} --no-prebuilt"
-    dist = (ext.get("owner") or {}).get("name") or name
+    dist = (ext.owner.name if ext.owner is not None else None) or name
     return (f"rebuild {dist} against torch {ctx.torch}: .resolver/envs/{ctx.env}/bin/python -m pip install "
             f"--no-build-isolation --no-binary :all: --force-reinstall --no-deps {dist}")
 
 
-def tool_findings(env: Environment, facts: dict) -> list[Finding]:
+def tool_findings(env: Environment, facts: EnvironmentFacts | dict) -> list[Finding]:
     """Build tools: only needed to compile kernels, so a missing one is a warning."""
-    torch_facts = facts.get("torch") or {}
-    wanted = ["ninja"] + (["nvcc"] if torch_facts.get("cuda") else []) + (["hipcc"] if torch_facts.get("hip") else [])
+    torch_facts = EnvironmentFacts.of(facts).torch or TorchBuild()
+    wanted = ["ninja"] + (["nvcc"] if torch_facts.cuda else []) + (["hipcc"] if torch_facts.hip else [])
     out = []
     for tool in wanted:
         found = (env.bin_dir / tool) if (env.bin_dir / tool).exists() else shutil.which(tool)
@@ -183,7 +187,7 @@ def tool_findings(env: Environment, facts: dict) -> list[Finding]:
             out.append(Finding(f"tool:{tool}", "ok", f"{tool}: {found}"))
             continue
         fix = {"ninja": f"{env.python} -m pip install ninja (without it torch builds extensions one file at a time)",
-               "nvcc": f"install the CUDA toolkit {torch_facts.get('cuda')} and export CUDA_HOME (needed only to build kernels)",
+               "nvcc": f"install the CUDA toolkit {torch_facts.cuda} and export CUDA_HOME (needed only to build kernels)",
                "hipcc": "install the ROCm HIP SDK and export ROCM_PATH (needed only to build kernels)"}[tool]
         out.append(Finding(f"tool:{tool}", "warn", f"{tool} is not on PATH or in the environment", fix))
     return out
@@ -222,7 +226,7 @@ def _torch_in_marker(marker: dict) -> str | None:
     return None
 
 
-def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[Finding]:
+def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFacts | dict) -> list[Finding]:
     """pixi.lock, the ready marker and the torch actually importable must tell the same story."""
     marker_path = env.path / READY_MARKER
     if not marker_path.is_file():
@@ -233,7 +237,8 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[
     except (OSError, ValueError) as exc:
         return [Finding("ready-marker", "fail", f"{marker_path} is unreadable ({exc})", f"python -m resolver install --env {env.name} --force")]
     out = []
-    installed = (facts.get("torch") or {}).get("version")
+    torch_facts = EnvironmentFacts.of(facts).torch
+    installed = torch_facts.version if torch_facts is not None else None
     recorded = _torch_in_marker(marker)
     if recorded and installed and recorded != installed:
         out.append(Finding("torch-vs-install", "fail", f"install put torch {recorded} here but torch {installed} is importable: "
@@ -262,37 +267,39 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: dict) -> list[
     return out
 
 
-def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> dict:
+def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> EnvironmentFacts:
     """Run ``resolver.inenv.facts`` in the environment; a failure to start is itself a fact."""
     from resolver.kernels.packages import kernel_module_args
 
     answer = env.call("resolver.inenv.facts", [*kernel_module_args(),
                                                *[a for name in extra_extensions for a in ("--extension", name)]],
                       timeout=timeout)
-    return answer.document if answer.document is not None else {"run_error": answer.failure}
+    return EnvironmentFacts.from_json(answer.document if answer.document is not None else {"run_error": answer.failure})
 
 
-def environment_findings(project: ProjectPaths, env: Environment, facts: dict, profile, ctx: FixContext) -> list[Finding]:
-    if facts.get("run_error"):
-        return [Finding("python", "fail", f"the environment's Python does not run: {facts['run_error']}",
+def environment_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFacts | dict, profile,
+                         ctx: FixContext) -> list[Finding]:
+    facts = EnvironmentFacts.of(facts)
+    if facts.run_error:
+        return [Finding("python", "fail", f"the environment's Python does not run: {facts.run_error}",
                         f"python -m resolver install --env {env.name} --force")]
-    if facts.get("torch_import_error"):
-        return [Finding("torch", "fail", f"torch does not import: {facts['torch_import_error']}",
+    if facts.torch_import_error:
+        return [Finding("torch", "fail", f"torch does not import: {facts.torch_import_error}",
                         f"python -m resolver install --env {env.name} --force")] + lock_findings(project, env, facts)
-    t = facts.get("torch") or {}
-    out = [Finding("torch", "ok", f"torch {t.get('version')} (CUDA {t.get('cuda') or '-'}, HIP {t.get('hip') or '-'}, "
-                   f"CXX11 ABI {t.get('cxx11_abi')}) imports")]
-    if profile is not None and profile.has_gpu and not (t.get("cuda") or t.get("hip")):
+    t = facts.torch or TorchBuild()
+    out = [Finding("torch", "ok", f"torch {t.version} (CUDA {t.cuda or '-'}, HIP {t.hip or '-'}, "
+                   f"CXX11 ABI {t.cxx11_abi}) imports")]
+    if profile is not None and profile.has_gpu and not (t.cuda or t.hip):
         out.append(Finding("torch-backend", "warn", "torch is a CPU build but this machine has a GPU: nothing will run on it",
                            "python -m resolver lock --target auto && python -m resolver install"))
     driver_cuda = str(profile.nvidia.cuda_driver_version) if profile is not None and profile.nvidia and profile.nvidia.cuda_driver_version else None
-    driver_cuda = driver_cuda or (facts.get("device") or {}).get("driver_cuda")  # torch's own view, when the probe has none
+    driver_cuda = driver_cuda or (facts.device.driver_cuda if facts.device else None)  # torch's own view, when the probe has none
     if not driver_cuda and profile is not None and profile.nvidia and profile.nvidia.driver_version:
         driver_cuda = driver_cuda_from_floors(profile.nvidia.driver_version)
-    out.append(cuda_vs_driver(t.get("cuda"), driver_cuda, ctx))
-    if t.get("hip"):
+    out.append(cuda_vs_driver(t.cuda, driver_cuda, ctx))
+    if t.hip:
         rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None
-        out.append(hip_vs_rocm(t.get("hip"), rocm))
+        out.append(hip_vs_rocm(t.hip, rocm))
     out += arch_findings(facts, profile, ctx)
     out += extension_findings(facts, ctx)
     out.append(rocm_header_finding(project, profile))

@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+from resolver.inenv.answers import EnvironmentFacts, TorchBuild
 
 
 class _Keep(dict):
@@ -31,22 +34,23 @@ class FixContext:
         return template.format_map(values)
 
 
-def target_of(torch_facts: dict) -> str:
+def target_of(torch_facts: TorchBuild | Mapping | None) -> str:
     """The `lock --target` naming this torch's backend: cpu, cudaX.Y or rocmX.Y."""
-    if torch_facts.get("hip"):
-        return "rocm" + ".".join(str(torch_facts["hip"]).split(".")[:2])
-    if torch_facts.get("cuda"):
-        return "cuda" + ".".join(str(torch_facts["cuda"]).split(".")[:2])
-    return "cpu" if torch_facts.get("version") else "auto"
+    t = TorchBuild.of(torch_facts)
+    if t.hip:
+        return "rocm" + ".".join(str(t.hip).split(".")[:2])
+    if t.cuda:
+        return "cuda" + ".".join(str(t.cuda).split(".")[:2])
+    return "cpu" if t.version else "auto"
 
 
-def arch_of(facts: dict | None, profile) -> str | None:
+def arch_of(facts: EnvironmentFacts | Mapping | None, profile) -> str | None:
     """The first GPU's architecture as `build --arch` takes it: from the environment's torch, else the probe."""
-    for dev in ((facts or {}).get("device") or {}).get("devices", []):
-        if dev.get("capability"):
-            return dev["capability"]
-        if dev.get("arch"):
-            return dev["arch"]
+    for dev in EnvironmentFacts.of(facts).devices:
+        if dev.capability:
+            return dev.capability
+        if dev.arch:
+            return dev.arch
     if profile is not None:
         if profile.nvidia and profile.nvidia.gpus:
             return str(profile.nvidia.gpus[0].compute_capability)
@@ -55,12 +59,13 @@ def arch_of(facts: dict | None, profile) -> str | None:
     return None
 
 
-def build_context(env_name: str | None, facts: dict | None, profile) -> FixContext:
-    torch_facts = (facts or {}).get("torch") or {}
+def build_context(env_name: str | None, facts: EnvironmentFacts | Mapping | None, profile) -> FixContext:
+    facts = EnvironmentFacts.of(facts)
+    t = facts.torch if facts.torch is not None and not facts.torch.empty else None
     return FixContext(env=env_name or "NAME", arch=arch_of(facts, profile) or "ARCH",
-                      torch=torch_facts.get("version") or "the installed torch",
-                      cuda=".".join(str(torch_facts.get("cuda")).split(".")[:2]) if torch_facts.get("cuda") else "X.Y",
-                      target=target_of(torch_facts) if torch_facts else "auto")
+                      torch=(t.version if t else None) or "the installed torch",
+                      cuda=".".join(str(t.cuda).split(".")[:2]) if t and t.cuda else "X.Y",
+                      target=target_of(t) if t else "auto")
 
 
 def _release(version: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from resolver.decide.model import Plan, Request
 from resolver.errors import CheckFailed, EnvironmentProblem, ResolverError
+from resolver.inenv.answers import VerifyReport
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.paths import ProjectPaths
 from resolver.probe.profile import HardwareProfile
@@ -231,11 +232,12 @@ class Setup:
             report = verify_environment(self.project, env,
                                         expect_archs=plan.kernels.arch_list if self.kernel_modules else ())
             self.result.verify = report
-            if not report.get("ok"):
-                raise CheckFailed(f"verify found problems: {report.get('summary', 'see the report')}",
+            verdict = VerifyReport.from_json(report)  # the `verify --json` document, read for ok and summary
+            if not verdict.ok:
+                raise CheckFailed(f"verify found problems: {verdict.summary or 'see the report'}",
                                     fix=f"run `python -m resolver doctor --env {plan.env_name}`")
             self.stamps.write("verify", inputs, report)
-            return "done", report.get("summary", "passed"), report
+            return "done", verdict.summary or "passed", report
         self.log.timed("verify", action)
 
     def _builds_here(self, plan: Plan) -> bool:
@@ -287,13 +289,13 @@ def verify_environment(project: ProjectPaths, env: Environment, *, expect_archs:
 
     extra = ["--expect-archs", ",".join(expect_archs)] if expect_archs else []
     result = run_in_env(env, resolve_model(project, None), extra)
-    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
-    checks = doc.get("checks", [])
-    passed = sum(1 for c in checks if c.get("status") == "pass")
-    skipped = sum(1 for c in checks if c.get("status") == "skip")
-    failed = [c["name"] for c in checks if c.get("status") == "fail"]
-    library = (doc.get("library") or {}).get("name", "no library")
-    path = "kernels" if (doc.get("library") or {}).get("uses_kernels") else "reference path, no kernels"
+    report = result.report
+    doc = rep.document(report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
+    passed = len(report.with_status("pass"))
+    skipped = len(report.with_status("skip"))
+    failed = [c.name for c in report.with_status("fail")]
+    library = (report.library or {}).get("name", "no library")
+    path = "kernels" if (report.library or {}).get("uses_kernels") else "reference path, no kernels"
     doc["summary"] = (f"{passed} checks passed" + (f", {skipped} skipped (cannot run here)" if skipped else "")
                       + f" through {library} and our reference ({path}) in {doc['timings']['wall_s']:.1f} s"
                       + (f"; failed: {', '.join(failed)}" if failed else ""))

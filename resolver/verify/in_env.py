@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.errors import BadInput, EnvironmentProblem
+from resolver.inenv.answers import VerifyReport
 from resolver.install.environment import Environment
 from resolver.paths import ProjectPaths
 
@@ -14,7 +15,7 @@ from resolver.paths import ProjectPaths
 @dataclass(frozen=True)
 class InEnvResult:
     env: Environment
-    report: dict
+    report: VerifyReport
     wall_s: float
     stderr_tail: str
 
@@ -91,12 +92,12 @@ def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: floa
     if answer.completed.timed_out:
         raise EnvironmentProblem(f"the check in environment '{env.name}' did not finish within {timeout:.0f} s",
                                  fix=f"run `python -m resolver doctor --env {env.name}` to find what hangs")
-    report = answer.document
-    if report is None:
+    if answer.document is None:
         raise EnvironmentProblem(f"the Python of environment '{env.name}' could not run the check ({answer.failure})",
                                  fix=f"run `python -m resolver doctor --env {env.name}`; if torch is missing, "
                                      f"`python -m resolver install --env {env.name}`")
-    fatal = report.get("fatal")
+    report = VerifyReport.from_json(answer.document)
+    fatal = report.fatal
     if fatal and ("No module named" in fatal or "torch" in fatal.split(":", 1)[0]):
         missing = fatal.split("No module named", 1)[-1].strip(" '\"") if "No module named" in fatal else "torch"
         raise EnvironmentProblem(f"environment '{env.name}' cannot run the check: {fatal[:300]}",

@@ -11,7 +11,10 @@ installed) is reported, never counted as a pass or a failure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from resolver.errors import ExitCode
+from resolver.inenv.answers import EnvironmentFacts, TorchBuild, VerifyReport, to_data
 
 
 def host_driver() -> dict:
@@ -31,23 +34,25 @@ def host_driver() -> dict:
     return out
 
 
-def exit_code(report: dict) -> int:
-    if report.get("fatal"):
+def exit_code(report: VerifyReport | Mapping) -> int:
+    report = VerifyReport.of(report)
+    if report.fatal:
         return int(ExitCode.CHECK_FAILED)
-    failed = [c for c in report.get("checks", ()) if c.get("status") == "fail"]
-    return int(ExitCode.CHECK_FAILED) if failed or not report.get("ok", False) else int(ExitCode.OK)
+    return int(ExitCode.CHECK_FAILED) if report.with_status("fail") or not report.ok else int(ExitCode.OK)
 
 
-def diagnoses(report: dict, env_name: str) -> list[dict]:
+def diagnoses(report: VerifyReport | Mapping, env_name: str) -> list[dict]:
     """Failed checks and errors run through doctor's signatures: the known cause and the fix command."""
     from resolver.doctor.context import build_context
     from resolver.doctor.signatures import load_signatures, match_log
 
-    texts = [c.get("detail", "") for c in report.get("checks", ()) if c.get("status") == "fail"]
-    texts += [str(e.get("error", "")) + "\n" + str(e.get("traceback", "")) for e in report.get("errors", ())]
-    texts += [str(report.get("fatal", ""))] if report.get("fatal") else []
-    texts += [e["error"] for e in ((report.get("facts") or {}).get("extensions") or {}).values() if e.get("error")]
-    ctx = build_context(env_name, report.get("facts"), None)
+    report = VerifyReport.of(report)
+    facts = report.facts or EnvironmentFacts()
+    texts = [c.detail or "" for c in report.with_status("fail")]
+    texts += [str(e.get("error", "")) + "\n" + str(e.get("traceback", "")) for e in report.errors]
+    texts += [str(report.fatal)] if report.fatal else []
+    texts += [e.error for e in facts.extensions.values() if e.error]
+    ctx = build_context(env_name, report.facts, None)
     out, seen = [], set()
     signatures = load_signatures()
     for text in texts:
@@ -59,28 +64,29 @@ def diagnoses(report: dict, env_name: str) -> list[dict]:
     return out
 
 
-def document(report: dict, *, env_name: str, wall_s: float, driver: dict) -> dict:
+def document(report: VerifyReport | Mapping, *, env_name: str, wall_s: float, driver: dict) -> dict:
     """The stable JSON shape of `verify --json` (keys documented in docs/verify-doctor.md)."""
-    facts = report.get("facts", {})
-    torch = facts.get("torch", {})
-    if not driver and (facts.get("device") or {}).get("driver_cuda"):
-        driver = {"cuda_driver_api": facts["device"]["driver_cuda"], "source": "torch"}
+    report = VerifyReport.of(report)
+    facts = report.facts or EnvironmentFacts()
+    torch = facts.torch or TorchBuild()
+    if not driver and facts.device is not None and facts.device.driver_cuda:
+        driver = {"cuda_driver_api": facts.device.driver_cuda, "source": "torch"}
     return {
         "ok": exit_code(report) == 0,
         "env": env_name,
-        "versions": {"python": facts.get("python"), "torch": torch.get("version"), "cuda": torch.get("cuda"),
-                     "hip": torch.get("hip"), "cxx11_abi": torch.get("cxx11_abi"), "driver": driver or None,
-                     "packages": facts.get("packages", {})},
-        "device": report.get("device"),
-        "kernels": {**report.get("kernels", {}), "extensions": facts.get("extensions", {})},
-        "library": report.get("library"),
-        "model": report.get("model"),
-        "inputs": report.get("inputs"),
-        "checks": report.get("checks", []),
-        "results": report.get("results", {}),
-        "errors": report.get("errors", []) + ([{"where": "in-env", "error": report["fatal"]}] if report.get("fatal") else []),
+        "versions": {"python": facts.python, "torch": torch.version, "cuda": torch.cuda,
+                     "hip": torch.hip, "cxx11_abi": torch.cxx11_abi, "driver": driver or None,
+                     "packages": dict(facts.packages)},
+        "device": to_data(report.device),
+        "kernels": {**to_data(report.kernels), "extensions": to_data(facts.extensions)},
+        "library": to_data(report.library),
+        "model": to_data(report.model),
+        "inputs": to_data(report.inputs),
+        "checks": to_data(report.checks),
+        "results": to_data(report.results),
+        "errors": to_data(report.errors) + ([{"where": "in-env", "error": report.fatal}] if report.fatal else []),
         "diagnoses": diagnoses(report, env_name),
-        "timings": {**report.get("timings", {}), "wall_s": round(wall_s, 3)},
+        "timings": {**to_data(report.timings), "wall_s": round(wall_s, 3)},
     }
 
 
