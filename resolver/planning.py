@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from resolver.probe.profile import HardwareProfile
 
 NOT_DECIDED_ON = ("memory_available_mib",)  # changes from run to run; decide never reads it
-_DECISION_CODE = ("decide", "knowledge", "knowledge/data", "versions.py", "planning.py", "commands/plan.py")
+# every module decide's answer depends on (what it imports, and what renders it)
+_DECISION_CODE = ("decide", "knowledge", "knowledge/data", "versions.py", "platforms.py", "names.py",
+                  "probe/profile.py", "planning.py", "commands/plan.py")
 _KEPT = 64  # remembered plans per user
 
 
