@@ -14,7 +14,6 @@ callers (tests, benchmarks, other tools) are safe too; the CLI additionally leav
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import datetime
 import json
@@ -46,6 +45,8 @@ def rattler() -> Any:
 
 def run(coro: Coroutine) -> Any:
     """Run one py-rattler coroutine to completion from synchronous code."""
+    import asyncio  # ~20 ms: imported when a solve runs, not when lock starts (uv is started first)
+
     return asyncio.run(coro)
 
 
