@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 
@@ -82,18 +83,26 @@ def wheel_rank(file_name: str, python: str, subdir: str, glibc: str | None) -> i
     parts = file_name[:-len(".whl")].split("-") if file_name.endswith(".whl") else []
     if len(parts) < 5:
         return None
-    interpreters, abis, platforms = (set(p.split(".")) for p in parts[-3:])
-    major, minor = (int(x) for x in python.split(".")[:2])
-    ranked_interpreters = [(f"cp{major}{minor}", f"cp{major}{minor}"), (f"cp{major}{minor}", "abi3"),
-                           *((f"cp{major}{m}", "abi3") for m in range(minor - 1, 1, -1)),
-                           (f"cp{major}{minor}", "none"), (f"py{major}{minor}", "none"), (f"py{major}", "none")]
+    interpreters, abis, platforms = (p.split(".") for p in parts[-3:])
+    ranked_interpreters, tag_rank = _wheel_ranking(python, subdir, glibc)
     interpreter_rank = next((i for i, (interp, abi) in enumerate(ranked_interpreters)
                              if interp in interpreters and abi in abis), None)
-    tags = wheel_platform_tags(subdir, glibc) + ["any"]
-    platform_rank = next((i for i, tag in enumerate(tags) if tag in platforms), None)
+    platform_rank = min((tag_rank[tag] for tag in platforms if tag in tag_rank), default=None)
     if interpreter_rank is None or platform_rank is None:
         return None
     return platform_rank * 100 + interpreter_rank
+
+
+@functools.lru_cache(maxsize=64)
+def _wheel_ranking(python: str, subdir: str, glibc: str | None) -> tuple[tuple[tuple[str, str], ...], dict[str, int]]:
+    """(interpreter and ABI tags best first, platform tag → rank) for :func:`wheel_rank`: a lock ranks
+    hundreds of file names for the same target."""
+    major, minor = (int(x) for x in python.split(".")[:2])
+    ranked_interpreters = ((f"cp{major}{minor}", f"cp{major}{minor}"), (f"cp{major}{minor}", "abi3"),
+                           *((f"cp{major}{m}", "abi3") for m in range(minor - 1, 1, -1)),
+                           (f"cp{major}{minor}", "none"), (f"py{major}{minor}", "none"), (f"py{major}", "none"))
+    tags = wheel_platform_tags(subdir, glibc) + ["any"]
+    return ranked_interpreters, {tag: rank for rank, tag in reversed(list(enumerate(tags)))}
 
 
 # The glibc floors uv 0.13's --python-platform names (`uv pip compile --help`); others fall to the one below.

@@ -167,36 +167,75 @@ def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = 
         reap: bool = True) -> Completed:
     """Run ``argv`` to completion (at most ``timeout`` seconds) and capture its output (at most
     ``limit`` characters of stdout and stderr together: past that the child is stopped)."""
+    return start(argv, env=env, cwd=cwd, input=input, limit=limit, reap=reap).result(timeout)
+
+
+def start(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
+          input: str | None = None, limit: int = OUTPUT_LIMIT, reap: bool = True) -> Running:
+    """:func:`run` without the wait: ``argv`` runs while the caller goes on, its output captured; the
+    caller takes its :meth:`Running.result` or stops it with :meth:`Running.cancel`."""
     argv = tuple(str(a) for a in argv)
     started = time.monotonic()
     try:
         child = spawn(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                       reap=reap)
     except OSError as exc:  # not installed, not executable, wrong architecture
-        return Completed(argv, 127 if isinstance(exc, FileNotFoundError) else 126, "", str(exc))
-    capture = _Capture(child, input, limit)
-    try:
-        ended = capture.wait(timeout)
-        if not ended or capture.overflowed:
-            stop(child)
-            capture.join()
-            stdout, stderr = capture.text()
-            if capture.overflowed:
-                return Completed(argv, child.returncode if child.returncode is not None else -9, stdout, stderr,
-                                 seconds=time.monotonic() - started, overflowed=True)
-            return Completed(argv, 124, stdout, stderr, timed_out=True, seconds=time.monotonic() - started)
+        return Running(argv, None, None, started,
+                       Completed(argv, 127 if isinstance(exc, FileNotFoundError) else 126, "", str(exc)))
+    return Running(argv, child, _Capture(child, input, limit), started)
+
+
+class Running:
+    """A child :func:`start` started: its :class:`Completed` once it ends, or nothing if it is cancelled."""
+
+    def __init__(self, argv: tuple[str, ...], child: subprocess.Popen | None, capture: _Capture | None,
+                 started: float, failed: Completed | None = None) -> None:
+        self.argv, self._child, self._capture, self._started, self._done = argv, child, capture, started, failed
+
+    def result(self, timeout: float) -> Completed:
+        """Its end (at most ``timeout`` seconds after it started; past that it is stopped)."""
+        if self._done is not None:
+            return self._done
+        child, capture, started, argv = self._child, self._capture, self._started, self.argv
         try:
-            child.wait(timeout=max(0.0, started + timeout - time.monotonic()))
-        except subprocess.TimeoutExpired:  # the pipes closed, yet the child lives on
+            ended = capture.wait(max(0.0, started + timeout - time.monotonic()))
+            if not ended or capture.overflowed:
+                stop(child)
+                capture.join()
+                stdout, stderr = capture.text()
+                if capture.overflowed:
+                    self._done = Completed(argv, child.returncode if child.returncode is not None else -9, stdout,
+                                           stderr, seconds=time.monotonic() - started, overflowed=True)
+                else:
+                    self._done = Completed(argv, 124, stdout, stderr, timed_out=True,
+                                           seconds=time.monotonic() - started)
+                return self._done
+            try:
+                child.wait(timeout=max(0.0, started + timeout - time.monotonic()))
+            except subprocess.TimeoutExpired:  # the pipes closed, yet the child lives on
+                stop(child)
+                stdout, stderr = capture.text()
+                self._done = Completed(argv, 124, stdout, stderr, timed_out=True, seconds=time.monotonic() - started)
+                return self._done
+        except BaseException:  # Ctrl-C, SIGTERM turned into an exception, SystemExit: take the group down too
             stop(child)
-            stdout, stderr = capture.text()
-            return Completed(argv, 124, stdout, stderr, timed_out=True, seconds=time.monotonic() - started)
-    except BaseException:  # Ctrl-C, SIGTERM turned into an exception, SystemExit: take the group down too
-        stop(child)
-        raise
-    stdout, stderr = capture.text()
-    release(child)
-    return Completed(argv, child.returncode, stdout, stderr, seconds=time.monotonic() - started)
+            raise
+        stdout, stderr = capture.text()
+        release(child)
+        self._done = Completed(argv, child.returncode, stdout, stderr, seconds=time.monotonic() - started)
+        return self._done
+
+    def cancel(self) -> None:
+        """Stop it (with everything it started) unless it already ended; its output is dropped."""
+        if self._done is not None or self._child is None:
+            return
+        if self._child.poll() is None:
+            stop(self._child, grace=2.0)
+        else:
+            self._child.wait()
+            release(self._child)
+        self._capture.join(grace=2.0)
+        self._done = Completed(self.argv, -15, "", "cancelled", seconds=time.monotonic() - self._started)
 
 
 class _Capture:

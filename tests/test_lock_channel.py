@@ -242,13 +242,13 @@ def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(
 
     project, _, _ = locked
     pythons: list[str] = []
-    real = uv.compile_pins
+    real = uv.start_compile
 
     def counted(*args, **kwargs):
         pythons.append(kwargs["python"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(uv, "compile_pins", counted)
+    monkeypatch.setattr(uv, "start_compile", counted)
     first = project.lockfile.read_bytes()
     solved = _conda_python(next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.subdir == "linux-64"))
     lock.lock_plans(project, [cpu_plan()])
@@ -264,6 +264,56 @@ def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(
     assert sorted(pythons) == sorted(["3.11.0", solved]) and solved != "3.11.0"
     again = next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.name == spec_platform.name)
     assert [(a.name, a.version, a.sha256) for a in env.pypi] == [(a.name, a.version, a.sha256) for a in again.pypi]
+
+
+def test_a_relock_takes_the_resolve_started_ahead_only_when_its_inputs_are_equal(locked, monkeypatch):
+    """`lock` starts uv at once with what the last lock of the same request gave it: the lock takes that
+    run when its own inputs are equal (no second uv), and stops a guess that missed (no process, no
+    folder left); the lock is the same bytes either way."""
+    from resolver import uv
+
+    project, _, _ = locked
+    started: list[tuple[str, Path, object]] = []
+    real = uv.start_compile
+
+    def counted(requirements_file, output, **kwargs):
+        running = real(requirements_file, output, **kwargs)
+        started.append((kwargs["python"], Path(requirements_file).parent, running))
+        return running
+
+    monkeypatch.setattr(uv, "start_compile", counted)
+    first = project.lockfile.read_bytes()
+    cache = project.cache / "pypi"
+
+    def relock(key: str) -> uv.Speculation:
+        speculation = uv.Speculation.start(cache, key)
+        try:
+            lock.lock_plans(project, [cpu_plan()], speculation=speculation)
+        finally:
+            speculation.finish(remember=True)
+        assert project.lockfile.read_bytes() == first
+        return speculation
+
+    relock("ahead-test")  # nothing remembered under this key: one run, then remembered
+    assert len(started) == 1
+    started.clear()
+    relock("ahead-test")
+    assert len(started) == 1, "the run started ahead was not taken"
+    solved = started[0][0]
+    started.clear()
+    remembered = json.loads((cache / uv.Speculation.FILE).read_text())
+    for job in remembered["ahead-test"].values():
+        job["python"] = "3.11.0"  # what a stale guess looks like: inputs this lock will not have
+    (cache / uv.Speculation.FILE).write_text(json.dumps(remembered))
+    relock("ahead-test")
+    assert [python for python, _, _ in started] == ["3.11.0", solved]
+    guess, folder = started[0][2], started[0][1]
+    assert guess._child.poll() is not None and not folder.exists()
+    # a lock that fails (or is interrupted) stops what it started ahead
+    started.clear()
+    speculation = uv.Speculation.start(cache, "ahead-test")
+    speculation.finish(remember=False)
+    assert len(started) == 1 and started[0][2]._child.poll() is not None and not started[0][1].exists()
 
 
 def test_relocking_one_target_keeps_the_others_byte_for_byte(locked, tmp_path, served, conda_channel):
@@ -394,6 +444,11 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert [e["environment"] for e in data["locked"]] == ["cpu", "cuda13"] and data["carried_over"] == ["default"]
+    assert (copy / "pixi.lock").read_bytes() == project.lockfile.read_bytes()
+    remembered = json.loads((copy / ".resolver" / "cache" / "pypi" / "last-resolves.json").read_text())
+    assert sorted(label.split("/")[0] for jobs in remembered.values() for label in jobs) == ["cpu", "cuda13"]
+    done = subprocess.run([*cmd, "lock", "--json"], env=env, capture_output=True, text=True)  # with both started ahead
+    assert done.returncode == 0, done.stderr
     assert (copy / "pixi.lock").read_bytes() == project.lockfile.read_bytes()
     done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

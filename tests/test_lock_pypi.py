@@ -90,3 +90,52 @@ def test_platform_tags_cover_older_manylinux_and_macos():
     tags = wheel_platform_tags("linux-64", "2.28")
     assert tags[0] == "manylinux_2_28_x86_64" and "manylinux_2_17_x86_64" in tags and "manylinux2014_x86_64" in tags
     assert "macosx_11_0_arm64" in wheel_platform_tags("osx-arm64", None)
+
+
+def test_a_local_file_pypi_has_takes_its_url_and_one_it_lacks_is_asked_for_once_a_day(tmp_path, monkeypatch):
+    """The canonical location of a wheel from a local folder: PyPI's URL when PyPI serves the same
+    sha256 (remembered), else the local path with a note; PyPI is not asked again the same day about a
+    file it lacked (torch's +cpu builds), nor is a PyPI that did not answer taken for a miss."""
+    import json
+    import time
+
+    from resolver.lock import canonical
+    from resolver.lock.lockfile import PypiArtifact
+    from resolver.lock.sources import Sources
+
+    public, local = "ab" * 32, "cd" * 32
+    page = tmp_path / "pypi" / "simple" / "pkg"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text(json.dumps({"files": [
+        {"filename": "pkg-1.0-py3-none-any.whl", "url": "../../files/pkg-1.0-py3-none-any.whl",
+         "hashes": {"sha256": public}}]}))
+    server = cf.ChannelServer(tmp_path / "pypi")
+    try:
+        monkeypatch.setattr(canonical, "PYPI_SIMPLE", server.url + "simple/{name}/")
+        sources = Sources.load(tmp_path / "project", environ={})
+        cache = tmp_path / "cache"
+
+        def locate(sha: str) -> tuple[str, list[str]]:
+            c = canonical.Canonicalizer(sources, cache)
+            art = c.pypi_artifact(PypiArtifact("pkg", "1.0", "file:///srv/wheels/pkg-1.0-py3-none-any.whl", sha), _NoIndex())
+            return art.location, c.notes
+
+        assert locate(public) == (server.url + "files/pkg-1.0-py3-none-any.whl", [])
+        location, notes = locate(local)
+        assert location == "file:///srv/wheels/pkg-1.0-py3-none-any.whl" and "canonical address is unknown" in notes[0]
+        asked = len(server.requests)
+        assert locate(public)[0].startswith(server.url) and locate(local)[1] and len(server.requests) == asked
+        misses = cache / "canonical-misses.json"
+        misses.write_text(json.dumps({local: time.time() - 2 * 86400}))  # a day later: asked again
+        locate(local)
+        assert len(server.requests) == asked + 1
+    finally:
+        server.close()
+    misses.unlink()
+    assert locate(local)[1] and not misses.exists()  # PyPI did not answer: nothing remembered
+
+
+class _NoIndex:
+    @staticmethod
+    def package_index(name: str) -> None:
+        return None

@@ -5,6 +5,7 @@ recorded under [tool.resolver.fleet] of pixi.toml."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -89,12 +90,36 @@ def _fleet(args):
 
 
 def run(args, out) -> int:
-    from resolver import lock
-    from resolver.lock.sources import Sources
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
     started = time.monotonic()
+    speculation = None
+    if args.fleet is None and len(args.profile) <= 1 and not args.no_pypi:
+        from resolver.uv import Speculation
+
+        # uv starts now with the inputs the last lock of this request gave it; the lock takes the run
+        # only if its own inputs turn out equal (they almost always are), else it is stopped
+        speculation = Speculation.start(project.cache / "pypi", json.dumps(
+            [sorted(args.target), [str(p) for p in args.profile], args.no_conda, args.channel, args.torch_index,
+             args.extra_index_url, args.find_links]))
+    try:
+        data, text = _lock(args, out, project, speculation)
+    except BaseException:
+        if speculation is not None:
+            speculation.finish(remember=False)
+        raise
+    if speculation is not None:
+        speculation.finish(remember=True)
+    data["seconds"] = round(time.monotonic() - started, 3)
+    out.result(data, text)
+    return 0
+
+
+def _lock(args, out, project, speculation) -> tuple[dict, str]:
+    from resolver import lock
+    from resolver.lock.sources import Sources
+
     edit, fleet = None, None
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         plans, edit, fleet = _fleet(args)
@@ -112,11 +137,10 @@ def run(args, out) -> int:
 
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
-                                  info=out.info, edit=edit)
+                                  info=out.info, edit=edit, speculation=speculation)
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = fleet.to_json()
-    data["seconds"] = round(time.monotonic() - started, 3)
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
     for env in summary.locked:
         lines.append(f"  {env.name} [{env.platform}]: {env.conda_packages} conda + {env.pypi_packages} PyPI packages"
@@ -132,5 +156,4 @@ def run(args, out) -> int:
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
         lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
-    out.result(data, "\n".join(lines))
-    return 0
+    return data, "\n".join(lines)

@@ -25,7 +25,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.conda import solve
 from resolver.decide.model import Plan
@@ -37,6 +37,9 @@ from resolver.lock.manifest import EnvSpec, Manifest
 from resolver.lock.pixi_platforms import PixiPlatform
 from resolver.lock.sources import Sources, channel_url
 from resolver.paths import ProjectPaths
+
+if TYPE_CHECKING:
+    from resolver.uv import Speculation
 
 Info = Callable[[str], None]
 
@@ -78,10 +81,11 @@ class LockSummary:
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
                no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None,
-               edit: Callable[[Manifest], None] | None = None) -> LockSummary:
+               edit: Callable[[Manifest], None] | None = None, speculation: Speculation | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
     (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock.
-    ``edit`` changes the manifest further before it is locked (``lock --fleet`` records its classes)."""
+    ``edit`` changes the manifest further before it is locked (``lock --fleet`` records its classes);
+    ``speculation``: PyPI resolves the caller started ahead (:class:`resolver.uv.Speculation`)."""
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
@@ -97,7 +101,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         pythons = {} if no_pypi or no_conda else _stored_pythons(project, list(wanted))
         early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
                  if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
-                                          pythons.get((name, platform.name)), info))}
+                                          pythons.get((name, platform.name)), info, speculation))}
         existing = _existing_lock(project, notes, info)
         canonical = Canonicalizer(sources, project.cache, project.root)
         envs: list[LockedEnv] = []
@@ -119,10 +123,11 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                 guess = early.get((name, platform.name))
                 if guess is None and not no_pypi and not no_conda:
                     guess = _start_pypi(ahead, project, manifest, name, platform, sources,
-                                        _conda_python(old.get(platform.name)), info)
+                                        _conda_python(old.get(platform.name)), info, speculation)
                 started = time.monotonic()
                 env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                                no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess)
+                                                no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
+                                                speculation=speculation)
                 envs.append(env)
                 torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
                 reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
@@ -170,8 +175,8 @@ def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
                      canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
-                     info: Info = lambda text: None,
-                     early: tuple[str, Future] | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
+                     info: Info = lambda text: None, early: tuple[str, Future] | None = None,
+                     speculation: Speculation | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
     """Resolve one environment for one platform.
 
     The PyPI part needs the conda python's exact version (markers). ``early`` is a resolve started
@@ -193,7 +198,8 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platf
         if early is not None and early[0] == wanted_python:
             resolution = early[1].result()
         else:
-            resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info)
+            resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info,
+                                       speculation)
         artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
         skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
@@ -228,7 +234,8 @@ def _solve_conda(spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sour
 
 
 def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources,
-                  requirements: list[str], python: str, info: Info = lambda text: None):
+                  requirements: list[str], python: str, info: Info = lambda text: None,
+                  speculation: Speculation | None = None):
     from resolver.lock import pypi
 
     pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
@@ -239,18 +246,20 @@ def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: Pix
         extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
             *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
         find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-        project.cache / "pypi", project.verified, info=info)
+        project.cache / "pypi", project.verified, info=info, speculation=speculation, label=f"{name}/{platform.name}")
 
 
 def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform,
-                sources: Sources, python: str | None, info: Info) -> tuple[str, Future] | None:
+                sources: Sources, python: str | None, info: Info,
+                speculation: Speculation | None = None) -> tuple[str, Future] | None:
     """The PyPI resolve of ``name`` for a guessed conda ``python``, started in ``pool`` (None when
     there is no guess, no conda python to solve, or nothing from PyPI)."""
     spec = manifest.environment(name, platform.subdir)
     requirements = spec.pypi_requirements()
     if not python or not spec.conda or not requirements:
         return None
-    return python, pool.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python, info)
+    return python, pool.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python, info,
+                               speculation)
 
 
 def _stored_pythons(project: ProjectPaths, names: list[str]) -> dict[tuple[str, str], str]:

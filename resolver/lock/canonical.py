@@ -9,7 +9,8 @@ wheelhouses, pip's configured local indexes) are applied again at install time
 2. a conda record solved from a mirror of the manifest's channel takes that channel's URL;
 3. a remote URL an index served stays as it is, and so does a file inside the project (the lock
    records it relative to the project, which is shared with it);
-4. a local file that PyPI serves with the same sha256 takes PyPI's URL (asked once, then cached).
+4. a local file that PyPI serves with the same sha256 takes PyPI's URL (asked once, then cached; a
+   file PyPI does not have is asked for again after a day).
 
 What none of these places is kept as it is, and ``lock`` says so in one line with the fix.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from resolver.lock.sources import Sources
 # /pypi/NAME/json answers with relative URLs through some proxies, and its per-release form with 404.)
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
 PEP691 = "application/vnd.pypi.simple.v1+json"
+MISS_TTL_S = 24 * 3600  # a file PyPI did not have is looked for again after a day
 
 
 class Canonicalizer:
@@ -38,8 +41,10 @@ class Canonicalizer:
         self.sources = sources
         self.root = root.resolve() if root is not None else None
         self.cache_file = cache / "canonical-urls.json"
+        self.misses_file = cache / "canonical-misses.json"  # sha256 -> when PyPI last did not have it
         self.notes: list[str] = []
         self._known: dict[str, str] | None = None
+        self._misses: dict[str, float] | None = None
 
     # ---- conda
     def conda_record(self, record: Any, solved_from: list[str], canonical: list[str]) -> Any:
@@ -78,15 +83,23 @@ class Canonicalizer:
         known = self._load()
         if art.sha256 in known:
             return known[art.sha256]
+        misses = self._load_misses()
+        if time.time() - misses.get(art.sha256, 0.0) < MISS_TTL_S:
+            return None
         from resolver.net import fetch_json
 
         page = PYPI_SIMPLE.format(name=re.sub(r"[-_.]+", "-", art.name).lower())
-        data = fetch_json(page, timeout=10, accept=PEP691) or {}
+        data = fetch_json(page, timeout=10, accept=PEP691)
+        if not isinstance(data, dict):
+            return None  # PyPI did not answer: asked again next time
+        file_name = art.file_name
         for entry in data.get("files") or []:
-            if entry.get("filename") == art.file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
+            if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
                 known[art.sha256] = urllib.parse.urljoin(page, str(entry["url"]))
-                self._save(known)
+                self._save(self.cache_file, known)
                 return known[art.sha256]
+        misses[art.sha256] = time.time()  # a local build (torch's +cpu) is not on PyPI: not asked again today
+        self._save(self.misses_file, misses)
         return None
 
     def _note_local(self, art: PypiArtifact, index: str | None) -> None:
@@ -108,10 +121,20 @@ class Canonicalizer:
                 self._known = {}
         return self._known
 
-    def _save(self, known: dict[str, str]) -> None:
+    def _load_misses(self) -> dict[str, float]:
+        if self._misses is None:
+            try:
+                data = json.loads(self.misses_file.read_text(encoding="utf-8"))
+                self._misses = {k: float(v) for k, v in data.items() if re.fullmatch(r"[0-9a-f]{64}", k)}
+            except (OSError, ValueError, TypeError, AttributeError):
+                self._misses = {}
+        return self._misses
+
+    @staticmethod
+    def _save(path: Path, data: dict) -> None:
         from resolver.fs import write_json_atomic
 
         try:
-            write_json_atomic(self.cache_file, known, label="canonical-cache")
+            write_json_atomic(path, data, label="canonical-cache")
         except OSError:  # a cache is an optimisation
             pass

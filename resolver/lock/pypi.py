@@ -31,7 +31,6 @@ import html
 import json
 import os
 import re
-import tempfile
 import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -72,10 +71,12 @@ class PypiResolution:
 
 
 def resolve(request: PypiRequest, cache: Path, verified: Path, *,
-            info: Callable[[str], None] = lambda text: None) -> PypiResolution:
+            info: Callable[[str], None] = lambda text: None, speculation: uv.Speculation | None = None,
+            label: str = "") -> PypiResolution:
     """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (``cache``
     keeps where files are and their METADATA; a wheel downloaded to read it goes to the ``verified``
-    store, where install looks first)."""
+    store, where install looks first). ``speculation``: uv runs already started for the inputs the
+    last lock had (``label``: which environment and platform this resolve is)."""
     requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
     pip = read_pip_config()
     skipped: list[str] = []
@@ -95,19 +96,19 @@ def resolve(request: PypiRequest, cache: Path, verified: Path, *,
     flags = uv.source_flags(index_url=index_url, extra_index_urls=extra,
                             find_links=tuple(dict.fromkeys([*request.find_links, *pip.find_links])),
                             constraints=pip.constraints, no_index=pip.no_index)
-    with tempfile.TemporaryDirectory(prefix="resolver-uv-") as tmp:
-        wanted = Path(tmp) / "requirements.in"
-        wanted.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
-        output = Path(tmp) / "requirements.txt"
-        done = uv.compile_pins(wanted, output, python=request.python,
-                               platform=uv_platform(request.platform, request.glibc), flags=flags)
-        if done.timed_out:
-            raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
-                                    "minutes", fix="check that the configured indexes answer, or point the sources "
-                                                   "at a mirror ([tool.resolver])")
-        if done.returncode != 0 or not output.is_file():
-            raise _resolution_failure(done.stderr or done.stdout, skipped)
-        pins = parse_pins(output.read_text(encoding="utf-8"))
+    job = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc), tuple(flags),
+                    os.environ.get("UV_CACHE_DIR"))
+    run = (speculation.take(job, label) if speculation is not None else None) or job.start()
+    done, text = run.finish()
+    if done.timed_out:
+        raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
+                                "minutes", fix="check that the configured indexes answer, or point the sources "
+                                               "at a mirror ([tool.resolver])")
+    if done.returncode != 0 or text is None:
+        raise _resolution_failure(done.stderr or done.stdout, skipped)
+    if speculation is not None:
+        speculation.ran(job, label)
+    pins = parse_pins(text)
     files = _Files(cache / "files.json", verified, python=request.python, platform=request.platform,
                    glibc=request.glibc)
     store = _MetadataStore(cache / "metadata", verified)
@@ -116,8 +117,11 @@ def resolve(request: PypiRequest, cache: Path, verified: Path, *,
         url, sha = files.locate(pin)
         return store.artifact(pin.name, pin.version, url, sha)
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        artifacts = list(pool.map(artifact, pins))
+    known = [pin for pin in pins if files.knows(pin) and store.knows(files.locate(pin)[1])]  # a warm lock: all
+    artifacts = [artifact(pin) for pin in known]
+    if len(known) < len(pins):  # the others ask an index or download a wheel: in parallel
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            artifacts += pool.map(artifact, [pin for pin in pins if pin not in known])
     files.save()
     store.save()
     return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped))
@@ -156,6 +160,10 @@ class _Files:
             self.known = {}
         self.lock = threading.Lock()
         self.changed = False
+
+    def knows(self, pin: Pin) -> bool:
+        """Whether every file of ``pin`` is known (locating it asks nothing of the network)."""
+        return all(h in self.known for h in pin.hashes)
 
     def locate(self, pin: Pin) -> tuple[str, str]:
         """(url, sha256) of the wheel of ``pin`` that fits the target best."""
@@ -274,6 +282,9 @@ class _MetadataStore:
         except (OSError, ValueError):
             self.known = {}
         self.changed = False
+
+    def knows(self, sha: str) -> bool:
+        return bool(sha) and sha in self.known
 
     def artifact(self, name: str, version: str, url: str, sha: str) -> PypiArtifact:
         meta = self.known.get(sha) if sha else None
