@@ -22,8 +22,27 @@ from resolver.ui import Output
 COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench")
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, its width read without importing shutil (argparse makes a formatter for
+    every argument it adds, and shutil with its compression modules is milliseconds of every start)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
+            except (ValueError, OSError, AttributeError):
+                width = 80
+            width -= 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one sentence with the fix (exit 2), like every failure."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}", fix=f"see `{self.prog} --help`")
@@ -66,10 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     json_mode = "--json" in argv
     out = Output(json_mode=json_mode)
     import signal
-    import threading
 
-    if threading.current_thread() is threading.main_thread():
+    try:
         signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (a test, an embedding program): SIGTERM stays as it is
+        pass
     try:
         args = build_parser(argv[0] if argv else None).parse_args(argv)
         out = Output(json_mode=args.json, quiet=args.quiet)
