@@ -117,10 +117,14 @@ class UvCompile:
 
     def start(self) -> _CompileRun:
         folder = Path(tempfile.mkdtemp(prefix="resolver-uv-"))
-        wanted = folder / "requirements.in"
-        wanted.write_text("".join(f"{r}\n" for r in self.requirements), encoding="utf-8")
-        return _CompileRun(folder, start_compile(wanted, folder / "requirements.txt", python=self.python,
-                                                    platform=self.platform, flags=self.flags))
+        try:
+            wanted = folder / "requirements.in"
+            wanted.write_text("".join(f"{r}\n" for r in self.requirements), encoding="utf-8")
+            return _CompileRun(folder, start_compile(wanted, folder / "requirements.txt", python=self.python,
+                                                        platform=self.platform, flags=self.flags))
+        except BaseException:  # no uv (one sentence from binary()), a full disk: no folder left behind
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
     def to_json(self) -> dict:
         return {"requirements": list(self.requirements), "python": self.python, "platform": self.platform,
