@@ -29,6 +29,17 @@ def validate(text: str) -> list[str]:
     return [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(tomllib.loads(text))]
 
 
+def test_pixis_schema_is_here_and_tells_a_bad_manifest_from_a_good_one():
+    """The tests of this module validate every manifest they write against pixi's schema when it is
+    beside the checkout (../shared); without it they check the form only, and this test says so."""
+    if not SCHEMA.is_file():
+        pytest.skip(f"pixi's manifest schema is not here ({SCHEMA}): this module's manifests were checked for "
+                    "their form only, not against the schema")
+    good = (REPO / "pixi.toml").read_text()
+    assert validate(good) == []
+    assert validate(good.replace('platforms = ["linux-64"]', "platforms = 5", 1))  # the schema is live
+
+
 def plan(backend: str, version: str | None, variant: str, torch: str = "2.13.0", platform: str = "linux-64") -> Plan:
     packages = (("python", "3.11.*"),) + ((("cuda-version", f"{version}.*"), ("cuda-nvcc", "*")) if backend == "cuda" else ())
     return Plan(backend=backend, backend_version=version, python="3.11", platform=platform, target=f"{backend}{version or ''}",
