@@ -42,21 +42,37 @@ def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None
 
 
 @pytest.fixture(scope="session", autouse=True)
-def caches_of_the_session(tmp_path_factory):
-    """The suite's own user cache (the resolver's shared verified store and package cache, its memos)
-    and uv cache, removed when the session ends: tests corrupt verified files on purpose, and uv
-    extracts a local wheel once per path, so the user's caches grew by gigabytes every session."""
-    folders = {"XDG_CACHE_HOME": tmp_path_factory.mktemp("user-cache"), "UV_CACHE_DIR": tmp_path_factory.mktemp("uv-cache")}
-    previous = {name: os.environ.get(name) for name in folders}
-    os.environ.update({name: str(folder) for name, folder in folders.items()})
-    yield folders
+def hermetic_session(tmp_path_factory):
+    """The session's own home and caches (the resolver's verified store and package cache, uv's,
+    rattler's, pip's), no network beyond loopback for any process a test starts, and PyPI's simple
+    index served by a local double (tests/hermetic.py); all removed when the session ends. Tests
+    corrupt verified files on purpose, and uv extracts a local wheel once per path, so the user's
+    caches grew by gigabytes every session; a test that reached PyPI failed when PyPI did."""
+    import hermetic
+
+    base = tmp_path_factory.mktemp("session")
+    refused = hermetic.refusing_port()
+    own = hermetic.own_wheelhouse(REPO)  # fetched by ./run-tests before the session; here only if it did not run
+    double = hermetic.IndexDouble(tuple(i for i in (own, *hermetic.local_indexes(os.environ)) if i is not None))
+    values = hermetic.session_environ(base, os.environ, refused_port=refused.getsockname()[1], double_url=double.url,
+                                      index=own)
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    yield double
     for name, value in previous.items():
         if value is None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    for folder in folders.values():
-        shutil.rmtree(folder, ignore_errors=True)
+    double.close()
+    refused.close()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def index_double(hermetic_session):
+    """The session's double of PyPI's simple index (tests/hermetic.py)."""
+    return hermetic_session
 
 
 @pytest.fixture(scope="session")

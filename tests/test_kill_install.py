@@ -74,14 +74,13 @@ def project(tmp_path_factory, conda_channel) -> ProjectPaths:
                 torch=TorchChoice("2.13.0", "cpu", TorchSource("pypi-index", "https://download.pytorch.org/whl/cpu"),
                                   local_version="cpu"),
                 kernels=KernelChoice("none"), glibc="2.36", conda_packages=(("python", f"{tc.PYTHON_SERIES}.*"),))
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(_isolated_env(root, conda_channel))
-    try:
+    isolated = _isolated_env(root, conda_channel)  # built from the session's environment (its own caches)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in set(os.environ) - set(isolated):
+            patch.delenv(name)
+        for name, value in isolated.items():
+            patch.setenv(name, value)
         lock.lock_plans(ProjectPaths(root), [plan])
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     return ProjectPaths(root)
 
 
