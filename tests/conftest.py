@@ -69,6 +69,29 @@ def hermetic_session(tmp_path_factory):
     shutil.rmtree(base, ignore_errors=True)
 
 
+def _checkout_state() -> list[tuple[str, int]]:
+    """What a test must leave as it was in this checkout: pixi.toml, pixi.lock and the project state
+    under .resolver/ (the suite's own cached test fixtures excepted)."""
+    state = []
+    for path in (REPO / "pixi.toml", REPO / "pixi.lock", REPO / "pyproject.toml"):
+        state.append((path.name, path.stat().st_mtime_ns if path.exists() else -1))
+    resolver = REPO / ".resolver"
+    if resolver.is_dir():
+        for entry in sorted(resolver.iterdir()):
+            if entry.name not in ("test-envs", "test-channels", "test-wheels"):
+                state.append((entry.name, entry.stat().st_mtime_ns))
+    return state
+
+
+@pytest.fixture(autouse=True)
+def leaves_the_checkout_alone():
+    """A test that runs the resolver without a project of its own would lock, install or remember
+    sources in this checkout, and the next test would read them: fail the test that did it."""
+    before = _checkout_state()
+    yield
+    assert _checkout_state() == before, "this test changed the checkout (pixi.toml, pixi.lock or .resolver/)"
+
+
 @pytest.fixture
 def index_double(hermetic_session):
     """The session's double of PyPI's simple index (tests/hermetic.py)."""

@@ -6,9 +6,11 @@ alone (as `kill PID` or an OOM killer would). After each kill:
   environment that has its marker really works (for setup: `verify` passes only on a complete one);
 * the next run succeeds and leaves no temporary folder behind.
 
-install: 20 kills per signal on a real conda prefix (the toolchain channel's python, a channel built
-here, a wheelhouse), each killed run building from the lock (no cached build). setup: 10 kills per
-signal on the CPU project (real torch, real verify), each run from a cached build (10 s a run).
+install: kills on a real conda prefix (the toolchain channel's python, a channel built here, a
+wheelhouse), each killed run building from the lock (no cached build); setup: kills on the CPU project
+(real torch, real verify), each run from a cached build. The moments are spread over the run (one drawn
+in each equal slice of it). The default run takes a few moments per signal; the full sweep (20 for
+install, 10 for setup, per signal) is marked ``sweep`` (``./run-tests -m sweep``; CI runs it).
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  
 from resolver.install.environment import READY_MARKER  # noqa: E402
 from resolver.paths import ProjectPaths  # noqa: E402
 
-INSTALL_KILLS = 20
+INSTALL_KILLS = 20  # per signal, in the sweep
 SETUP_KILLS = 10
+FEW_KILLS = 3  # per signal, in the default run
+KILLS = [pytest.param(FEW_KILLS, id="few"), pytest.param(None, id="sweep", marks=pytest.mark.sweep)]
 MANIFEST = """\
 [workspace]
 name = "kill-test"
@@ -112,6 +116,13 @@ def _no_orphans_within_5s(root: Path) -> None:
     assert not alive, f"still running 5 s after the kill: {alive}"
 
 
+def _moments(rng: random.Random, count: int, start: float, end: float) -> list[float]:
+    """``count`` moments between ``start`` and ``end``, one drawn in each equal slice: early, middle and
+    late kills whatever the count."""
+    width = (end - start) / count
+    return [rng.uniform(start + i * width, start + (i + 1) * width) for i in range(count)]
+
+
 def _kill_at(proc: subprocess.Popen, sig: int, moment: float) -> None:
     deadline = time.monotonic() + moment
     while time.monotonic() < deadline and proc.poll() is None:
@@ -146,8 +157,9 @@ def _refused_unless_ready(project: ProjectPaths, env: dict[str, str]) -> None:
     assert done.returncode != 0 and "not" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("kills", KILLS)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_kill_install_at_twenty_moments(project: ProjectPaths, conda_channel, sig) -> None:
+def test_kill_install_at_random_moments(project: ProjectPaths, conda_channel, sig, kills) -> None:
     env = _isolated_env(project.root, conda_channel)
     shutil.rmtree(project.env("cpu"), ignore_errors=True)
     started = time.monotonic()
@@ -156,10 +168,9 @@ def test_kill_install_at_twenty_moments(project: ProjectPaths, conda_channel, si
     duration = time.monotonic() - started
     assert first.returncode == 0, err
     assert json.loads(out)["kind"] == "conda" and _works(project.env("cpu"))
-    rng = random.Random(f"install-{sig}")
-    for i in range(INSTALL_KILLS):
+    assert Path(os.environ["XDG_CACHE_HOME"]) in project.verified.parents  # the session's store, not the user's
+    for i, moment in enumerate(_moments(random.Random(f"install-{sig}"), kills or INSTALL_KILLS, 0.05, duration)):
         shutil.rmtree(project.env("cpu"))
-        moment = rng.uniform(0.05, duration)
         _kill_at(_start(project, env, "install", "--env", "cpu", "--no-cache"), sig, moment)
         _no_orphans_within_5s(project.root)
         _refused_unless_ready(project, env)
@@ -170,8 +181,9 @@ def test_kill_install_at_twenty_moments(project: ProjectPaths, conda_channel, si
         assert not _leftovers(project), f"kill {i} at {moment:.2f}s: left behind {_leftovers(project)}"
 
 
+@pytest.mark.parametrize("kills", KILLS)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_kill_setup_at_ten_moments(cpu_project: Path, tmp_path, sig) -> None:
+def test_kill_setup_at_random_moments(cpu_project: Path, tmp_path, sig, kills) -> None:
     """setup on the real CPU project: install (from the cached build) and verify (torch, a model) are
     killed at random points; verify never passes on a half environment and the next setup completes."""
     root = tmp_path / "p"
@@ -194,10 +206,8 @@ def test_kill_setup_at_ten_moments(cpu_project: Path, tmp_path, sig) -> None:
     timed = _start(project, env, "setup", "--target", "cpu")
     assert timed.communicate(timeout=900) and timed.returncode == 0
     duration = time.monotonic() - started
-    rng = random.Random(f"setup-{sig}")
-    for i in range(SETUP_KILLS):
+    for i, moment in enumerate(_moments(random.Random(f"setup-{sig}"), kills or SETUP_KILLS, 0.2, duration)):
         fresh()
-        moment = rng.uniform(0.2, duration)
         _kill_at(_start(project, env, "setup", "--target", "cpu"), sig, moment)
         _no_orphans_within_5s(root)
         folder = project.env("cpu")
