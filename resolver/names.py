@@ -36,7 +36,7 @@ _ENV_NAME = re.compile(r"[a-z0-9-]+")  # pixi's rule for environment (and featur
 
 
 def is_env_name(name: object) -> bool:
-    return isinstance(name, str) and 0 < len(name) <= ENV_NAME_MAX and bool(_ENV_NAME.fullmatch(name))
+    return isinstance(name, str) and len(name) <= ENV_NAME_MAX and bool(_ENV_NAME.fullmatch(name))
 
 
 def check_env_name(name: object, *, where: str = "", fix: str | None = None) -> str:
