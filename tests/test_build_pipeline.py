@@ -63,9 +63,15 @@ def _run_in_env(project: ProjectPaths, code: str) -> str:
     return done.stdout.strip()
 
 
-def test_recipe_to_channel_to_install_to_import(project):
-    summary = build(project, _options(arch="7.5"))
-    package = summary.packages[0]
+@pytest.fixture(scope="module")
+def first_build(project):
+    """The first build of the project (arch 7.5): the later tests' "cached" means this one, whatever
+    order they run in."""
+    return build(project, _options(arch="7.5"))
+
+
+def test_recipe_to_channel_to_install_to_import(project, first_build):
+    package = first_build.packages[0]
     assert package.status == "built"
     conda = Path(package.file)
     assert conda.is_file() and conda.parent == project.channel / "linux-64"
@@ -89,7 +95,7 @@ def test_recipe_to_channel_to_install_to_import(project):
         assert "--threads 1" in log or "--threads 2" in log
 
 
-def test_identical_request_compiles_nothing(project):
+def test_identical_request_compiles_nothing(project, first_build):
     logs_before = set(project.logs.glob("build-*.log"))
     summary = build(project, _options(arch="7.5"))
     assert [p.status for p in summary.packages] == ["cached"]
@@ -123,7 +129,7 @@ def test_compiler_error_is_one_sentence_with_the_first_error_and_the_log(project
     assert log.is_file() and "undefined_in_tiny" in log.read_text()
 
 
-def test_cli_json(project):
+def test_cli_json(project, first_build):
     env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
     done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
                            "--env", "ci", "--arch", "7.5", "--json"], capture_output=True, text=True, env=env)
