@@ -31,7 +31,7 @@ DATA_FILE = Path(__file__).resolve().parent / "data" / "pci_gpus.toml"
 VENDORS = {"10de": "nvidia", "1002": "amd"}
 # pci.ids entries of a GPU vendor that are not GPUs: audio functions, bridges, switches, controllers
 _NOT_A_GPU = re.compile(r"\b(Audio|USB|UCSI|Bridge|Root|Switch|NVSwitch|Controller|SATA|SMBus|LPC|IDE|Host|"
-                        r"Endpoint|Coprocessor|Port|Theater|Modem|Decoder|Tuner|RP x\d+|PCIe|NPU|Processor)\b", re.I)
+                        r"Endpoint|Coprocessor|Port|Theater|Modem|Decoder|Tuner|RP x\d+|NPU)\b", re.I)
 
 
 @dataclass(frozen=True)
