@@ -98,8 +98,7 @@ def diagnose(project, request: DoctorRequest, info=lambda text: None) -> Diagnos
 
 
 def _log(project, name: str, text: str, ctx, env, profile=None) -> tuple[dict, list[str], bool]:
-    from resolver.doctor.context import applies
-    from resolver.doctor.context import target_of
+    from resolver.doctor.context import applies, target_of
     from resolver.doctor.fixes import HOW_TO_GET_ARCH, cuda_of, env_torch, gpu_env, package_in_log, where_log_ran
     from resolver.doctor.signatures import load_signatures, match_log, rocm_in_log
 
