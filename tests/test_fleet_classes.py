@@ -167,3 +167,100 @@ def test_arch_tags_and_order():
     assert classes.sort_archs({"12.0", "8.9", "8.0", "10.0", "gfx90a", "gfx1100"}) == \
         ("8.0", "8.9", "10.0", "12.0", "gfx1100", "gfx90a")
     assert classes._version_key("580.65.06") == (580, 65, 6) and classes._version_key("2.x") == (2, 0)
+
+
+def cpu_profile(python: str = "3.11.7") -> HardwareProfile:
+    return HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.35", "python": python, "nvidia": None,
+                                      "amd": None, "cuda_toolkit": None})
+
+
+def amd_profile(sources: tuple[str, ...] = (), container: bool = False) -> HardwareProfile:
+    return HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "nvidia": None,
+                                      "cuda_toolkit": None, "container": container,
+                                      "amd": {"rocm_version": "6.2.0", "sources": list(sources),
+                                              "gpus": [{"name": "AMD Instinct MI210", "gfx_arch": "gfx90a"}]}})
+
+
+def test_fleet_json_names_every_part():
+    fleet = classes.plan_fleet((node("a-old", nvidia(A100, driver="400.1")), node("b", nvidia(H100))), knowledge=K)
+    data = fleet.to_json()
+    assert sorted(data) == ["classes", "nodes", "unserved"]
+    (cls,) = data["classes"]
+    assert sorted(cls) == ["environment", "nodes", "plan", "why"]
+    assert cls["environment"] == "cuda13-sm90" and cls["nodes"] == ["b"] and cls["why"] == fleet.classes[0].why
+    assert cls["plan"] == fleet.classes[0].plan.to_json() and cls["plan"]["environment"] == "cuda13-sm90"
+    assert [u["node"] for u in data["unserved"]] == ["a-old"]  # a refused node does not stop the ones after it
+    assert data["nodes"] == {"b": "cuda13-sm90"}
+
+
+def test_the_shipped_tables_are_the_default():
+    assert classes.plan_fleet((node("b", nvidia(H100)),)).to_json() == \
+        classes.plan_fleet((node("b", nvidia(H100)),), knowledge=K).to_json()
+
+
+def test_one_decision_per_kind_of_node(monkeypatch):
+    import resolver.decide
+
+    calls = []
+    real = resolver.decide.decide
+    monkeypatch.setattr(resolver.decide, "decide", lambda *a, **kw: calls.append(a[0]) or real(*a, **kw))
+    nodes = tuple(node(f"n{i}", nvidia(A100, uuid=f"GPU-{i}", memory=80000 + i)) for i in range(5))
+    fleet = classes.plan_fleet(nodes + (node("h", nvidia(H100)),), knowledge=K)
+    assert len(calls) == 2 and [len(c.nodes) for c in fleet.classes] == [6]
+
+
+def test_decision_inputs_of_amd_nodes_and_containers():
+    assert classes.decision_inputs(amd_profile(("rocminfo",))) == classes.decision_inputs(amd_profile(("amd-smi",)))
+    assert classes.decision_inputs(amd_profile(container=True)) == classes.decision_inputs(amd_profile())
+    kept = classes.decision_inputs(amd_profile(("rocminfo",), container=True))
+    assert kept.amd.gpus == amd_profile().amd.gpus and kept.amd.rocm_version == amd_profile().amd.rocm_version
+    assert kept.amd.sources == () and kept.container is False
+    assert classes.decision_inputs(nvidia(A100)).nvidia.sources == ()
+    assert classes.decision_inputs(amd_profile()).memory_available_mib is None
+
+
+def _member(name: str, plan) -> tuple[Node, object]:
+    return node(name, nvidia(A100)), plan
+
+
+def test_merge_takes_build_over_prebuilt_and_the_oldest_versions_by_number():
+    prebuilt = replace(BASE, kernels=replace(BASE.kernels, strategy="prebuilt"), glibc="2.9", cuda_driver="12.10",
+                       warnings=("w1",))
+    built = replace(BASE, kernels=replace(BASE.kernels, strategy="build"), glibc="2.17", cuda_driver="12.9",
+                    warnings=("w2", "w1"))
+    plan, _ = classes._merge([_member("a", prebuilt), _member("b", built)])
+    assert plan.kernels.strategy == "build"
+    assert plan.glibc == "2.9" and plan.cuda_driver == "12.9"  # by number: 2.9 < 2.17, 12.9 < 12.10
+    assert plan.warnings == ("w1", "w2")
+    only_prebuilt, _ = classes._merge([_member("a", prebuilt), _member("c", prebuilt)])
+    assert only_prebuilt.kernels.strategy == "prebuilt"
+    none, _ = classes._merge([_member("a", replace(BASE, glibc=None, cuda_driver=None))])
+    assert none.glibc is None and none.cuda_driver is None
+
+
+def test_a_cpu_class_has_no_kernels_and_says_so():
+    fleet = classes.plan_fleet((node("c1", cpu_profile()), node("c2", cpu_profile())), knowledge=K)
+    (only,) = fleet.classes
+    assert only.name == "cpu" and only.plan.kernels.arch_list == ()
+    assert only.why.endswith("; no kernels")
+    assert only.plan.trace[-1].because == "kernels for no GPU: the union of c1, c2"
+
+
+def test_rocm_classes_clashing_on_name_are_told_apart_by_their_build():
+    rocm = replace(BASE, backend="rocm", backend_version="6.2.4", torch=replace(BASE.torch, variant="rocm6.2.4"),
+                   kernels=replace(BASE.kernels, arch_list=("gfx90a",)))
+    other = replace(rocm, backend_version="6.2.3", torch=replace(BASE.torch, variant="rocm6.2.3"))
+    assert classes.class_names([rocm, other]) == ["rocm6-gfx90a-rocm624", "rocm6-gfx90a-rocm623"]
+
+
+def test_cpu_classes_clashing_on_everything_named_end_with_a_digest():
+    one = replace(BASE, backend="cpu", backend_version=None, torch=replace(BASE.torch, variant="cpu"),
+                  kernels=replace(BASE.kernels, arch_list=()))
+    two = replace(one, conda_packages=one.conda_packages + (("extra", "*"),))
+    named = classes.class_names([one, two])
+    assert all(n.startswith("cpu-cpu-py311-v-") and len(n) == len("cpu-cpu-py311-v-") + 6 for n in named)
+
+
+def test_a_name_cut_at_a_dash_does_not_end_in_two():
+    cut = classes._name(["a" * (ENV_NAME_MAX - 10), "b" * 20])  # the cut falls just after the joining '-'
+    assert "--" not in cut and cut.startswith("a" * (ENV_NAME_MAX - 10) + "-") and len(cut) == ENV_NAME_MAX - 1

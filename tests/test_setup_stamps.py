@@ -113,3 +113,46 @@ def test_a_timed_step_records_what_it_returned_or_the_error():
 def test_peak_memory_is_in_mib():
     peak = peak_rss_mib()
     assert peak is not None and 10 < peak < 64 * 1024  # this test process: tens of MiB, not KiB or bytes
+
+
+def test_digest_format_is_stable():
+    """What stamps compare: the sha256 of each part's JSON (sorted keys; anything else as its text),
+    bytes as they are and file contents, each part ended by a NUL; changing it re-runs every step."""
+    import hashlib
+
+    assert digest("x", {"b": 1, "a": Path("/p")}) == hashlib.sha256(b'"x"\0{"a": "/p", "b": 1}\0').hexdigest()
+    assert digest(b"raw") == hashlib.sha256(b"raw\0").hexdigest()
+
+
+def test_a_log_file_that_cannot_be_written_does_not_stop_the_step(tmp_path, capsys):
+    log = StepLog(log_file=tmp_path / "missing-folder" / "setup.log")
+    log.add(StepReport("lock", "done"))
+    assert capsys.readouterr().out.startswith("  ✓ lock")
+
+
+def test_a_timed_step_takes_the_time_it_took():
+    import time
+
+    log = StepLog(quiet=True)
+    before = time.monotonic()
+    done = log.timed("plan", lambda: (time.sleep(0.02), ("done", "", None))[1])
+
+    def fails():
+        time.sleep(0.02)
+        raise BadInput("x", fix="y")
+
+    with pytest.raises(BadInput):
+        log.timed("lock", fails)
+    elapsed = time.monotonic() - before
+    assert 0.02 <= done.seconds <= elapsed and 0.02 <= log.reports[-1].seconds <= elapsed
+
+
+def test_peak_memory_is_the_larger_of_this_process_and_its_children_in_whole_mib():
+    import resource
+
+    def kib() -> int:
+        return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+    before = kib()
+    peak = peak_rss_mib()
+    assert isinstance(peak, int) and before * 1024 // (1 << 20) <= peak <= kib() * 1024 // (1 << 20)
