@@ -209,6 +209,13 @@ def test_one_decision_per_kind_of_node(monkeypatch):
     assert len(calls) == 2 and [len(c.nodes) for c in fleet.classes] == [6]
 
 
+def test_decision_inputs_leave_out_notes_sources_and_counts():
+    base = nvidia(A100)
+    other = replace(base, notes=("a note",), sources=("nvidia-smi",), cpu_count=64, memory_available_mib=1000,
+                    nvidia=replace(base.nvidia, sources=("nvml",)))
+    assert classes.decision_inputs(other) == classes.decision_inputs(base)
+
+
 def test_decision_inputs_of_amd_nodes_and_containers():
     assert classes.decision_inputs(amd_profile(("rocminfo",))) == classes.decision_inputs(amd_profile(("amd-smi",)))
     assert classes.decision_inputs(amd_profile(container=True)) == classes.decision_inputs(amd_profile())
@@ -224,14 +231,15 @@ def _member(name: str, plan) -> tuple[Node, object]:
 
 
 def test_merge_takes_build_over_prebuilt_and_the_oldest_versions_by_number():
-    prebuilt = replace(BASE, kernels=replace(BASE.kernels, strategy="prebuilt"), glibc="2.9", cuda_driver="12.10",
+    prebuilt = replace(BASE, kernels=replace(BASE.kernels, strategy="prebuilt"), glibc="2.9", cuda_driver="12.9",
                        warnings=("w1",))
-    built = replace(BASE, kernels=replace(BASE.kernels, strategy="build"), glibc="2.17", cuda_driver="12.9",
+    built = replace(BASE, kernels=replace(BASE.kernels, strategy="build"), glibc="2.17", cuda_driver="12.10",
                     warnings=("w2", "w1"))
-    plan, _ = classes._merge([_member("a", prebuilt), _member("b", built)])
+    plan, _ = classes._merge([_member("b", built), _member("a", prebuilt)])
     assert plan.kernels.strategy == "build"
     assert plan.glibc == "2.9" and plan.cuda_driver == "12.9"  # by number: 2.9 < 2.17, 12.9 < 12.10
-    assert plan.warnings == ("w1", "w2")
+    assert plan.warnings == ("w2", "w1")
+    assert plan.trace[-1].because == "kernels for 8.0: the union of b, a"
     only_prebuilt, _ = classes._merge([_member("a", prebuilt), _member("c", prebuilt)])
     assert only_prebuilt.kernels.strategy == "prebuilt"
     none, _ = classes._merge([_member("a", replace(BASE, glibc=None, cuda_driver=None))])

@@ -156,3 +156,16 @@ def test_peak_memory_is_the_larger_of_this_process_and_its_children_in_whole_mib
     before = kib()
     peak = peak_rss_mib()
     assert isinstance(peak, int) and before * 1024 // (1 << 20) <= peak <= kib() * 1024 // (1 << 20)
+
+
+@pytest.mark.parametrize("platform,maxrss,mib", [("linux", 1 << 20, 1024), ("linux", (1 << 20) - 1, 1023),
+                                                 ("darwin", 1 << 30, 1024), ("darwin", (1 << 20) + 5, 1)])
+def test_peak_memory_units_per_platform(monkeypatch, platform, maxrss, mib):
+    """ru_maxrss is in KiB on Linux and in bytes on macOS (getrusage(2) and the macOS man page)."""
+    import resource
+    import sys
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setattr(resource, "getrusage", lambda who: SimpleNamespace(ru_maxrss=maxrss if who == resource.RUSAGE_CHILDREN else 1))
+    assert peak_rss_mib() == mib
