@@ -9,8 +9,9 @@ alone (as `kill PID` or an OOM killer would). After each kill:
 install: kills on a real conda prefix (the toolchain channel's python, a channel built here, a
 wheelhouse), each killed run building from the lock (no cached build); setup: kills on the CPU project
 (real torch, real verify), each run from a cached build. The moments are spread over the run (one drawn
-in each equal slice of it). The default run takes a few moments per signal; the full sweep (20 for
-install, 10 for setup, per signal) is marked ``sweep`` (``./run-tests -m sweep``; CI runs it).
+in each equal slice of it). The default run takes 3 moments per signal for install and 2 for setup;
+the full sweep (20 for install, 10 for setup, per signal) is marked ``sweep`` (``./run-tests -m sweep``;
+CI runs it). Both signals' setup kills start from one project where a whole setup ran.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from resolver.paths import ProjectPaths  # noqa: E402
 
 INSTALL_KILLS = 20  # per signal, in the sweep
 SETUP_KILLS = 10
-FEW_KILLS = 3  # per signal, in the default run
+FEW_KILLS = 3  # per signal, in the default run (install: seconds a run)
+FEW_SETUP_KILLS = 2  # per signal, in the default run (setup with verify: tens of seconds a run)
 KILLS = [pytest.param(FEW_KILLS, id="few"), pytest.param(None, id="sweep", marks=pytest.mark.sweep)]
 MANIFEST = """\
 [workspace]
@@ -181,31 +183,39 @@ def test_kill_install_at_random_moments(project: ProjectPaths, conda_channel, si
         assert not _leftovers(project), f"kill {i} at {moment:.2f}s: left behind {_leftovers(project)}"
 
 
-@pytest.mark.parametrize("kills", KILLS)
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_kill_setup_at_random_moments(cpu_project: Path, tmp_path, sig, kills) -> None:
-    """setup on the real CPU project: install (from the cached build) and verify (torch, a model) are
-    killed at random points; verify never passes on a half environment and the next setup completes."""
-    root = tmp_path / "p"
+@pytest.fixture(scope="module")
+def setup_project(cpu_project: Path, tmp_path_factory) -> tuple[ProjectPaths, dict[str, str], float]:
+    """A copy of the CPU project where one whole setup ran (install from the cached build, verify): the
+    project both signals' kills start from, and how long that setup took (the kills fall inside it)."""
+    root = tmp_path_factory.mktemp("kill-setup") / "p"
     shutil.copytree(cpu_project, root, symlinks=True, ignore=shutil.ignore_patterns("envs"))
     project = ProjectPaths(root)
     env = dict(os.environ, RESOLVER_PROJECT=str(root))
+    started = time.monotonic()
     first = _start(project, env, "setup", "--target", "cpu")
     out, err = first.communicate(timeout=900)
+    duration = time.monotonic() - started
     assert first.returncode == 0, err[-3000:]
     steps = {s["name"]: s for s in json.loads(out)["steps"]}
-    assert steps["lock"]["status"] == "skipped" and steps["verify"]["status"] == "done"
+    assert steps["lock"]["status"] == "skipped" and steps["install"]["status"] == "done"
+    assert steps["verify"]["status"] == "done"
+    return project, env, duration
+
+
+@pytest.mark.parametrize("kills", [pytest.param(FEW_SETUP_KILLS, id="few"),
+                                   pytest.param(None, id="sweep", marks=pytest.mark.sweep)])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_kill_setup_at_random_moments(setup_project, sig, kills) -> None:
+    """setup on the real CPU project: install (from the cached build) and verify (torch, a model) are
+    killed at random points; verify never passes on a half environment and the next setup completes."""
+    project, env, duration = setup_project
+    root = project.root
 
     def fresh():
         shutil.rmtree(project.env("cpu"), ignore_errors=True)
         for stamp in (project.stamps / "steps").glob("verify*"):
             stamp.unlink()
 
-    fresh()
-    started = time.monotonic()
-    timed = _start(project, env, "setup", "--target", "cpu")
-    assert timed.communicate(timeout=900) and timed.returncode == 0
-    duration = time.monotonic() - started
     for i, moment in enumerate(_moments(random.Random(f"setup-{sig}"), kills or SETUP_KILLS, 0.2, duration)):
         fresh()
         _kill_at(_start(project, env, "setup", "--target", "cpu"), sig, moment)
