@@ -12,9 +12,10 @@ starts inherits:
   and ``NO_PROXY`` lets loopback through: urllib, pip, uv and rattler honour them, so a child process
   that tries the network fails at once instead of reaching it (pytest-socket guards this process).
 * ``PIP_INDEX_URL``: PyPI is out of reach, so a local index stands in for it: :func:`own_wheelhouse`,
-  PyPI's wheels of what this project's own workspace (pixi.toml's ``[pypi-dependencies]``: py-rattler,
-  uv ...) needs, fetched once per checkout before any test runs (``./run-tests`` does it with the
-  install step) and kept under ``.resolver/test-wheels/``. The local indexes of pip's configuration
+  PyPI's wheels of what the suite installs (this project's own workspace, pixi.toml's
+  ``[pypi-dependencies]``: py-rattler, uv ...; the tests' torch environments) that pip's configuration
+  does not hold locally, fetched once per checkout before any test runs (``./run-tests`` does it with
+  the install step) and kept under ``.resolver/test-wheels/``. The local indexes of pip's configuration
   stay its extra indexes.
 * ``RESOLVER_CANONICAL_INDEX``: the :class:`IndexDouble`, which answers as PyPI's simple index (PEP
   691) for the files of those local indexes, with PyPI-shaped URLs: the canonical-address look-up of a
@@ -168,33 +169,60 @@ def own_requirements(manifest: Path) -> list[str]:
     return out
 
 
+# What the suite's environments install from PyPI besides this project's own workspace: the CPU torch of
+# cpu_project, the CUDA torch of the GPU journeys and the "other" torch environment (conftest.py).
+SUITE_REQUIREMENTS = (("torch==2.14.1", "transformers", "safetensors", "numpy", "einops"), ("torch==2.13.0+cpu",))
+
+
 def own_wheelhouse(repo: Path, environ: Mapping[str, str] | None = None) -> Path | None:
-    """A local PEP 503 index (``<folder>/simple``) of PyPI's wheels for :func:`own_requirements` of
-    ``repo``'s pixi.toml and what they depend on, for this Python and platform: fetched with pip (this
-    machine's pip configuration) the first time, then reused (flock-protected). None, with a warning,
-    when pip cannot fetch them."""
-    requirements = own_requirements(repo / "pixi.toml")
+    """A local PEP 503 index (``<folder>/simple``) of PyPI's wheels that the suite installs and this
+    machine's pip configuration does not already hold locally: :func:`own_requirements` of ``repo``'s
+    pixi.toml and :data:`SUITE_REQUIREMENTS`, with what they depend on, for this Python and platform.
+    pip resolves each set (``--dry-run --report``) and only the files it would take from a remote index
+    are fetched, once (flock-protected); later sessions reuse them. None, with a warning, when pip
+    cannot fetch them."""
+    groups = (tuple(own_requirements(repo / "pixi.toml")), *SUITE_REQUIREMENTS)
     tag = f"{sys.implementation.cache_tag}-{os.uname().machine}"
-    key = hashlib.sha256(json.dumps([requirements, tag]).encode()).hexdigest()[:12]
-    folder = repo / ".resolver" / "test-wheels" / f"own-{key}"
+    key = hashlib.sha256(json.dumps([groups, tag]).encode()).hexdigest()[:12]
+    folder = repo / ".resolver" / "test-wheels" / f"suite-{key}"
     folder.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(environ if environ is not None else os.environ)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     with open(folder.parent / f".{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (folder / ".ready").is_file():
             return folder / "simple"
         shutil.rmtree(folder, ignore_errors=True)
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                               "--only-binary", ":all:", "--dest", str(folder / "files"), *requirements],
-                              capture_output=True, text=True, env=dict(environ if environ is not None else os.environ))
-        if done.returncode != 0:
-            print(f"warning: cannot fetch the wheels of {', '.join(requirements)} for the test suite's local index "
-                  f"(tests that lock this project's own workspace will fail): {done.stderr.strip()[-500:]}",
-                  file=sys.stderr)
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
+        (folder / "files").mkdir(parents=True)
+        remote: dict[str, str] = {}
+        for group in groups:
+            report = folder / "report.json"
+            done = subprocess.run([*pip, "install", "--dry-run", "--ignore-installed", "--quiet", "--only-binary",
+                                   ":all:", "--report", str(report), *group], capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                return _failed(folder, group, done.stderr)
+            for item in json.loads(report.read_text(encoding="utf-8")).get("install", []):
+                info = item.get("download_info") or {}
+                url, sha = info.get("url", ""), ((info.get("archive_info") or {}).get("hashes") or {}).get("sha256")
+                if url.startswith(("http://", "https://")) and sha:
+                    remote[url.split("#", 1)[0]] = sha
+            report.unlink()
+        if remote:
+            done = subprocess.run([*pip, "download", "--quiet", "--no-deps", "--dest", str(folder / "files"),
+                                   *(f"{url}#sha256={sha}" for url, sha in sorted(remote.items()))],
+                                  capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                return _failed(folder, sorted(remote), done.stderr)
         _write_index(folder / "files", folder / "simple")
         (folder / ".ready").write_text("ok\n")
     return folder / "simple"
+
+
+def _failed(folder: Path, what, stderr: str) -> None:
+    print(f"warning: cannot fetch the wheels of {', '.join(what)} for the test suite's local index (the tests "
+          f"that lock or install them will fail): {stderr.strip()[-500:]}", file=sys.stderr)
+    shutil.rmtree(folder, ignore_errors=True)
+    return None
 
 
 def _write_index(files: Path, simple: Path) -> None:
