@@ -62,14 +62,17 @@ def canonical_file_url(sha256: str, file_name: str) -> str:
 
 
 class IndexDouble:
-    """PyPI's simple index (PEP 691 JSON) on 127.0.0.1, for the files of local PEP 503 indexes (pages
-    whose links carry ``#sha256=``); a project none of them has is a 404, as on PyPI. ``requests``
-    lists the paths asked for."""
+    """PyPI on 127.0.0.1 for the files of local PEP 503 indexes (pages whose links carry ``#sha256=``):
+    its simple index (PEP 691 JSON, ``/simple/<project>/``) answers with PyPI-shaped file URLs, and the
+    files themselves are served under ``/packages/`` (:attr:`files_url`, what a mirror entry for
+    ``https://files.pythonhosted.org/packages`` points at); a project none of them has is a 404, as on
+    PyPI. ``requests`` lists the paths asked for."""
 
     def __init__(self, indexes: tuple[Path, ...]) -> None:
         self.indexes = indexes
         self.requests: list[str] = []
         self._pages: dict[str, bytes | None] = {}
+        self._files: dict[str, Path] = {}  # sha256 -> the local file
         self._lock = threading.Lock()
         double = self
 
@@ -82,6 +85,11 @@ class IndexDouble:
 
             def _answer(self, *, with_body: bool) -> None:
                 double.requests.append(self.path)
+                wanted = re.fullmatch(r"/packages/(\w\w)/(\w\w)/(\w{60})/([^/]+)", urlsplit(self.path).path)
+                if wanted:
+                    self._send_file(double.file(wanted.group(1) + wanted.group(2) + wanted.group(3),
+                                                unquote(wanted.group(4))), with_body=with_body)
+                    return
                 match = re.fullmatch(r"/simple/([^/]+)/?", urlsplit(self.path).path)
                 body = double.page(unquote(match.group(1))) if match else None
                 if body is None:
@@ -94,12 +102,25 @@ class IndexDouble:
                 if with_body:
                     self.wfile.write(body)
 
+            def _send_file(self, path: Path | None, *, with_body: bool) -> None:
+                if path is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(path.stat().st_size))
+                self.end_headers()
+                if with_body:
+                    with open(path, "rb") as handle:
+                        shutil.copyfileobj(handle, self.wfile, 1 << 20)
+
             def log_message(self, format, *args) -> None:  # noqa: A002 - stdlib signature
                 pass
 
         self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/simple/"
+        self.files_url = f"http://127.0.0.1:{self._server.server_address[1]}/packages"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def page(self, project: str) -> bytes | None:
@@ -109,6 +130,13 @@ class IndexDouble:
             if name not in self._pages:
                 self._pages[name] = self._build(name)
             return self._pages[name]
+
+    def file(self, sha256: str, file_name: str) -> Path | None:
+        """The local file a PyPI-shaped URL of :func:`canonical_file_url` stands for (None if none)."""
+        self.page(file_name.split("-", 1)[0])
+        with self._lock:
+            path = self._files.get(sha256)
+        return path if path is not None and path.name == file_name and path.is_file() else None
 
     def _build(self, name: str) -> bytes | None:
         files: dict[str, dict] = {}
@@ -124,6 +152,9 @@ class IndexDouble:
                 if re.fullmatch(r"[0-9a-f]{64}", sha) and file_name not in files:
                     files[file_name] = {"filename": file_name, "url": canonical_file_url(sha, file_name),
                                         "hashes": {"sha256": sha}}
+                    local = (index / name / unquote(target)).resolve() if "://" not in target else None
+                    if local is not None:
+                        self._files[sha] = local
         if not files:
             return None
         return json.dumps({"meta": {"api-version": "1.0"}, "name": name,

@@ -3,6 +3,7 @@ a test starts; the session's own home and caches; PyPI's simple index answered b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -67,7 +68,9 @@ def test_pips_configuration_is_kept_and_pypi_replaced_by_a_local_index():
 def test_the_index_double_answers_as_pypi_for_what_the_local_indexes_hold(index_double, tmp_path):
     project = tmp_path / "simple" / "some-pkg"
     project.mkdir(parents=True)
-    sha = "ef" * 32
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "some_pkg-1.0-py3-none-any.whl").write_bytes(b"wheel bytes")
+    sha = hashlib.sha256(b"wheel bytes").hexdigest()
     (project / "index.html").write_text(f'<a href="../../files/some_pkg-1.0-py3-none-any.whl#sha256={sha}">x</a>\n'
                                         '<a href="../../files/some_pkg-0.9.tar.gz">no hash: not listed</a>\n')
     double = hermetic.IndexDouble((tmp_path / "simple",))
@@ -81,6 +84,12 @@ def test_the_index_double_answers_as_pypi_for_what_the_local_indexes_hold(index_
             urllib.request.urlopen(double.url + "other/", timeout=10)
         assert missing.value.code == 404
         assert double.requests == ["/simple/Some_Pkg/", "/simple/other/"]
+        # the file itself, where a mirror of files.pythonhosted.org/packages finds it
+        url = page["files"][0]["url"].replace("https://files.pythonhosted.org/packages", double.files_url)
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.read() == b"wheel bytes"
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(url.replace(sha[4:], "0" * 60), timeout=10)
     finally:
         double.close()
 
