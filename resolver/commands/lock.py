@@ -70,7 +70,7 @@ def _fleet(args):
     from resolver.decide.model import Request, Target
     from resolver.errors import Refusal, UsageError
     from resolver.fleet.classes import plan_fleet
-    from resolver.fleet.nodes import read_nodes
+    from resolver.fleet.nodes import iter_nodes
     from resolver.fleet.record import write_fleet
 
     if len(args.target) > 1:
@@ -81,12 +81,26 @@ def _fleet(args):
 
         python = _python(args.python)
     request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
-    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
+    fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
         raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
                       fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
     return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
+
+
+def _write_node_list(project, fleet) -> None:
+    """The fleet's node list beside pixi.toml when pixi.toml counts the nodes instead of listing them; one
+    written before and no longer needed goes."""
+    from resolver.fleet.record import NODE_LIST, node_list
+    from resolver.fs import write_text_atomic
+
+    text = node_list(fleet)
+    path = project.root / NODE_LIST
+    if text is not None:
+        write_text_atomic(path, text, label="fleet-nodes")
+    elif path.is_file() and not path.is_symlink():
+        path.unlink()
 
 
 def run(args, out) -> int:
@@ -138,6 +152,8 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
                                   info=out.info, edit=edit, speculation=speculation)
+        if fleet is not None:
+            _write_node_list(project, fleet)
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = fleet.to_json()
@@ -151,8 +167,15 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:
-        lines += [f"  class {c.name}: {', '.join(c.nodes)}" for c in fleet.classes]
-        lines += [f"  no class for {u.node} ({u.file}): {u.reason}" for u in fleet.unserved]
+        from resolver.fleet.classes import brief_list
+        from resolver.fleet.record import NODE_LIST, lists_nodes
+
+        lines += [f"  class {c.name}: {len(c.nodes):,} node(s): {brief_list(c.nodes)}" for c in fleet.classes]
+        from resolver.commands.plan import unserved_lines
+
+        lines += [f"  no class for {line}" for line in unserved_lines(fleet)]
+        if not lists_nodes(fleet):
+            lines.append(f"  every node's class: {project.root / NODE_LIST}")
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
         lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))

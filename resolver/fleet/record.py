@@ -9,7 +9,8 @@
     [tool.resolver.fleet.classes.cuda12-sm80-sm90]
     key = "3f2a…"                # what the class's nodes agree on (resolver.fleet.classes.class_key), hashed
     archs = ["8.0", "9.0"]
-    nodes = ["a100-01", "h100-01"]
+    node-count = 2
+    nodes = ["a100-01", "h100-01"]  # up to NODE_LIST_MAX names; a larger fleet lists every node in NODE_LIST
     torch = "torch==2.14.1+cu126"
     python = "3.12"
     platform = "linux-64"
@@ -30,6 +31,8 @@ from resolver.errors import BadInput, Refusal, UsageError
 from resolver.fleet.classes import FleetPlan, class_key, sort_archs
 from resolver.lock.manifest import Manifest
 
+NODE_LIST = "fleet-nodes.tsv"  # beside pixi.toml: every node and its class, when pixi.toml would list too many
+NODE_LIST_MAX = 16  # a class of more nodes is counted in pixi.toml, its nodes listed in NODE_LIST
 VARIANT_SEP = "@"  # causal-conv1d@cuda12-sm80-sm90
 RUNNERS = {"linux-64": "ubuntu-latest", "linux-aarch64": "ubuntu-24.04-arm"}
 
@@ -39,7 +42,8 @@ class StoredClass:
     name: str
     key: str
     archs: tuple[str, ...]
-    nodes: tuple[str, ...]
+    nodes: tuple[str, ...]  # empty where the fleet lists its nodes in NODE_LIST
+    node_count: int
     torch: str
     python: str
     platform: str
@@ -51,6 +55,7 @@ class StoredClass:
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.name, "key": self.key, "archs": list(self.archs), "nodes": list(self.nodes),
+                "node_count": self.node_count,
                 "torch": self.torch, "python": self.python, "platform": self.platform, "backend": self.backend,
                 "backend_version": self.backend_version, "toolkit": self.toolkit,
                 "toolkit_source": self.toolkit_source, "strategy": self.strategy}
@@ -90,13 +95,18 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         table["python"] = str(request.python)
     if kernel_channel or previous_channel:
         table["kernel-channel"] = str(kernel_channel or previous_channel)
+    listed = lists_nodes(fleet)
+    if not listed:
+        table["node-list"] = NODE_LIST
     classes = tomlkit.table(is_super_table=True)
     for c in fleet.classes:
         plan = c.plan
         entry = tomlkit.table()
         entry["key"] = key_of(plan)
         entry["archs"] = list(plan.kernels.arch_list)
-        entry["nodes"] = list(c.nodes)
+        entry["node-count"] = len(c.nodes)
+        if listed:
+            entry["nodes"] = list(c.nodes)
         entry["torch"] = plan.torch.requirement
         entry["python"] = plan.python
         entry["platform"] = plan.platform
@@ -111,6 +121,22 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
     resolver["fleet"] = table
 
 
+def lists_nodes(fleet: FleetPlan) -> bool:
+    """Whether pixi.toml lists each class's nodes (a small fleet) rather than counting them (NODE_LIST lists them)."""
+    return all(len(c.nodes) <= NODE_LIST_MAX for c in fleet.classes)
+
+
+def node_list(fleet: FleetPlan) -> str | None:
+    """NODE_LIST's text: every node and its class's environment, by node, tab-separated; None for a fleet
+    small enough for pixi.toml to list its nodes."""
+    if lists_nodes(fleet):
+        return None
+    lines = [f"# every node of the fleet and its environment in pixi.toml ({len(fleet.membership)} nodes); "
+             "written by `python -m resolver lock --fleet`"]
+    lines += [f"{node}\t{environment}" for node, environment in fleet.membership]
+    return "\n".join(lines) + "\n"
+
+
 def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
     """The classes pixi.toml records (empty when it is no fleet's)."""
     tool = manifest.doc.get("tool", {})
@@ -123,8 +149,10 @@ def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
                 raise BadInput(f"pixi.toml: [tool.resolver.fleet.classes.{name}] {key} must be a string",
                                fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")
             return value
+        nodes = tuple(str(n) for n in entry.get("nodes", []))
+        count = int(entry.get("node-count", len(nodes)))  # checked with the manifest's shape (manifest_shape)
         out[str(name)] = StoredClass(str(name), text("key"), tuple(str(a) for a in entry.get("archs", [])),
-                                     tuple(str(n) for n in entry.get("nodes", [])), text("torch"), text("python"),
+                                     nodes, count, text("torch"), text("python"),
                                      text("platform"), text("backend"), text("backend-version"), text("toolkit"),
                                      text("toolkit-source"), text("strategy"))
     return out
