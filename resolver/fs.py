@@ -218,11 +218,12 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | No
         chunks, size = [], 0
         want = min(info.st_size, limit) + 1  # one byte past the size: a file that grew is read on
         while size <= limit:
-            chunk = os.read(fd, min(max(want - size, 1 << 16), limit + 1 - size))
-            if not chunk:
-                break
+            asked = min(max(want - size, 1 << 16), limit + 1 - size)
+            chunk = os.read(fd, asked)
             chunks.append(chunk)
             size += len(chunk)
+            if len(chunk) < asked:  # a regular file reads short only at its end
+                break
     finally:
         os.close(fd)
     if size > limit:

@@ -169,6 +169,19 @@ def test_the_slurm_script_is_one_array_task_per_variant_and_a_dependent_publish(
         assert "KERNEL_PLATFORM=linux-aarch64 bash" in done.stderr
 
 
+def test_the_parent_pipeline_in_the_docs_validates_and_triggers_the_generated_child():
+    text = (REPO / "docs" / "fleet.md").read_text()
+    (block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    parent = yaml.safe_load(block)
+    assert problems(schema("gitlab-ci"), parent) == []
+    child = engines.FILES["gitlab"]
+    assert f"python -m resolver build --matrix --format gitlab > {child}" in parent["kernel-pipeline"]["script"]
+    assert parent["kernel-pipeline"]["artifacts"]["paths"] == [child]
+    assert parent["kernels"]["trigger"]["include"] == [{"artifact": child, "job": "kernel-pipeline"}]
+    assert f"build --matrix --format github > {engines.FILES['github']}" in text
+    assert f"build --matrix --format slurm > {engines.FILES['slurm']}" in text
+
+
 def _entries(count: int) -> list[dict]:
     return [{"package": "mamba-ssm", "variant": f"mamba-ssm@cuda12-sm{k}", "environment": f"cuda12-sm{k}",
              "archs": "9.0", "platform": "linux-64", "runs-on": "ubuntu-latest", "toolkit": "nvcc 12.6",

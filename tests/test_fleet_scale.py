@@ -155,3 +155,4 @@ def test_a_large_fleet_is_counted_in_pixi_toml_and_listed_beside_it(tmp_path):
     assert "node-list" not in table
     (entry,) = table["classes"].values()
     assert entry["nodes"] == ["node-00000"] and entry["node-count"] == 1
+
