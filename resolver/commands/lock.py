@@ -159,14 +159,22 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
     from resolver.paths import project_lock
 
+    changes = ()
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
+        if fleet is not None:  # only the classes that changed are solved
+            from resolver.fleet import relock
+
+            changes = relock.compare(*relock.project_state(project), fleet, edit)
+            solve = relock.to_solve(changes)
+            plans = [c.plan for c in fleet.classes if c.name in solve]
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
                                   info=out.info, edit=edit, speculation=speculation)
         if fleet is not None:
+            changes = relock.settled(changes, {env.name for env in summary.locked})
             _write_node_list(project, fleet)
     data = summary.to_json()
     if fleet is not None:
-        data["fleet"] = fleet.to_json()
+        data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
     for env in summary.locked:
         lines.append(f"  {env.name} [{env.platform}]: {env.conda_packages} conda + {env.pypi_packages} PyPI packages"
@@ -177,10 +185,10 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:
-        from resolver.fleet.classes import brief_list
         from resolver.fleet.record import NODE_LIST, lists_nodes
 
-        lines += [f"  class {c.name}: {len(c.nodes):,} node(s): {brief_list(c.nodes)}" for c in fleet.classes]
+        done = {"new": "solved", "changed": "solved", "unlocked": "solved", "kept": "kept", "gone": "removed"}
+        lines += [f"  class {c.environment}: {done[c.status]}: {c.why}" for c in changes]
         from resolver.commands.plan import unserved_lines
 
         lines += [f"  no class for {line}" for line in unserved_lines(fleet)]

@@ -67,8 +67,10 @@ def key_of(plan: Plan) -> str:
 
 def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None,
                 request: Request | None = None) -> None:
-    """Replace the fleet tables of ``manifest`` with ``fleet``'s classes; environments of classes that are
-    gone (a fleet locked before) leave pixi.toml with them."""
+    """Replace the fleet tables of ``manifest`` with ``fleet``'s classes, each with its environment; environments
+    of classes that are gone (a fleet locked before) leave pixi.toml with them. The classes' environments follow
+    the others, by name, so pixi.toml does not depend on the order the classes came in (a fleet locked again
+    class by class reads as one locked at once)."""
     import tomlkit
 
     doc = manifest.doc
@@ -78,6 +80,14 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         for table in ("environments", "feature"):
             if table in doc and name in doc[table]:
                 del doc[table][name]
+    for c in fleet.classes:
+        manifest.ensure_environment(c.plan)
+    for table in ("feature", "environments"):
+        for name in sorted(new):  # taken out and put back at the end, by name
+            if name in doc[table]:
+                item = doc[table][name]
+                del doc[table][name]
+                doc[table][name] = item
     if "tool" not in doc:
         doc.add("tool", tomlkit.table(is_super_table=True))
     tool = doc["tool"]
@@ -119,6 +129,23 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         classes[c.name] = entry
     table["classes"] = classes
     resolver["fleet"] = table
+    _tidy(manifest, new)
+
+
+def _tidy(manifest: Manifest, names: set[str]) -> None:
+    """One blank line before each table of the fleet's (tomlkit leaves more where tables were taken out and put
+    back), so the text is the same whatever order the classes were locked in."""
+    import re
+
+    import tomlkit
+
+    text = manifest.dumps()
+    classes = "|".join(re.escape(name) for name in sorted(names))
+    headers = rf"\[(?:feature\.(?:{classes})[\].]|tool\.resolver\.fleet[\].]|environments\])" if classes else \
+        r"\[tool\.resolver\.fleet[\].]"
+    tidy = re.sub(rf"\n{{3,}}(?={headers})", "\n\n", text)
+    if tidy != text:
+        manifest.doc = tomlkit.parse(tidy)
 
 
 def lists_nodes(fleet: FleetPlan) -> bool:
