@@ -156,9 +156,9 @@ def main() -> int:
             print(f"{figures['nodes']:>8,}  {label:<34} {row['wall_s']:>7.2f} {row['cpu_s']:>7.2f} {row['peak_mib']:>9}")
     print("pixi.toml: " + ", ".join(f"{f['nodes']:,} nodes {f['pixi_toml_bytes']:,} bytes" for f in results))
     if solved:
-        print(f"lock --fleet, {solved['nodes']:,} nodes of the doubles, real solves: {solved['wall_s']:.2f} s, "
-              f"peak {solved['peak_mib']} MiB → {solved['classes']} class(es), {solved['environments']} "
-              "environment-platform entries solved")
+        print(f"lock --fleet, {solved['nodes']:,} nodes of the doubles, real solves: {solved['wall_s']:.2f} s wall, "
+              f"{solved['cpu_s']:.2f} s CPU, peak {solved['peak_mib']} MiB → {solved['classes']} class(es), "
+              f"{solved['environments']} environment-platform entries solved")
     return 0
 
 

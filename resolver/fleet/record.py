@@ -84,7 +84,7 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         manifest.ensure_environment(c.plan)
     for table in ("feature", "environments"):
         for name in sorted(new):  # taken out and put back at the end, by name
-            if name in doc[table]:
+            if table in doc and name in doc[table]:
                 item = doc[table][name]
                 del doc[table][name]
                 doc[table][name] = item
