@@ -20,12 +20,14 @@ from typing import Any, Iterable
 
 from resolver.knowledge.rows import (
     AmdModel,
+    ApiChange,
     ArchSupport,
     BuildFix,
     CondaForge,
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    KnownBad,
     NvidiaModel,
     OfficialGfx,
     ToolkitFloor,
@@ -53,6 +55,8 @@ class Knowledge:
     header_fixes: tuple[HeaderFix, ...]
     official_gfx: tuple[OfficialGfx, ...]
     conda_forge: CondaForge
+    api_changes: tuple[ApiChange, ...] = ()  # torch API changes that touched the kernel packages (mamba.toml)
+    known_bad: tuple[KnownBad, ...] = ()  # combinations known to fail (mamba.toml)
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, cache: bool = True) -> "Knowledge":
