@@ -2,7 +2,7 @@
 refusal when the step would leave nodes that are served today without an environment.
 
 The current classes are what the fleet's request plans today (pixi.toml's ``[tool.resolver.fleet]`` target
-and Python, else the flags' target); the new ones are what the upgraded request plans (``--torch``,
+and Python, else what ``plan --fleet`` chooses); the new ones are what the upgraded request plans (``--torch``,
 ``--latest``, ``--target``), from the same node profiles with the same ``decide``. Each new class is
 compared with the class its nodes are in today: what changes and the risks, as for one machine. Nothing in
 the project is written: the classes are locked with ``lock --fleet`` and proven on a node of each class
@@ -11,7 +11,7 @@ the project is written: the classes are locked with ``lock --fleet`` and proven 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def plan_fleet_upgrade(project: ProjectPaths, folder: Path | None, profiles: tup
     knowledge = knowledge or Knowledge.load()
     nodes = read_nodes(folder, profiles)
     manifest = _manifest(project)
-    current_request = _current_request(manifest, wanted)
+    current_request = _current_request(manifest)
     torch = _version_flag(wanted.torch, "--torch", "2.14") if wanted.torch else \
         (knowledge.releases_newest_first()[0].version if wanted.latest else None)
     new_request = Request(target=Target.parse(wanted.target) if wanted.target else current_request.target,
@@ -100,13 +100,12 @@ def _manifest(project: ProjectPaths):
     return Manifest.new(project.root.name or "fleet")
 
 
-def _current_request(manifest, wanted: Wanted) -> Request:
+def _current_request(manifest) -> Request:
     from resolver.fleet.record import fleet_request, read_classes
 
     if read_classes(manifest):
         return fleet_request(manifest)
-    return Request(target=Target.parse(wanted.target) if wanted.target else Target("auto"),
-                   python=_version_flag(wanted.python, "--python", "3.11") if wanted.python else None)
+    return Request()  # no fleet recorded: today's is what `plan --fleet` chooses
 
 
 def _variants(manifest, fleet: FleetPlan, request: Request) -> list[dict[str, Any]]:
@@ -116,7 +115,7 @@ def _variants(manifest, fleet: FleetPlan, request: Request) -> list[dict[str, An
     from resolver.lock.manifest import Manifest
 
     copy = Manifest.parse(manifest.dumps(), manifest.path)
-    write_fleet(copy, fleet, None, replace(request, torch=None))
+    write_fleet(copy, fleet, None, request)
     return matrix(copy, package_names())
 
 

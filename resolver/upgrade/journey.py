@@ -16,6 +16,7 @@ reusing a passed proof when nothing it was made from changed.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -256,10 +257,9 @@ class _Journey:
         from resolver.setup.pipeline import digest
 
         channel = sorted(self.project.channel.glob("*/repodata.json"))
-        return digest(step.current.environment, step.new.environment,
-                      self.project.env(step.current.environment) / READY_MARKER,
-                      self.project.env(step.new.environment) / READY_MARKER, *channel, options.to_json(),
-                      _expected_archs(step))
+        envs = [self.project.env(step.current.environment), self.project.env(step.new.environment)]
+        return digest(step.current.environment, step.new.environment, *(env / READY_MARKER for env in envs),
+                      [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
 
     def _read_state(self) -> dict[str, Any]:
         try:
@@ -274,6 +274,18 @@ class _Journey:
             "wanted": {**wanted.to_json(), "env": step.current.environment}, "current": step.current.environment,
             "candidate": step.new.environment, "stage": stage, "at": time.time(),
             "proof": proof.to_json() if proof else None, "proof_inputs": proof_inputs}, label=f"upgrade-{stage}")
+
+
+def _site_listing(env: Path) -> list[tuple[str, int]]:
+    """What sits in the environment's site-packages (names and mtimes): a package installed or removed after the
+    install, or a startup hook (.pth), changes it, and a proof made before is not reused."""
+    found = []
+    for site in sorted(env.glob("lib/python3*/site-packages")):
+        try:
+            found += sorted((entry.name, entry.stat(follow_symlinks=False).st_mtime_ns) for entry in os.scandir(site))
+        except OSError:
+            continue
+    return found
 
 
 def _expected_archs(step: UpgradeStep) -> tuple[str, ...]:
