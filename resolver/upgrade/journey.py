@@ -77,9 +77,17 @@ class UpgradeResult:
 
 
 def run_upgrade(project: ProjectPaths, options: UpgradeOptions, out: Output) -> UpgradeResult:
-    """The whole journey under the project lock (a plan-only run takes it read-only and writes nothing)."""
-    with project_lock(project.stamps, wait=options.wait, on_wait=out.info, read_only=options.plan_only):
-        return _Journey(project, options, out).run()
+    """The whole journey. The step is planned first with the project lock only waited for (a refusal, a plan-only
+    run or nothing to upgrade writes nothing, not even the lock file), then again under the lock before anything
+    is written (what another run changed meanwhile counts)."""
+    journey = _Journey(project, options, out)
+    with project_lock(project.stamps, wait=options.wait, on_wait=out.info, read_only=True):
+        journey.plan()
+    if options.plan_only or journey.result.stage == "up-to-date":
+        return journey.result
+    with project_lock(project.stamps, wait=options.wait, on_wait=out.info):
+        journey.plan()
+        return journey.run()
 
 
 class _Journey:
@@ -87,25 +95,27 @@ class _Journey:
         self.project, self.options, self.out = project, options, out
         self.result = UpgradeResult()
         self.state_path = project.stamps / STATE_FILE
+        self.profile: HardwareProfile | None = None  # probed once, planned twice (see run_upgrade)
 
-    def run(self) -> UpgradeResult:
-        from resolver.upgrade.report import write_reports
-
-        options = self.options
-        here = options.profile_file is None
-        knowledge = Knowledge.load()
-        wanted = self._wanted()
+    def plan(self) -> UpgradeStep:
         started = time.monotonic()
-        profile = self._profile()
-        step = plan_step(self.project, wanted, profile, here=here, knowledge=knowledge)
+        self.knowledge = Knowledge.load()
+        self.wanted = self._wanted()
+        self.profile = self.profile or self._profile()
+        step = plan_step(self.project, self.wanted, self.profile, here=self.options.profile_file is None,
+                         knowledge=self.knowledge)
         self.result.step = step
         self.result.seconds["plan"] = time.monotonic() - started
         self.result.record = UpgradeRecord.of_manifest(Manifest.load(self.project.manifest))
         if step.up_to_date:
             self.result.stage = "up-to-date"
-            return self.result
-        if options.plan_only:
-            return self.result
+        return step
+
+    def run(self) -> UpgradeResult:
+        from resolver.upgrade.report import write_reports
+
+        options, step, wanted, knowledge = self.options, self.result.step, self.wanted, self.knowledge
+        here = options.profile_file is None
         old_env = self._current_installed(step) if here else None
         self._save_state(wanted, step, "planned")
         self._timed("lock", lambda: self._lock(step))
