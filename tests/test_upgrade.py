@@ -55,9 +55,12 @@ def project_beside(cpu_project: Path, root: Path) -> Path:
 
 
 def folder_state(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder`` with its size and mtime: a write anywhere in it changes this."""
+    """Every file under ``folder`` with its size and mtime: a write anywhere in it changes this. Python's own
+    bytecode cache is left out: running the environment (the proof does) may add it, as any run does."""
     found = {}
     for dirpath, _, files in os.walk(folder):
+        if "__pycache__" in Path(dirpath).parts:
+            continue
         for name in files:
             path = Path(dirpath) / name
             if not path.is_symlink():
@@ -133,6 +136,26 @@ def test_an_unknown_release_and_a_bad_flag_are_one_sentence(tmp_path, cpu_projec
     assert done.returncode == 2 and "no previous default environment" in one_error(done)
     done = cli(project, "upgrade", "--promote")
     assert done.returncode == 2 and "no pending upgrade to promote" in one_error(done)
+
+
+def test_an_upgrade_for_another_machine_is_planned_and_locked_here_and_lists_what_remains(tmp_path, cpu_project,
+                                                                                          conda_channel):
+    project = project_beside(cpu_project, tmp_path / "p")
+    node = tmp_path / "h100.json"
+    _node(node, "NVIDIA H100 80GB HBM3", "9.0")
+    before = (project / "pixi.lock").read_text()
+    done = cli(project, "upgrade", "--target", "cuda13.0", "--profile", str(node), "--json",
+               extra={"RESOLVER_CONDA_CHANNELS": str(conda_channel)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["stage"] == "locked" and result["proof"] is None and result["install"] is None
+    assert result["step"]["new"]["environment"] == "cuda13" and result["step"]["here"] is False
+    assert result["step"]["new"]["plan"]["kernels"]["arch_list"] == ["9.0"]
+    assert any("upgrade --env cpu --target cuda13.0" in item for item in result["remaining"])
+    lock = (project / "pixi.lock").read_text()
+    assert environment_entries(lock, "cpu") == environment_entries(before, "cpu") and "cuda13:" in lock
+    assert not (project / ".resolver" / "envs" / "cuda13").exists()
+    assert "the proof runs on the machine the plan is for" in Path(result["report"]["markdown"]).read_text()
 
 
 # ------------------------------------------------------------------------------------- the CPU journey
@@ -352,7 +375,8 @@ def test_the_upgrade_on_the_h100_double_builds_for_its_architecture_and_proves_o
         assert checks["logits:float32"]["status"] == "pass" and checks["generate:float32"]["status"] == "pass"
         assert result["proof"]["runs"]["new"]["device"] == "cpu"  # a double has no GPU to run on: the reference path
         # promote reuses the passed proof; rollback restores
-        promoted = cli(project, "upgrade", "--promote", *QUICK, "--json", extra=env)
+        promoted = cli(project, "upgrade", "--promote", "--sysroot", str(DOUBLES / "h100-1x-driver580"), *QUICK,
+                       "--json", extra=env)
         assert promoted.returncode == 0, promoted.stderr[-3000:]
         assert json.loads(promoted.stdout)["proof_reused"] is True
         assert json.loads(promoted.stdout)["record"]["default"] == "cuda13"
@@ -430,7 +454,8 @@ def test_the_lock_diff_in_words_and_the_entries_of_one_environment(cpu_project):
     envs = read_lock(cpu_project / "pixi.lock", cpu_project)
     cpu, default = envs["cpu"][0], envs["default"][0]
     diff = lock_diff(cpu, default)
-    assert any(m.name == "torch" for m in diff.removed) and "packages stay as they are" in diff.words()
+    assert any(m.name == "torch" for m in diff.removed) and "torch 2.13.0+cpu" in diff.words()
+    assert diff.words().endswith(f"{diff.unchanged} package{'s stay as they are' if diff.unchanged != 1 else ' stays as it is'}.")
     assert lock_diff(cpu, cpu).moved == ()
 
 

@@ -133,7 +133,8 @@ class LockDiff:
             if rows:
                 listed = ", ".join(f"{m.name} {getattr(m, side)}" for m in rows)
                 parts.append(f"{len(rows)} package{'s' if len(rows) != 1 else ''} {label}: {listed}")
-        parts.append(f"{self.unchanged} package{'s' if self.unchanged != 1 else ''} stay as they are")
+        parts.append(f"{self.unchanged} packages stay as they are" if self.unchanged != 1 else
+                     "1 package stays as it is")
         return "; ".join(parts) + "."
 
     def to_json(self) -> dict[str, Any]:
