@@ -14,6 +14,7 @@ from resolver.fs import write_text_atomic
 from resolver.knowledge.query import Knowledge
 from resolver.knowledge.rows import (
     KNOWN_BAD_WHEN,
+    AmdChip,
     AmdModel,
     ApiChange,
     ArchSupport,
@@ -24,6 +25,7 @@ from resolver.knowledge.rows import (
     HeaderFix,
     KernelRelease,
     KnownBad,
+    NvidiaChip,
     NvidiaModel,
     OfficialGfx,
     ToolkitFloor,
@@ -252,6 +254,19 @@ def _build(raw: dict[str, dict]) -> Knowledge:
         except ValueError:
             raise row._bad("gfx", "is not a gfx target") from None
         amd.append(AmdModel(row.strs("names"), gfx, row.str("architecture"), row.confirmed(), row.str("source")))
+    nvidia_chips = []
+    for i, data in enumerate(_rows(gpus, "nvidia_chip", "gpus.toml")):
+        row = _Row(data, f"gpus.toml [[nvidia_chip]] #{i + 1}")
+        nvidia_chips.append(NvidiaChip(row.strs("chips"), row.cc("compute_capability"), row.str("architecture"),
+                                       row.str("source")))
+    amd_chips = []
+    for i, data in enumerate(_rows(gpus, "amd_chip", "gpus.toml")):
+        row = _Row(data, f"gpus.toml [[amd_chip]] #{i + 1}")
+        try:
+            gfx = GfxArch.parse(row.str("gfx"))
+        except ValueError:
+            raise row._bad("gfx", "is not a gfx target") from None
+        amd_chips.append(AmdChip(row.strs("codenames"), gfx, row.str("architecture"), row.str("source")))
 
     packages = []
     for i, data in enumerate(_rows(mamba, "package", "mamba.toml")):
@@ -335,4 +350,5 @@ def _build(raw: dict[str, dict]) -> Knowledge:
         archs=tuple(archs), nvidia_models=tuple(nvidia), amd_models=tuple(amd), kernel_packages=tuple(packages),
         kernel_releases=tuple(kernel_releases), wheels=tuple(wheels), build_fixes=tuple(fixes),
         header_fixes=tuple(header_fixes), official_gfx=tuple(official), conda_forge=conda_forge,
-        api_changes=tuple(api_changes), known_bad=tuple(known_bad))
+        api_changes=tuple(api_changes), known_bad=tuple(known_bad),
+        nvidia_chips=tuple(nvidia_chips), amd_chips=tuple(amd_chips))
