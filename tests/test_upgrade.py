@@ -172,6 +172,7 @@ def cpu_journey(tmp_path_factory, cpu_project, conda_channel):
     after_crash = {"lock": (project / "pixi.lock").read_text(), "envs": sorted(p.name for p in (project / ".resolver" /
                                                                                               "envs").iterdir())}
     resumed = cli(project, "upgrade", "--torch", "2.14", *QUICK, "--json", extra=no_gpu)
+    snapshots["toml_after"] = (project / "pixi.toml").read_text()
     reports = {}
     if resumed.returncode == 0:  # read now: a later run of the same step writes the same files
         files = json.loads(resumed.stdout)["report"]
@@ -221,6 +222,13 @@ def test_the_new_environment_is_built_beside_and_proven_against_the_current_one(
     assert environment_entries(lock, "cpu") == environment_entries(cpu_journey["before"]["lock"], "cpu")
     assert folder_state(cpu_journey["old_env"]) == cpu_journey["before"]["folder"]
     assert result["record"]["default"] == "cpu" and result["record"]["candidate"] == "cpu-torch2-14"
+    # one change a reviewer reads: pixi.toml only gains lines (the new environment, the record)
+    import difflib
+
+    toml = [line for line in difflib.ndiff(cpu_journey["before"]["toml"].splitlines(),
+                                           cpu_journey["before"]["toml_after"].splitlines()) if line[:1] in "+-"]
+    assert toml and all(line.startswith("+") for line in toml), toml
+    assert any("cpu-torch2-14" in line for line in toml) and any("[tool.resolver.upgrade]" in line for line in toml)
     diff = result["lock"]["diff"]
     assert any(m["name"] == "torch" and m["before"] == "2.13.0+cpu" and m["after"] == "2.14.1" for m in diff["changed"])
     assert "torch moves from 2.13.0+cpu to 2.14.1" in diff["words"]
@@ -441,6 +449,18 @@ def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_p
                 'environments = { cpu = { colour = "red" } }'):
         with pytest.raises(BadInput):
             UpgradeRecord.of_manifest(Manifest.parse(text + f"\n[tool.resolver.upgrade]\n{bad}\n"))
+    # what every command without --env asks: tolerant of a pixi.toml that is not TOML, strict about the record
+    from resolver.paths import ProjectPaths
+    from resolver.upgrade.record import default_environment
+
+    project = ProjectPaths(tmp_path)
+    (tmp_path / "pixi.toml").write_text(manifest.dumps())
+    assert default_environment(project) == "cpu"
+    (tmp_path / "pixi.toml").write_text("[workspace\n")
+    assert default_environment(project) is None
+    (tmp_path / "pixi.toml").write_text(text + '\n[tool.resolver.upgrade]\ndefault = "a/b"\n')
+    with pytest.raises(BadInput):
+        default_environment(project)
 
 
 def test_the_lock_diff_in_words_and_the_entries_of_one_environment(cpu_project):

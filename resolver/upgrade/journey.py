@@ -117,6 +117,7 @@ class _Journey:
         options, step, wanted, knowledge = self.options, self.result.step, self.wanted, self.knowledge
         here = options.profile_file is None
         old_env = self._current_installed(step) if here else None
+        previous = self._read_state()  # before this run's first save: a passed proof it holds may be reused
         self._save_state(wanted, step, "planned")
         self._timed("lock", lambda: self._lock(step))
         self._save_state(wanted, step, "locked")
@@ -128,7 +129,6 @@ class _Journey:
         env = self._timed("install", lambda: self._install(step))
         self._timed("kernels", lambda: self._kernels(step, env))
         proof_inputs = self._proof_inputs(step, options.proof)
-        previous = self._read_state()
         if previous.get("proof_inputs") == proof_inputs and previous.get("proof") and previous["proof"].get("ok"):
             self.result.proof = _proof_from_json(previous["proof"])
             self.result.proof_reused = True

@@ -152,8 +152,18 @@ class UpgradeRecord:
 def read_record(project: ProjectPaths) -> UpgradeRecord:
     """The record in the project's pixi.toml (empty when there is none), read with the standard library only:
     every command without --env asks it which environment is the default."""
+    return UpgradeRecord.from_data(_manifest_data(project, strict=True))
+
+
+def default_environment(project: ProjectPaths) -> str | None:
+    """The environment pixi.toml names as the project's default (None: none is named, or pixi.toml cannot be
+    read as TOML, which the commands that read the rest of it report). A malformed record is one BadInput."""
+    return UpgradeRecord.from_data(_manifest_data(project, strict=False)).default
+
+
+def _manifest_data(project: ProjectPaths, *, strict: bool) -> dict[str, Any]:
     if not project.manifest.is_file():
-        return UpgradeRecord()
+        return {}
     try:
         import tomllib
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -161,17 +171,17 @@ def read_record(project: ProjectPaths) -> UpgradeRecord:
     from resolver.fs import read_bytes_bounded
     from resolver.lock.manifest import MANIFEST_LIMIT
 
-    raw = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        raw = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
+        return tomllib.loads(raw.decode("utf-8"))
+    except BadInput:
+        if strict:
+            raise
     except (UnicodeDecodeError, ValueError) as exc:
-        raise BadInput(f"cannot parse {project.manifest}: {exc}", fix=f"fix the TOML syntax of {project.manifest}") from None
-    return UpgradeRecord.from_data(data)
-
-
-def default_environment(project: ProjectPaths) -> str | None:
-    """The environment pixi.toml names as the project's default (None: none is named)."""
-    return read_record(project).default
+        if strict:
+            raise BadInput(f"cannot parse {project.manifest}: {exc}",
+                           fix=f"fix the TOML syntax of {project.manifest}") from None
+    return {}
 
 
 def default_choice(project: ProjectPaths) -> Choice | None:
