@@ -82,7 +82,7 @@ def run(args, out) -> int:
     if args.fleet is not None or len(args.profile) > 1:
         return _fleet(args, wanted, project, out)
     from resolver.upgrade.journey import UpgradeOptions, run_upgrade
-    from resolver.upgrade.report import verdict
+    from resolver.upgrade.report import summary_text, verdict
 
     options = UpgradeOptions(wanted=wanted, proof=_proof_options(args), promote=args.promote, plan_only=args.plan_only,
                              profile_file=args.profile[0] if args.profile else None, report_dir=args.report,
@@ -92,7 +92,7 @@ def run(args, out) -> int:
     result = run_upgrade(project, options, out)
     data = result.to_json()
     data["verdict"] = verdict(result)
-    out.result(data, _human(result))
+    out.result(data, summary_text(result))
     if not result.ok:
         import sys
 
@@ -144,47 +144,17 @@ def _proof_options(args):
                         repeat=args.repeat, tolerance=tolerance, max_slowdown=args.max_slowdown, cpu=args.cpu)
 
 
-def _human(result) -> str:
-    from resolver.upgrade.report import verdict
-
-    step = result.step
-    lines = []
-    if step is not None:
-        lines.append(f"upgrade '{step.current.environment}' → '{step.new.environment}'")
-        lines += [f"  {c.what}: {c.before} → {c.after}" for c in step.changes if c.changed]
-        if step.risks:
-            lines.append("risks the knowledge base knows for this step:")
-            lines += [f"  [{r.level}] {r.text} (source: {r.source})" for r in step.risks]
-        lines += [f"note: {n}" for n in step.notes]
-    if result.lock and result.lock.get("diff"):
-        lines.append(f"lock: {result.lock['diff']['words']}")
-    if result.proof is not None:
-        lines.append("proof:")
-        lines += [f"  [{c.status}] {c.name}: {c.detail}" for c in result.proof.checks]
-    lines += [f"  - {item}" for item in result.remaining]
-    lines.append(verdict(result))
-    for kind, path in result.report_files.items():
-        lines.append(f"report ({kind}): {path}")
-    return "\n".join(lines)
-
-
 def _fleet(args, wanted, project, out) -> int:
     from resolver.errors import UsageError
-    from resolver.fs import write_json_atomic, write_text_atomic
-    from resolver.upgrade.fleet import markdown, plan_fleet_upgrade
+    from resolver.upgrade.fleet import markdown, plan_fleet_upgrade, write_fleet_reports
 
     if args.promote:
         raise UsageError("--promote applies to one machine's upgrade, not a fleet's",
                          fix="promote on each node after its proof (`python -m resolver upgrade --promote` there)")
     plan = plan_fleet_upgrade(project, args.fleet, tuple(args.profile), wanted)
-    data = plan.to_json()
-    text = markdown(plan, args.fleet)
+    data, text = plan.to_json(), markdown(plan, args.fleet)
     if not args.plan_only:
-        folder = args.report if args.report is not None else project.state_dir / "reports"
-        base = folder / "upgrade-fleet"
-        write_json_atomic(base.with_suffix(".json"), data, label="upgrade-report")
-        write_text_atomic(base.with_suffix(".md"), text, label="upgrade-report")
-        data["report"] = {"markdown": str(base.with_suffix(".md")), "json": str(base.with_suffix(".json"))}
-        text += f"\nreport: {base.with_suffix('.md')}, {base.with_suffix('.json')}"
+        data["report"] = write_fleet_reports(project, plan, args.fleet, args.report)
+        text += f"\nreport: {data['report']['markdown']}, {data['report']['json']}"
     out.result(data, text)
     return 0

@@ -119,6 +119,17 @@ def _variants(manifest, fleet: FleetPlan, request: Request) -> list[dict[str, An
     return matrix(copy, package_names())
 
 
+def write_fleet_reports(project: ProjectPaths, plan: FleetUpgrade, folder: Path | None,
+                        report_dir: Path | None) -> dict[str, str]:
+    """``upgrade-fleet.{md,json}`` in ``report_dir`` (default ``.resolver/reports``); their paths."""
+    from resolver.fs import write_json_atomic, write_text_atomic
+
+    base = (report_dir if report_dir is not None else project.state_dir / "reports") / "upgrade-fleet"
+    write_json_atomic(base.with_suffix(".json"), plan.to_json(), label="upgrade-report")
+    write_text_atomic(base.with_suffix(".md"), markdown(plan, folder), label="upgrade-report")
+    return {"markdown": str(base.with_suffix(".md")), "json": str(base.with_suffix(".json"))}
+
+
 def markdown(plan: FleetUpgrade, folder: Path | None) -> str:
     new = plan.new_request
     asked = " ".join(x for x in (f"--target {new.target}", f"--torch {new.torch}" if new.torch else "",

@@ -180,3 +180,26 @@ def _next(result: UpgradeResult) -> list[str]:
         items.append(f"roll back at any time: `python -m resolver rollback` ('{current}' is kept, installed and locked)")
     items.append("team: commit pixi.toml and pixi.lock as one change; this report is its description")
     return items
+
+
+def summary_text(result: UpgradeResult) -> str:
+    """What the command prints for a person: the changes, the risks, the lock in words, the proof, the verdict."""
+    step = result.step
+    lines = []
+    if step is not None:
+        lines.append(f"upgrade '{step.current.environment}' → '{step.new.environment}'")
+        lines += [f"  {c.what}: {c.before} → {c.after}" for c in step.changes if c.changed]
+        if step.risks:
+            lines.append("risks the knowledge base knows for this step:")
+            lines += [f"  [{r.level}] {r.text} (source: {r.source})" for r in step.risks]
+        lines += [f"note: {n}" for n in step.notes]
+    if result.lock and result.lock.get("diff"):
+        lines.append(f"lock: {result.lock['diff']['words']}")
+    if result.proof is not None:
+        lines.append("proof:")
+        lines += [f"  [{c.status}] {c.name}: {c.detail}" for c in result.proof.checks]
+    lines += [f"  - {item}" for item in result.remaining]
+    lines.append(verdict(result))
+    for kind, path in result.report_files.items():
+        lines.append(f"report ({kind}): {path}")
+    return "\n".join(lines)
