@@ -233,6 +233,33 @@ def _fallbacks_in_header(path: Path) -> dict[tuple[str, str], str | None]:
     return found
 
 
+def _pypi_metadata_as_written(path: Path, root: Path) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    """location → (requires_dist, requires_python) as the lock's text spells them: py-rattler hands them back
+    re-formatted (``x ; extra == 'y'``), and an entry carried into the next lock must keep its bytes."""
+    found: dict[str, tuple[list[str], str | None]] = {}
+    location, in_requires = None, False
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\n")
+            if not line.startswith(" "):
+                location, in_requires = None, False
+                if line.startswith("- pypi: "):
+                    location = absolute_location(_unquote_yaml(line[len("- pypi: "):]), root)
+                    found[location] = ([], None)
+                continue
+            if location is None:
+                continue
+            if line == "  requires_dist:":
+                in_requires = True
+            elif in_requires and line.startswith("  - "):
+                found[location][0].append(_unquote_yaml(line[4:]))
+            else:
+                in_requires = False
+                if line.startswith("  requires_python: "):
+                    found[location] = (found[location][0], _unquote_yaml(line[len("  requires_python: "):]))
+    return {k: (tuple(v[0]), v[1]) for k, v in found.items()}
+
+
 def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
     """Every environment of a pixi.lock, per platform, with locations made absolute."""
     from resolver.conda import rattler
@@ -250,6 +277,7 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
         raise BadInput(f"{path} cannot be read as a pixi.lock ({str(exc).splitlines()[0][:200]})",
                        fix="restore it from version control or run `python -m resolver lock` again") from None
     fallbacks = _fallbacks_in_header(path)
+    as_written = _pypi_metadata_as_written(path, root)
     result: dict[str, list[LockedEnv]] = {}
     for name, env in lock.environments():
         check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
@@ -264,11 +292,13 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
                 if isinstance(pkg, r.PypiLockedPackage):
                     hashes = pkg.hashes
                     sha = getattr(hashes, "sha256", None) if hashes is not None else None
+                    written = as_written.get(location)
                     pypi.append(PypiArtifact(
                         name=str(pkg.name), version=str(pkg.version), location=location,
                         sha256=sha.hex() if isinstance(sha, (bytes, bytearray)) else (sha or ""),
-                        requires_dist=tuple(str(x) for x in (pkg.requires_dist or ())),
-                        requires_python=str(pkg.requires_python) if pkg.requires_python else None))
+                        requires_dist=written[0] if written else tuple(str(x) for x in (pkg.requires_dist or ())),
+                        requires_python=written[1] if written else
+                        (str(pkg.requires_python) if pkg.requires_python else None)))
                 else:
                     file_name = unquote(location.rsplit("/", 1)[1])
                     channel = location.rsplit("/", 2)[0] + "/"

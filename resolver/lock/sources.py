@@ -85,6 +85,7 @@ class Sources:
                 merged[key] = value
                 origins[key] = "command line"
         merged.pop("fleet", None)  # the fleet's classes (resolver.fleet.record), not a source
+        merged.pop("upgrade", None)  # the default environment and its upgrades (resolver.upgrade.record)
         unknown = set(merged) - {*ENV_VARS, "mirrors"}
         if unknown:
             raise BadInput(f"unknown key(s) in [tool.resolver]: {', '.join(sorted(unknown))}",
