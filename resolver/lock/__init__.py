@@ -19,6 +19,7 @@ resolve leaves the previous pair as it was, byte for byte.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -32,9 +33,22 @@ from resolver.decide.model import Plan
 from resolver.errors import BadInput, SourceUnreachable
 from resolver.fs import write_text_atomic
 from resolver.lock.canonical import Canonicalizer
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, render_lock
+from resolver.lock.lockfile import (
+    FALLBACK_HEADER,
+    ExistingLock,
+    LockedEnv,
+    LockedPlatform,
+    RawEnv,
+    absolute_location,
+    check_lock_text,
+    fallback_header,
+    fallback_note,
+    fresh_lock,
+    load_lock,
+    read_lock,
+)
 from resolver.lock.manifest import EnvSpec, Manifest
-from resolver.lock.pixi_platforms import PixiPlatform
+from resolver.lock.pixi_platforms import PixiPlatform, align, lock_identity, lock_names
 from resolver.lock.sources import Sources, channel_url
 from resolver.paths import ProjectPaths
 
@@ -72,11 +86,12 @@ class LockSummary:
     manifest_changed: bool = False
     sha256: str = ""
     notes: tuple[str, ...] = field(default=())
+    added: tuple[str, ...] = ()  # what pixi.toml gained ("environment cpu (...)", "platform linux-64-cuda13")
 
     def to_json(self) -> dict[str, Any]:
         return {"lockfile": str(self.lockfile), "manifest": str(self.manifest), "sha256": self.sha256,
                 "manifest_changed": self.manifest_changed, "locked": [e.to_json() for e in self.locked],
-                "carried_over": list(self.carried_over), "notes": list(self.notes)}
+                "carried_over": list(self.carried_over), "notes": list(self.notes), "added": list(self.added)}
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
@@ -92,9 +107,19 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     before = project.manifest.read_bytes() if project.manifest.is_file() else b""
     if edit is not None:
         edit(manifest)
-    wanted = {manifest.ensure_environment(plan): plan for plan in plans}
-    changed = manifest.dumps().encode() != before
     notes: list[str] = []
+    existing = _existing_lock(project, manifest, notes, info)
+    names = set(manifest.environment_names())
+    keep = [] if existing is None else sorted(
+        name for name, env in existing.raw.envs.items()
+        if name in names and any(env.packages.values()) and name not in {plan.env_name for plan in plans})
+    wanted = {manifest.ensure_environment(plan, keep): plan for plan in plans}
+    if existing is not None:  # the platforms the plans added: names aligned again, as pixi aligns them on load
+        existing = dataclasses.replace(existing, renames=align(existing.view.platforms(), manifest.platforms().values()))
+    changed = manifest.dumps().encode() != before
+    for note in manifest.notes:
+        notes.append(note)
+        info(f"note: {note}")
     ahead = ThreadPoolExecutor(max_workers=4)
     try:
         # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
@@ -102,32 +127,32 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
                  if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
                                           pythons.get((name, platform.name)), info, speculation))}
-        existing = _existing_lock(project, notes, info)
         canonical = Canonicalizer(sources, project.cache, project.root)
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
-        carried: list[str] = []
+        kept: list[tuple[str, str, str]] = []  # (environment, its platform's name in the old lock, manifest name)
         for name in manifest.environment_names():
             spec = manifest.environment(name)
-            old = {e.platform.name: e for e in existing.get(name, [])}
             for platform in spec.platforms:
-                kept = old.get(platform.name)
-                if kept is None and name in existing and not spec.conda and not spec.pypi:
-                    kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
-                                                          tuple(platform.lock_virtual_packages())),
-                                     tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
-                if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
-                    envs.append(kept.with_manifest(spec))
-                    carried.append(name)
-                    continue
+                if name not in wanted and existing is not None:
+                    why = unfit_reason(existing, manifest, name, platform)
+                    if why is None:
+                        kept.append((name, existing.platform_of(platform.name) or platform.name, platform.name))
+                        continue
+                    _check_lockable(manifest, name, platform, why)
                 guess = early.get((name, platform.name))
                 if guess is None and not no_pypi and not no_conda:
                     guess = _start_pypi(ahead, project, manifest, name, platform, sources,
-                                        _conda_python(old.get(platform.name)), info, speculation)
+                                        _locked_python(existing, name, platform), info, speculation)
                 started = time.monotonic()
                 env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
                                                 no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
                                                 speculation=speculation)
+                if env.fallback and name not in wanted and _locked_normally(existing, name, platform):
+                    raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
+                                            "channel answers: pixi.toml and pixi.lock are left as they were",
+                                            fix="lock where its channels answer, or name a mirror (--channel, "
+                                                "RESOLVER_CONDA_CHANNELS)")
                 envs.append(env)
                 torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
                 reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
@@ -140,39 +165,125 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         if note not in notes:
             notes.append(note)
             info(f"note: {note}")
-    text = render_lock(envs, project.root)
+    text = compose_lock(project, manifest, envs, existing, kept)
     write_text_atomic(project.lockfile, text, label="lock")  # the pair: the lock first, then the manifest
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
         save_plan(project, plan, manifest, {e.platform.name: python for e in envs
                                             if e.name == plan.env_name and (python := _conda_python(e))})
+    carried = [name for name, _, _ in kept]
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
-                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes))
+                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes), tuple(manifest.added))
 
 
-def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[str, list[LockedEnv]]:
-    """The lock there is, or {}; one that cannot be read is kept as a backup before it is replaced."""
+def _existing_lock(project: ProjectPaths, manifest: Manifest, notes: list[str], info: Info) -> ExistingLock | None:
+    """The lock there is (platform names aligned with the manifest's), or None. One that rattler cannot
+    read at all (pixi could not either) is kept as a backup before it is replaced; one that reads but
+    is laid out otherwise than rattler writes is not understood: nothing is written (BadInput)."""
     if not project.lockfile.is_file():
-        return {}
+        return None
     try:
-        return read_lock(project.lockfile, project.root)
+        return load_lock(project.lockfile, project.root, manifest.platforms().values())
+    except ValueError as exc:
+        raise BadInput(f"pixi.lock is not laid out as pixi and rattler write it ({exc}), so the resolver cannot keep "
+                       "its environments as they are: pixi.toml and pixi.lock are left as they were",
+                       fix="let pixi write it again (`pixi lock`), or restore it from version control") from None
     except BadInput as exc:
+        if "does not exist" in exc.message or "not a regular file" in exc.message:
+            raise
         backup = project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
         backup.write_bytes(project.lockfile.read_bytes())
         notes.append(f"the previous pixi.lock could not be read ({exc.message}); it is kept as {backup.name} and "
                      "only the environments resolvable now are in the new one")
         info(f"note: {notes[-1]}")
-        return {}
+        return None
 
 
-def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
-    """An existing entry is kept when its channels and platform are still the manifest's."""
-    return (env.channels == tuple(channel_url(c) for c in spec.channels)
-            and env.platform == LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages())))
+def unfit_reason(existing: ExistingLock, manifest: Manifest, name: str, platform: PixiPlatform) -> str | None:
+    """None when pixi.lock's entry of environment ``name`` on ``platform`` still fits pixi.toml (so it is
+    kept as it is, without a solve); else why not, in a few words. The platform is matched as pixi
+    matches it (by identity, under whatever name or alias the lock gives it); the environment by name."""
+    raw = existing.raw.envs.get(name)
+    if raw is None:
+        return "pixi.lock has no such environment"
+    spec = manifest.environment(name, platform.name)
+    locked = existing.platform_of(platform.name)
+    selected = raw.packages.get(locked) if locked is not None else None
+    if not selected and (spec.conda or spec.pypi):
+        return f"pixi.lock has none of its packages for {platform.name}"
+    if locked is not None and locked in existing.view.platforms():
+        subdir, packages = existing.view.platforms()[locked]
+        if lock_identity(subdir, packages) != platform.identity:
+            return f"platform {platform.name} declares other virtual packages than pixi.lock records"
+    root = manifest.path.parent if manifest.path is not None else Path.cwd()
+    channels = [absolute_location(c, root).rstrip("/") for c in existing.view.channels(name)]
+    if channels != [channel_url(c).rstrip("/") for c in spec.channels]:
+        return "its channels changed"
+    if not selected:
+        return None
+    pypi_locked = any(key[0] == 2 for key, _ in selected)
+    if pypi_locked and [u.rstrip("/") for u in raw.indexes()] != [u.rstrip("/") for u in spec.pypi_indexes()]:
+        return "its PyPI indexes changed"
+    fallback = (name, locked) in existing.fallbacks
+    missing = existing.view.unsatisfied(name, locked or platform.name, [] if fallback else spec.conda_specs(),
+                                        spec.pypi_requirements())
+    return "; ".join(missing[:3]) if missing else None
 
 
+def _check_lockable(manifest: Manifest, name: str, platform: PixiPlatform, why: str) -> None:
+    """An environment that pixi.lock does not hold as pixi.toml asks is locked by us only when we can
+    lock all of it; otherwise nothing is written and the user is told to let pixi lock it."""
+    cannot = manifest.unlockable(name, platform)
+    if not cannot:
+        return
+    raise BadInput(f"environment {name} ({platform.name}) must be locked again ({why}) and it {cannot}, which the "
+                   "resolver does not lock: pixi.toml and pixi.lock are left as they were",
+                   fix=f"run `pixi lock` to lock environment {name} (or undo the change to pixi.toml), then lock again")
+
+
+def _locked_normally(existing: ExistingLock | None, name: str, platform: PixiPlatform) -> bool:
+    """Whether pixi.lock holds ``name`` on ``platform`` with its conda packages (not as a fallback)."""
+    if existing is None or name not in existing.raw.envs:
+        return False
+    locked = existing.platform_of(platform.name)
+    return bool(locked and existing.raw.envs[name].packages.get(locked)) and (name, locked) not in existing.fallbacks
+
+
+def _locked_python(existing: ExistingLock | None, name: str, platform: PixiPlatform) -> str | None:
+    """The exact version of the conda python pixi.lock holds for ``name`` on ``platform``."""
+    locked = existing.platform_of(platform.name) if existing is not None else None
+    if locked is None or name not in existing.view.environments():
+        return None
+    conda, _, _ = existing.view.packages(name, locked, lambda location: location)
+    return next((r.version for r in conda if r.name == "python"), None)
+
+
+def compose_lock(project: ProjectPaths, manifest: Manifest, envs: list[LockedEnv], existing: ExistingLock | None,
+                 kept: list[tuple[str, str, str]]) -> str:
+    """pixi.lock's text: ``envs`` (locked now) as rattler writes them, the ``kept`` entries of the
+    existing lock as they were, every platform as pixi writes it (its alias, its virtual packages)."""
+    declared = manifest.platforms()
+    aliases = lock_names(declared.values())
+    used = {p.name for name in manifest.environment_names() for p in manifest.environment(name).platforms}
+    platforms = [LockedPlatform(p.name, p.subdir, tuple(p.lock_virtual_packages()))
+                 for p in declared.values() if p.name in used]
+    raw = fresh_lock(envs, platforms, aliases, project.root)
+    for name, locked, platform in kept:
+        old = existing.raw.envs[name]
+        env = raw.envs.setdefault(name, RawEnv(list(old.head), {}))
+        env.head = list(old.head)  # the environment's own lines as they were (pixi's options too)
+        selected = old.packages.get(locked, [])
+        env.packages[aliases.get(platform, platform)] = list(selected)
+        for key in existing.raw.reachable(key for key, _ in selected):
+            raw.packages[key] = existing.raw.packages[key]  # the entry as it was, whatever wrote it
+    kept_notes = [FALLBACK_HEADER + fallback_note(name, aliases.get(platform, platform),
+                                                  existing.fallbacks[(name, locked)])
+                  for name, locked, platform in kept if existing is not None and (name, locked) in existing.fallbacks]
+    text = raw.text(sorted([*fallback_header(envs, aliases), *kept_notes]))
+    check_lock_text(text, raw)
+    return text
 def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
                      canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
                      info: Info = lambda text: None, early: tuple[str, Future] | None = None,
@@ -182,7 +293,7 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platf
     The PyPI part needs the conda python's exact version (markers). ``early`` is a resolve started
     before the conda solve for a guessed Python (:func:`_start_pypi`): its answer is taken only when
     the solve gives that same Python; otherwise uv runs again for the one solved."""
-    spec = manifest.environment(name, platform.subdir)
+    spec = manifest.environment(name, platform.name)
     requirements = [] if no_pypi else spec.pypi_requirements()
     records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
                                                           no_conda=no_conda, info=info)
@@ -229,7 +340,7 @@ def _solve_conda(spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sour
              "Python (not installable by pixi until locked where a conda channel answers)")
         return [], _fallback_python(spec, name, exc.message, exc.fix), None, True
     records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
-    python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
+    python_full = next((r.version for r in records if r.name == "python"), None)
     return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
 
 
@@ -254,7 +365,7 @@ def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manif
                 speculation: Speculation | None = None) -> tuple[str, Future] | None:
     """The PyPI resolve of ``name`` for a guessed conda ``python``, started in ``pool`` (None when
     there is no guess, no conda python to solve, or nothing from PyPI)."""
-    spec = manifest.environment(name, platform.subdir)
+    spec = manifest.environment(name, platform.name)
     requirements = spec.pypi_requirements()
     if not python or not spec.conda or not requirements:
         return None
@@ -278,7 +389,7 @@ def _conda_python(env: LockedEnv | None) -> str | None:
     """The exact version of the conda python a previous lock of this environment holds."""
     if env is None or env.fallback:
         return None
-    return next((str(r.version) for r in env.conda if r.name.normalized == "python"), None)
+    return next((r.version for r in env.conda if r.name == "python"), None)
 
 
 def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str:
@@ -370,7 +481,8 @@ def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
             state = json.loads(state_path.read_text(encoding="utf-8"))
             if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
                 return False
-        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root).get(plan.env_name, [])}
+        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root,
+                                                        manifest.platforms().values()).get(plan.env_name, [])}
     except (BadInput, OSError, ValueError):
         return False
     if not spec.platforms or any(p.name not in locked for p in spec.platforms):
