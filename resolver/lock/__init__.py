@@ -120,6 +120,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     for note in manifest.notes:
         notes.append(note)
         info(f"note: {note}")
+    kept, todo = carry_over(existing, manifest, set(wanted))  # refused here, before anything runs
     ahead = ThreadPoolExecutor(max_workers=4)
     try:
         # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
@@ -130,33 +131,24 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         canonical = Canonicalizer(sources, project.cache, project.root)
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
-        kept: list[tuple[str, str, str]] = []  # (environment, its platform's name in the old lock, manifest name)
-        for name in manifest.environment_names():
-            spec = manifest.environment(name)
-            for platform in spec.platforms:
-                if name not in wanted and existing is not None:
-                    why = unfit_reason(existing, manifest, name, platform)
-                    if why is None:
-                        kept.append((name, existing.platform_of(platform.name) or platform.name, platform.name))
-                        continue
-                    _check_lockable(manifest, name, platform, why)
-                guess = early.get((name, platform.name))
-                if guess is None and not no_pypi and not no_conda:
-                    guess = _start_pypi(ahead, project, manifest, name, platform, sources,
-                                        _locked_python(existing, name, platform), info, speculation)
-                started = time.monotonic()
-                env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                                no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
-                                                speculation=speculation)
-                if env.fallback and name not in wanted and _locked_normally(existing, name, platform):
-                    raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
-                                            "channel answers: pixi.toml and pixi.lock are left as they were",
-                                            fix="lock where its channels answer, or name a mirror (--channel, "
-                                                "RESOLVER_CONDA_CHANNELS)")
-                envs.append(env)
-                torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-                reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                             skipped, time.monotonic() - started, env.fallback))
+        for name, platform in todo:
+            guess = early.get((name, platform.name))
+            if guess is None and not no_pypi and not no_conda:
+                guess = _start_pypi(ahead, project, manifest, name, platform, sources,
+                                    _locked_python(existing, name, platform), info, speculation)
+            started = time.monotonic()
+            env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
+                                            no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
+                                            speculation=speculation)
+            if env.fallback and name not in wanted and _locked_normally(existing, name, platform):
+                raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
+                                        "channel answers: pixi.toml and pixi.lock are left as they were",
+                                        fix="lock where its channels answer, or name a mirror (--channel, "
+                                            "RESOLVER_CONDA_CHANNELS)")
+            envs.append(env)
+            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
+                                         skipped, time.monotonic() - started, env.fallback))
     except BaseException:
         ahead.shutdown(wait=False, cancel_futures=True)  # the error now, not after a guessed resolve ends
         raise
@@ -199,6 +191,26 @@ def _existing_lock(project: ProjectPaths, manifest: Manifest, notes: list[str], 
                      "only the environments resolvable now are in the new one")
         info(f"note: {notes[-1]}")
         return None
+
+
+def carry_over(existing: ExistingLock | None, manifest: Manifest, wanted: set[str]) -> tuple[
+        list[tuple[str, str, str]], list[tuple[str, PixiPlatform]]]:
+    """What of pixi.lock is kept as it is: (environment, its platform's name in the lock, the manifest's
+    name), and what is locked now: (environment, platform), every environment of ``wanted`` among them.
+    An environment pixi.lock does not hold as pixi.toml asks and that the resolver cannot lock itself
+    is refused here, before any solve (BadInput)."""
+    kept: list[tuple[str, str, str]] = []
+    todo: list[tuple[str, PixiPlatform]] = []
+    for name in manifest.environment_names():
+        for platform in manifest.environment(name).platforms:
+            if name not in wanted and existing is not None:
+                why = unfit_reason(existing, manifest, name, platform)
+                if why is None:
+                    kept.append((name, existing.platform_of(platform.name) or platform.name, platform.name))
+                    continue
+                _check_lockable(manifest, name, platform, why)
+            todo.append((name, platform))
+    return kept, todo
 
 
 def unfit_reason(existing: ExistingLock, manifest: Manifest, name: str, platform: PixiPlatform) -> str | None:

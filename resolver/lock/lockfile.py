@@ -430,10 +430,12 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
         check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
                        fix="restore pixi.lock from version control (or lock again); environment names are "
                            "lowercase letters, digits and '-'")
-    version = re.search(r"^version: *(\d+)", text, re.MULTILINE)
-    body = text if version and version.group(1) == "7" else canonical_lock_text(text)
-    raw = RawLock.parse(body)
-    _agree(raw, view)
+    try:  # as it is, when it is laid out as rattler writes version 7 (pixi's own locks are)
+        raw = RawLock.parse(text)
+        _agree(raw, view)
+    except ValueError:  # an older version, or another layout: as rattler writes it, which is what pixi writes next
+        raw = RawLock.parse(canonical_lock_text(text))
+        _agree(raw, view)
     header = tuple(line for line in text.splitlines()[:64] if line.startswith("#"))
     return ExistingLock(view, raw, header, align(view.platforms(), platforms), _fallbacks_in_header(text))
 

@@ -258,7 +258,7 @@ class Manifest:
         spec = self.environment(name, platform.subdir)
         if spec.sources:
             package, kind = spec.sources[0]
-            return f"builds {package} from a {kind} source"
+            return f"takes {package} from {_SOURCE_WORDS[kind]}"
         entry = self.doc.get("environments", {}).get(name)
         group = entry.get("solve-group") if isinstance(entry, dict) else None
         others = sorted(str(other) for other, e in self.doc.get("environments", {}).items()
@@ -442,6 +442,7 @@ def _conda_spec(spec: Any) -> str:
 
 
 _ENVIRONMENT_KEYS = {"features", "solve-group", "no-default-feature"}
+_SOURCE_WORDS = {"git": "a git repository", "path": "a folder", "url": "a URL"}
 
 
 def _selectors(platform: str | None, chosen: PixiPlatform | None) -> set[str]:
