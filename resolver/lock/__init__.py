@@ -1,15 +1,17 @@
 """``lock``: pixi.toml environments → one pixi.lock (v7) that pixi itself calls up to date.
 
-Every environment the manifest declares is locked, for every platform it declares
-(../shared/notes/pixi-compat.md §2): the requested ones are (re)resolved, the others keep their entries
-when the lock already holds them. For one environment on one platform:
+Every environment the manifest declares is locked, for every platform it declares (pixi requires
+it): the requested ones are (re)resolved, the others keep their entries as text when the lock still
+holds them as pixi.toml asks (:func:`carry_over`: platforms matched by identity as pixi matches them,
+environments by name), and are resolved again only when the resolver can lock all of them; a
+workspace it cannot lock is refused before anything runs. For one environment on one platform:
 
 1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)
    against its channels, mirrors applied, with the platform's virtual packages as the manifest declares
    them (pixi's defaults otherwise), so a laptop can lock for a GPU cluster. When no channel answers,
    the environment falls back, explicitly, to a virtual environment of the host's Python: the lock
    says so in its header and ``setup`` in its summary;
-2. PyPI: pip resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
+2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
 3. locations are canonical: the channel and index a package canonically comes from, never this
    machine's mirror or wheelhouse (:mod:`.canonical`); install applies the mirrors again.
 

@@ -8,10 +8,13 @@ tooling). ``lock --target T`` writes, in pixi's current form:
   kernels build with, pinned by ``cuda-version`` (the plan's ``conda_packages``);
 * ``[feature.T.platforms]``: the platform the plan is for; CUDA gets a named platform declaring the
   driver (``{ name = "linux-64-cuda13", platform = "linux-64", cuda = "13" }`` in the workspace's
-  platforms), derived from the subdir's own entry so a declared ``glibc`` carries over;
+  platforms), derived from the subdir's own entry so a declared ``glibc`` carries over, unless an
+  environment pixi.lock holds would take the new platform too (then the subdir's own, and a note);
 * ``[feature.T.pypi-dependencies] torch``: the plan's exact build, and its index when it is not PyPI.
 
-Every other line of the file (comments, order, the user's own additions) stays.
+Every other line of the file (comments, order, the user's own additions) stays, and no environment
+or feature of the user's is changed. The file is read as pixi reads it: TOML 1.1 (tomlkit), pixi's
+choice of each environment's platforms and channels (:func:`environment_platforms`).
 
 >>> m = Manifest.parse('[workspace]\\nname = "x"\\nchannels = ["conda-forge"]\\nplatforms = ["linux-64"]\\n')
 >>> m.environment_names()
