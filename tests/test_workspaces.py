@@ -121,6 +121,15 @@ def assert_kept(original: RawLock, result: RawLock, ours: str) -> None:
 
 
 @pytest.mark.parametrize("name", WORKSPACES)
+def test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes(name):
+    text = (HERE / "workspaces" / name / "pixi.lock").read_text()
+    written = text if text.startswith("version: 7\n") else canonical_lock_text(text)
+    assert RawLock.parse(written).text() == written
+    if text.startswith("version: 7\n"):  # what pixi wrote is what rattler writes here too
+        assert canonical_lock_text(text) == text
+
+
+@pytest.mark.parametrize("name", WORKSPACES)
 def test_lock_cpu_adds_our_environment_and_keeps_theirs_as_pixi_locked_them(name, tmp_path, conda_forge, monkeypatch):
     project = copy_workspace(name, tmp_path / name)
     manifest_before, lock_before = project.manifest.read_text(), project.lockfile.read_text()

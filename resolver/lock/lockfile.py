@@ -90,7 +90,7 @@ class LockedEnv:
     channels: tuple[str, ...]
     conda: tuple[CondaRecord, ...] = ()  # urls absolute
     pypi: tuple[PypiArtifact, ...] = ()
-    indexes: tuple[str, ...] = field(default=())
+    indexes: tuple[str, ...] = field(default=())  # set when locked now (read_lock leaves it empty)
     fallback: bool = False  # no conda python: a virtual environment of the host's Python (no channel answered)
     python: str | None = None  # "3.11": the conda python's, else the wheels' cpXY tag
     sources: tuple[str, ...] = ()  # conda packages pixi builds from source (pixi-build): not ours to install
@@ -161,10 +161,10 @@ class RawLock:
             at += 1
             return lines[at - 1]
 
-        def blocks(stop: str) -> list[list[str]]:
+        def blocks(*stop: str) -> list[list[str]]:
             nonlocal at
             out: list[list[str]] = []
-            while at < len(lines) and lines[at] != stop:
+            while at < len(lines) and lines[at] not in stop:
                 if lines[at].startswith("- "):
                     out.append([lines[at]])
                 elif lines[at].startswith("  ") and out:
@@ -177,7 +177,7 @@ class RawLock:
         expect("version: 7")
         platforms: dict[str, list[str]] = {}
         if expect("platforms:", "platforms: []") == "platforms:":
-            for block in blocks("environments:"):
+            for block in blocks("environments:", "environments: {}"):
                 if not block[0].startswith("- name: "):
                     raise ValueError(f"platform entry {block[0]!r} does not start with its name")
                 platforms[_unquote_yaml(block[0][len("- name: "):])] = block
@@ -415,6 +415,19 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
     when it reads but is not laid out as rattler writes it."""
     from resolver.lock.pixi_platforms import align
 
+    text, view = _read(path)
+    try:  # as it is, when it is laid out as rattler writes version 7 (pixi's own locks are)
+        raw = RawLock.parse(text)
+        _agree(raw, view)
+    except ValueError:  # an older version, or another layout: as rattler writes it, which is what pixi writes next
+        raw = RawLock.parse(canonical_lock_text(text))
+        _agree(raw, view)
+    header = tuple(line for line in text.splitlines()[:64] if line.startswith("#"))
+    return ExistingLock(view, raw, header, align(view.platforms(), platforms), _fallbacks_in_header(text))
+
+
+def _read(path: Path) -> tuple[str, LockView]:
+    """The text of the lock at ``path`` and rattler's reading of it (BadInput when it is no pixi.lock)."""
     if not path.is_file():
         if os.path.lexists(path):  # a folder, FIFO or device is not "missing": and never read
             check_regular_file(path, limit=LOCK_LIMIT, what="the lock file",
@@ -430,14 +443,7 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
         check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
                        fix="restore pixi.lock from version control (or lock again); environment names are "
                            "lowercase letters, digits and '-'")
-    try:  # as it is, when it is laid out as rattler writes version 7 (pixi's own locks are)
-        raw = RawLock.parse(text)
-        _agree(raw, view)
-    except ValueError:  # an older version, or another layout: as rattler writes it, which is what pixi writes next
-        raw = RawLock.parse(canonical_lock_text(text))
-        _agree(raw, view)
-    header = tuple(line for line in text.splitlines()[:64] if line.startswith("#"))
-    return ExistingLock(view, raw, header, align(view.platforms(), platforms), _fallbacks_in_header(text))
+    return text, view
 
 
 def _agree(raw: RawLock, view: LockView) -> None:
@@ -463,17 +469,15 @@ def check_lock_text(text: str, raw: RawLock) -> None:
 def read_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> dict[str, list[LockedEnv]]:
     """Every environment of a pixi.lock, per platform, with locations made absolute; platform names
     aligned with ``platforms`` (the manifest's) as pixi aligns them."""
-    try:
-        existing = load_lock(path, root, platforms)
-    except ValueError as exc:
-        raise BadInput(f"{path} is not laid out as pixi writes a pixi.lock ({exc})",
-                       fix="restore it from version control or run `python -m resolver lock` again") from None
-    view = existing.view
-    result: dict[str, list[LockedEnv]] = {}
+    from resolver.lock.pixi_platforms import align
+
+    text, view = _read(path)
+    fallbacks = _fallbacks_in_header(text)
     lock_platforms = view.platforms()
+    renames = align(lock_platforms, platforms)
+    result: dict[str, list[LockedEnv]] = {}
     for name in view.environments():
         channels = tuple(absolute_location(c, root) for c in view.channels(name))
-        indexes = existing.raw.envs[name].indexes()
         locked = []
         for plat in view.counts(name):
             conda, pypi_entries, sources = view.packages(name, plat, lambda loc: absolute_location(loc, root))
@@ -481,11 +485,10 @@ def read_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> dict[str
                                       p.requires_dist, p.requires_python) for p in pypi_entries)
             python = next((".".join(r.version.split(".")[:2]) for r in conda if r.name == "python"), None)
             subdir, packages = lock_platforms.get(plat, (plat, ()))
-            manifest_name = existing.renames.get(plat, plat)
             locked.append(LockedEnv(
-                name=name, platform=LockedPlatform(manifest_name, subdir, packages), channels=channels,
-                conda=conda, pypi=pypi, indexes=indexes, fallback=(name, plat) in existing.fallbacks,
-                python=python or existing.fallbacks.get((name, plat)) or _wheel_python(pypi), sources=sources))
+                name=name, platform=LockedPlatform(renames.get(plat, plat), subdir, packages), channels=channels,
+                conda=conda, pypi=pypi, fallback=(name, plat) in fallbacks,
+                python=python or fallbacks.get((name, plat)) or _wheel_python(pypi), sources=sources))
         result[name] = locked
     return result
 
