@@ -105,7 +105,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     for note in manifest.notes:
         notes.append(note)
         info(f"note: {note}")
-    kept, todo = carry_over(existing, manifest, set(wanted))  # refused here, before anything runs
+    kept, todo = carry_over(existing, manifest, set(wanted), no_conda=no_conda, no_pypi=no_pypi)  # refusals: here
     ahead = ThreadPoolExecutor(max_workers=4)
     try:
         # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves

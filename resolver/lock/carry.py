@@ -77,18 +77,19 @@ def existing_lock(project: ProjectPaths, manifest: Manifest, notes: list[str], i
         return None
 
 
-def carry_over(existing: ExistingLock | None, manifest: Manifest, wanted: set[str]) -> tuple[
-        list[tuple[str, str, str]], list[tuple[str, PixiPlatform]]]:
+def carry_over(existing: ExistingLock | None, manifest: Manifest, wanted: set[str], *, no_conda: bool = False,
+               no_pypi: bool = False) -> tuple[list[tuple[str, str, str]], list[tuple[str, PixiPlatform]]]:
     """What of pixi.lock is kept as it is: (environment, its platform's name in the lock, the manifest's
     name), and what is locked now: (environment, platform), every environment of ``wanted`` among them.
     An environment pixi.lock does not hold as pixi.toml asks and that the resolver cannot lock itself
-    is refused here, before any solve (BadInput)."""
+    is refused here, before any solve (BadInput). ``no_conda`` / ``no_pypi``: the lock leaves that part
+    out, so an entry without it still fits."""
     kept: list[tuple[str, str, str]] = []
     todo: list[tuple[str, PixiPlatform]] = []
     for name in manifest.environment_names():
         for platform in manifest.environment(name).platforms:
             if name not in wanted and existing is not None:
-                why = unfit_reason(existing, manifest, name, platform)
+                why = unfit_reason(existing, manifest, name, platform, no_conda=no_conda, no_pypi=no_pypi)
                 if why is None:
                     kept.append((name, existing.platform_of(platform.name) or platform.name, platform.name))
                     continue
@@ -97,7 +98,8 @@ def carry_over(existing: ExistingLock | None, manifest: Manifest, wanted: set[st
     return kept, todo
 
 
-def unfit_reason(existing: ExistingLock, manifest: Manifest, name: str, platform: PixiPlatform) -> str | None:
+def unfit_reason(existing: ExistingLock, manifest: Manifest, name: str, platform: PixiPlatform, *,
+                 no_conda: bool = False, no_pypi: bool = False) -> str | None:
     """None when pixi.lock's entry of environment ``name`` on ``platform`` still fits pixi.toml (so it is
     kept as it is, without a solve); else why not, in a few words. The platform is matched as pixi
     matches it (by identity, under whatever name or alias the lock gives it); the environment by name."""
@@ -107,7 +109,7 @@ def unfit_reason(existing: ExistingLock, manifest: Manifest, name: str, platform
     spec = manifest.environment(name, platform.name)
     locked = existing.platform_of(platform.name)
     selected = raw.packages.get(locked) if locked is not None else None
-    if not selected and (spec.conda or spec.pypi):
+    if not selected and ((spec.conda and not no_conda) or (spec.pypi and not no_pypi)):
         return f"pixi.lock has none of its packages for {platform.name}"
     if locked is not None and locked in existing.view.platforms():
         subdir, packages = existing.view.platforms()[locked]
@@ -123,8 +125,9 @@ def unfit_reason(existing: ExistingLock, manifest: Manifest, name: str, platform
     if pypi_locked and [u.rstrip("/") for u in raw.indexes()] != [u.rstrip("/") for u in spec.pypi_indexes()]:
         return "its PyPI indexes changed"
     fallback = (name, locked) in existing.fallbacks
-    missing = existing.view.unsatisfied(name, locked or platform.name, [] if fallback else spec.conda_specs(),
-                                        spec.pypi_requirements())
+    missing = existing.view.unsatisfied(name, locked or platform.name,
+                                        [] if fallback or no_conda else spec.conda_specs(),
+                                        [] if no_pypi else spec.pypi_requirements())
     return "; ".join(missing[:3]) if missing else None
 
 
