@@ -22,6 +22,7 @@ from resolver.lock.lockfile import (
     ExistingLock,
     LockedEnv,
     LockedPlatform,
+    NotALock,
     RawEnv,
     absolute_location,
     check_lock_text,
@@ -66,9 +67,7 @@ def existing_lock(project: ProjectPaths, manifest: Manifest, notes: list[str], i
         raise BadInput(f"pixi.lock is not laid out as pixi and rattler write it ({exc}), so the resolver cannot keep "
                        "its environments as they are: pixi.toml and pixi.lock are left as they were",
                        fix="let pixi write it again (`pixi lock`), or restore it from version control") from None
-    except BadInput as exc:
-        if "does not exist" in exc.message or "not a regular file" in exc.message:
-            raise
+    except NotALock as exc:
         backup = project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
         backup.write_bytes(project.lockfile.read_bytes())
         notes.append(f"the previous pixi.lock could not be read ({exc.message}); it is kept as {backup.name} and "

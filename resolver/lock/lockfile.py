@@ -109,6 +109,10 @@ class LockedEnv:
 FALLBACK_HEADER = "# mamba-resolver: "
 
 
+class NotALock(BadInput):
+    """A regular file that rattler cannot read as a pixi.lock at all (pixi could not either)."""
+
+
 def fallback_note(env: str, platform: str, python: str | None) -> str:
     return (f"environment {env} ({platform}) is a fallback: a virtual environment of this machine's Python "
             f"{python or ''}, because its conda packages were not solved (no conda channel answered, or --no-conda); "
@@ -437,7 +441,7 @@ def _read(path: Path) -> tuple[str, LockView]:
     try:
         view = LockView(path)
     except ValueError as exc:
-        raise BadInput(f"{path} cannot be read as a pixi.lock ({exc})",
+        raise NotALock(f"{path} cannot be read as a pixi.lock ({exc})",
                        fix="restore it from version control or run `python -m resolver lock` again") from None
     for name in view.environments():
         check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
