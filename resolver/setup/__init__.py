@@ -152,7 +152,12 @@ class Setup:
                     f"pixi.lock is stale for environment {plan.env_name}"
                 return "would-run", reason, None
             summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
-            return "done", f"locked environment {plan.env_name} into pixi.lock", jsonable(summary)
+            detail = f"locked environment {plan.env_name} into pixi.lock"
+            if summary.added:
+                detail += f"; added to pixi.toml: {', '.join(summary.added)}"
+            if summary.carried_over:
+                detail += f"; kept as they were: {', '.join(summary.carried_over)}"
+            return "done", detail, jsonable(summary)
         self.log.timed("lock", action)
 
     def _check_fallback(self, plan: Plan, profile: HardwareProfile) -> None:

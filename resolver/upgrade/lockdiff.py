@@ -146,7 +146,7 @@ class LockDiff:
 def lock_diff(old: LockedEnv, new: LockedEnv) -> LockDiff:
     """The packages of ``new`` against ``old`` (conda by name, PyPI by normalized name)."""
     def versions(env: LockedEnv) -> dict[tuple[str, str], str]:
-        out = {("conda", r.name.normalized): f"{r.version}" for r in env.conda}
+        out = {("conda", r.name): r.version for r in env.conda}
         out.update({("pypi", _normal(a.name)): a.version for a in env.pypi})
         return out
 
