@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 # Run inside created environments (they import torch) or are build inputs, not test modules.
 collect_ignore = ["kernel_cases.py", "reference_cases.py", "fixtures"]
+
+# property tests: a fixed number of examples, no example database, no deadline (a loaded machine is slow, not
+# wrong), and hypothesis's own cache (its Unicode tables) in the temporary folder, not in the checkout
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "resolver-tests-hypothesis"))
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("suite", max_examples=60, database=None, deadline=None)
+    _hypothesis_settings.load_profile("suite")
+except ImportError:  # pragma: no cover - the test extras install it
+    pass
 
 
 def torch_cpu_mirror() -> Path | None:

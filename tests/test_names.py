@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from resolver import names
 from resolver.errors import BadInput, UsageError
@@ -214,3 +216,44 @@ def test_escapes_name_the_code_point():
     assert names.printable("\x00\x1f\x80\x9f") == "\\x00\\x1f\\x80\\x9f"
     assert names.printable("\u2028") == "\\u2028"  # a line separator is not a harmless space
     assert names.printable("\u2029") == "\\u2029"
+
+
+# ----------------------------------------------------------------------------- properties (hypothesis)
+
+
+# what terminals and readers trip on (C0/C1 controls, DEL, bidi controls, line separators) beside what is
+# harmless (letters, spaces, formats, private use)
+TRICKY = "aZ9 é✓\t\n\r\x00\x07\x1b\x7f\x85\x9b\xa0\xad\u061c\u200b\u200e\u2028\u202e\u2066\u2069\ue000"
+
+
+@given(st.text(alphabet=TRICKY, max_size=40))
+def test_printable_leaves_no_control_or_bidi_character(text):
+    import unicodedata
+
+    shown = names.printable(text)
+    assert not [c for c in shown if (unicodedata.category(c) == "Cc" and c != "\t") or ord(c) in names._BIDI]
+    assert names.printable(text, keep_newlines=True).count("\n") == text.count("\n")
+    if text.isprintable():
+        assert shown == text
+
+
+@given(st.text(alphabet="abcz09-_.A/ \n", min_size=0, max_size=70))
+def test_an_env_name_is_accepted_exactly_when_pixi_would(name):
+    import re
+
+    pixi = re.fullmatch(r"[a-z0-9-]{1,64}", name) is not None
+    assert names.is_env_name(name) == pixi
+    if pixi:
+        assert names.check_env_name(name) == name
+    else:
+        with pytest.raises(BadInput):
+            names.check_env_name(name)
+
+
+@given(st.lists(st.text(alphabet="abc.-", min_size=1, max_size=4), min_size=1, max_size=4))
+def test_a_plain_relative_path_stays_inside_and_its_prefix_twin_does_not(parts):
+    root = "/srv/envs"
+    rel = "/".join(parts)
+    inside = names.inside(root, f"{root}/{rel}")
+    assert inside == (os.path.normpath(f"{root}/{rel}") + "/").startswith(root + "/")
+    assert not names.inside(root, f"{root}-{rel}")  # envs-evil is not inside envs
