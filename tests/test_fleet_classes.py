@@ -226,23 +226,27 @@ def test_decision_inputs_of_amd_nodes_and_containers():
     assert classes.decision_inputs(amd_profile()).memory_available_mib is None
 
 
-def _member(name: str, plan) -> tuple[Node, object]:
-    return node(name, nvidia(A100)), plan
+def _merged(*members):
+    group = classes._Members()
+    for name, plan in members:
+        group.add(name, plan)
+    return group.merged()
 
 
 def test_merge_takes_build_over_prebuilt_and_the_oldest_versions_by_number():
-    prebuilt = replace(BASE, kernels=replace(BASE.kernels, strategy="prebuilt"), glibc="2.9", cuda_driver="12.9",
+    # the first node by name ('a') gives the class its plan; the oldest glibc and driver come from 'b'
+    prebuilt = replace(BASE, kernels=replace(BASE.kernels, strategy="prebuilt"), glibc="2.17", cuda_driver="12.10",
                        warnings=("w1",))
-    built = replace(BASE, kernels=replace(BASE.kernels, strategy="build"), glibc="2.17", cuda_driver="12.10",
+    built = replace(BASE, kernels=replace(BASE.kernels, strategy="build"), glibc="2.9", cuda_driver="12.9",
                     warnings=("w2", "w1"))
-    plan, _ = classes._merge([_member("b", built), _member("a", prebuilt)])
-    assert plan.kernels.strategy == "build"
+    plan, nodes, why = _merged(("b", built), ("a", prebuilt))
+    assert nodes == ("a", "b") and plan.kernels.strategy == "build"
     assert plan.glibc == "2.9" and plan.cuda_driver == "12.9"  # by number: 2.9 < 2.17, 12.9 < 12.10
-    assert plan.warnings == ("w2", "w1")
-    assert plan.trace[-1].because == "kernels for 8.0: the union of b, a"
-    only_prebuilt, _ = classes._merge([_member("a", prebuilt), _member("c", prebuilt)])
+    assert plan.warnings == ("w1", "w2")
+    assert plan.trace[-1].because == "kernels for 8.0: the union of a, b"
+    only_prebuilt, _, _ = _merged(("a", prebuilt), ("c", prebuilt))
     assert only_prebuilt.kernels.strategy == "prebuilt"
-    none, _ = classes._merge([_member("a", replace(BASE, glibc=None, cuda_driver=None))])
+    none, _, _ = _merged(("a", replace(BASE, glibc=None, cuda_driver=None)))
     assert none.glibc is None and none.cuda_driver is None
 
 

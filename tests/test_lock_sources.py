@@ -76,7 +76,7 @@ def test_a_single_string_is_a_list(tmp_path):
     ('[tool.resolver]\nfind-links = ["/a", 5]\n', "is not a string or a list of strings"),
     ('[tool.resolver]\nmirrors = "x"\n', "mirrors must be a table"),
     ('[tool]\nresolver = 5\n', "is not a table"),
-    ('[tool.resolver\n', "cannot read"),
+    ('[tool.resolver\n', "is not valid TOML"),
 ])
 def test_malformed_settings_are_one_sentence(tmp_path, table, words):
     with pytest.raises(BadInput) as info:
