@@ -9,7 +9,8 @@ alone (as `kill PID` or an OOM killer would). After each kill:
 install: kills on a real conda prefix (the toolchain channel's python, a channel built here, a
 wheelhouse), each killed run building from the lock (no cached build); setup: kills on the CPU project
 (real torch, real verify), each run from a cached build. The moments are spread over the run (one drawn
-in each equal slice of it). The default run takes 3 moments per signal for install and 2 for setup;
+in each equal slice of it). The default run takes 3 moments per signal for install and, for setup, one
+in the first half of the run (SIGKILL) and one in the second (SIGTERM);
 the full sweep (20 for install, 10 for setup, per signal) is marked ``sweep`` (``./run-tests -m sweep``;
 CI runs it). Both signals' setup kills start from one project where a whole setup ran.
 """
@@ -40,7 +41,8 @@ from resolver.paths import ProjectPaths  # noqa: E402
 INSTALL_KILLS = 20  # per signal, in the sweep
 SETUP_KILLS = 10
 FEW_KILLS = 3  # per signal, in the default run (install: seconds a run)
-FEW_SETUP_KILLS = 2  # per signal, in the default run (setup with verify: tens of seconds a run)
+FEW_SETUP_KILLS = 1  # per signal, in the default run (setup with verify: tens of seconds a run): SIGKILL in the
+# first half of the run, SIGTERM in the second
 KILLS = [pytest.param(FEW_KILLS, id="few"), pytest.param(None, id="sweep", marks=pytest.mark.sweep)]
 MANIFEST = """\
 [workspace]
@@ -218,7 +220,10 @@ def test_kill_setup_at_random_moments(setup_project, sig, kills) -> None:
         for stamp in (project.stamps / "steps").glob("verify*"):
             stamp.unlink()
 
-    for i, moment in enumerate(_moments(random.Random(f"setup-{sig}"), kills or SETUP_KILLS, 0.2, duration)):
+    start, end = 0.2, duration
+    if kills == FEW_SETUP_KILLS:  # one moment per signal: the two signals share the run between them
+        start, end = (start, duration / 2) if sig == signal.SIGKILL else (duration / 2, duration)
+    for i, moment in enumerate(_moments(random.Random(f"setup-{sig}"), kills or SETUP_KILLS, start, end)):
         fresh()
         _kill_at(_start(project, env, "setup", "--target", "cpu"), sig, moment)
         _no_orphans_within_5s(root)
