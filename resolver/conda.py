@@ -88,7 +88,7 @@ def check_channel(url: str, platform: str, timeout: float = 5.0) -> None:
     from resolver.net import probe_status
 
     if url.startswith("file://"):
-        from resolver.install.fetch import local_path
+        from resolver.names import local_path
 
         folder = local_path(url)
         if folder is None or not folder.is_dir():

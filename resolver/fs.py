@@ -17,6 +17,7 @@ file. ``RESOLVER_CRASH_AT=<label>`` makes the process exit abruptly (``os._exit`
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -33,11 +34,17 @@ MiB = 1 << 20
 # ------------------------------------------------------------------------------------------ digests
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB)."""
+def sha256_hasher():
+    """A running sha256 (``update``, ``hexdigest``) for bytes hashed while they stream elsewhere (a
+    download, a verified copy): the one place the resolver makes one."""
     import hashlib  # here, not at import: OpenSSL's import costs more than a whole `plan`
 
-    digest = hashlib.sha256()
+    return hashlib.sha256()
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB)."""
+    digest = sha256_hasher()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(MiB), b""):
             digest.update(block)
@@ -45,9 +52,14 @@ def sha256_of(path: str | Path) -> str:
 
 
 def sha256_bytes(data: bytes) -> str:
-    import hashlib
+    digest = sha256_hasher()
+    digest.update(data)
+    return digest.hexdigest()
 
-    return hashlib.sha256(data).hexdigest()
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of ``text`` as UTF-8 (keys and fingerprints made of strings)."""
+    return sha256_bytes(text.encode("utf-8"))
 
 
 def sha256_file(path: str | Path) -> str | None:
@@ -58,17 +70,16 @@ def sha256_file(path: str | Path) -> str | None:
         return None
 
 
-def tree_digest(folder: str | Path, *, skip_top: tuple[str, ...] = ()) -> str:
-    """sha256 over every file's relative path and content below ``folder`` (sorted; ``__pycache__``
-    and the top-level folders named in ``skip_top`` left out). Content-addressed: renames count."""
-    import hashlib
-
-    folder = Path(folder)
-    digest = hashlib.sha256()
-    if folder.is_dir():
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                           and p.relative_to(folder).parts[0] not in skip_top):
-            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+def tree_digest(*folders: str | Path, skip_top: tuple[str, ...] = ()) -> str:
+    """sha256 over every file's relative path and content below each of ``folders`` in turn (sorted;
+    ``__pycache__`` and the top-level folders named in ``skip_top`` left out). Content-addressed:
+    renames count."""
+    digest = sha256_hasher()
+    for folder in map(Path, folders):
+        if folder.is_dir():
+            for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                               and p.relative_to(folder).parts[0] not in skip_top):
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -186,21 +197,27 @@ def _fsync_dir(folder: Path) -> None:
 # -------------------------------------------------------------------------------------------- reads
 
 
-def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> bytes:
+def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
+                       follow_links: bool = True) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
     read through here: a FIFO or device file (``/dev/zero``) is refused without reading, and a file
-    past the bound is refused instead of filling memory.
+    past the bound is refused instead of filling memory. ``follow_links=False`` (the resolver's own
+    cache and state files) also refuses a symbolic link in the file's place: what the resolver wrote
+    is never a link, so a link there was planted.
     """
     path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise BadInput(f"{what} {path} does not exist", fix="check the path") from None
     except IsADirectoryError:
         raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise BadInput(f"{what} {path} is a symbolic link", fix=f"remove the link {path}") from None
         raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
     try:
         info = os.fstat(fd)

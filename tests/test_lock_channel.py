@@ -260,7 +260,7 @@ def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(
     with ThreadPoolExecutor(max_workers=1) as pool:
         stale = lock._start_pypi(pool, project, manifest, "cpu", spec_platform, sources, "3.11.0", lambda text: None)
         env, _ = lock.lock_environment(project, manifest, "cpu", spec_platform, sources,
-                                       Canonicalizer(sources, project.cache, project.root), early=stale)
+                                       Canonicalizer(sources, project), early=stale)
     assert sorted(pythons) == sorted(["3.11.0", solved]) and solved != "3.11.0"
     again = next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.name == spec_platform.name)
     assert [(a.name, a.version, a.sha256) for a in env.pypi] == [(a.name, a.version, a.sha256) for a in again.pypi]

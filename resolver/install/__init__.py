@@ -155,7 +155,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                                          f"Python), or install Python {python} (e.g. `pyenv install {python}`)")
     info(f"checking {len(env.conda) + len(env.pypi)} locked artefacts")
     finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels)
-    store = project.verified
+    store = project.verified_store
     conda_files = [verified_copy(r.url, r.sha256.hex() if r.sha256 else "", store, finder, progress=progress)
                    for r in env.conda]
     wheels = [verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress) for a in env.pypi]

@@ -103,7 +103,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                  if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
                                           pythons.get((name, platform.name)), info, speculation))}
         existing = _existing_lock(project, notes, info)
-        canonical = Canonicalizer(sources, project.cache, project.root)
+        canonical = Canonicalizer(sources, project)
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
         carried: list[str] = []
@@ -246,7 +246,7 @@ def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: Pix
         extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
             *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
         find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-        project.cache / "pypi", project.verified, info=info, speculation=speculation, label=f"{name}/{platform.name}")
+        project, info=info, speculation=speculation, label=f"{name}/{platform.name}")
 
 
 def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform,

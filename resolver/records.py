@@ -1,0 +1,227 @@
+"""Cache and state files: what the resolver keeps between runs, read back as untrusted data.
+
+Every such file is named in :mod:`resolver.paths` and read through :func:`read_record` alone: a
+regular file (a symbolic link, FIFO or device in its place is ignored, never followed), at most
+``limit`` bytes, JSON, and of the shape its reader declares. Anything else reads as absent, so the
+caller computes the answer again and rewrites the file: a record is a speed-up, never trusted for
+more than the data its shape allows (no flags, no commands, no paths to run).
+
+>>> import tempfile, pathlib, os
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> shape = Fields({"answer": Text(r"[a-z]+"), "count": Integer()})
+>>> write_record(folder / "a.json", {"answer": "yes", "count": 2})
+True
+>>> read_record(folder / "a.json", shape)
+{'answer': 'yes', 'count': 2}
+>>> write_record(folder / "b.json", {"answer": "--python=/bin/sh", "count": 2})
+True
+>>> read_record(folder / "b.json", shape) is None
+True
+>>> os.symlink(folder / "a.json", folder / "c.json")
+>>> read_record(folder / "c.json", shape) is None
+True
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from resolver.errors import BadInput
+from resolver.fs import MiB, read_bytes_bounded, write_atomic, write_json_atomic
+
+RECORD_LIMIT = 16 * MiB  # the largest cache (every wheel's requires_dist) is a few MB
+
+
+# ------------------------------------------------------------------------------------------- shapes
+
+
+class Shape:
+    def accepts(self, value: Any) -> bool:  # pragma: no cover - every shape overrides it
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Shape):
+    """A string of at most ``max_len`` characters matching ``pattern`` in full (any, by default), with no
+    control characters."""
+
+    pattern: str | None = None
+    max_len: int = 4096
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, str) and len(value) <= self.max_len and not _CONTROL.search(value)
+                and (self.pattern is None or re.fullmatch(self.pattern, value) is not None))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Integer(Shape):
+    minimum: int = 0
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= self.minimum
+
+
+@dataclass(frozen=True)
+class Number(Shape):
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+@dataclass(frozen=True)
+class Flag(Shape):
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Null(Shape):
+    def accepts(self, value: Any) -> bool:
+        return value is None
+
+
+@dataclass(frozen=True)
+class Anything(Shape):
+    """Data of any JSON shape, for a record whose reader rebuilds a typed value from it (``from_json``)
+    and treats any failure there as a miss."""
+
+    def accepts(self, value: Any) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class AnyOf(Shape):
+    options: tuple[Shape, ...]
+
+    def accepts(self, value: Any) -> bool:
+        return any(option.accepts(value) for option in self.options)
+
+
+def optional(shape: Shape) -> Shape:
+    return AnyOf((shape, Null()))
+
+
+@dataclass(frozen=True)
+class ListOf(Shape):
+    item: Shape
+    max_items: int = 100_000
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, list) and len(value) <= self.max_items and all(self.item.accepts(v) for v in value)
+
+
+@dataclass(frozen=True)
+class MapOf(Shape):
+    value: Shape
+    key: Shape = Text(max_len=1024)
+    max_items: int = 1_000_000
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, dict) and len(value) <= self.max_items
+                and all(self.key.accepts(k) and self.value.accepts(v) for k, v in value.items()))
+
+
+@dataclass(frozen=True)
+class Fields(Shape):
+    """An object with exactly the ``required`` keys and any of the ``optional`` ones, each of its shape."""
+
+    required: Mapping[str, Shape]
+    optional: Mapping[str, Shape] = field(default_factory=dict)
+
+    def accepts(self, value: Any) -> bool:
+        if not isinstance(value, dict) or not set(self.required) <= set(value) \
+                or not set(value) <= set(self.required) | set(self.optional):
+            return False
+        shapes = {**self.optional, **self.required}
+        return all(shapes[k].accepts(v) for k, v in value.items())
+
+
+SHA256 = Text(r"[0-9a-f]{64}", 64)
+
+
+# ------------------------------------------------------------------------------------ read and write
+
+
+def read_record(path: str | Path, shape: Shape, *, limit: int = RECORD_LIMIT) -> Any | None:
+    """The data of the cache or state file ``path`` when it is a regular file of at most ``limit`` bytes
+    (not a link to one), valid JSON and of ``shape``; else None, as if it were absent."""
+    try:
+        data = json.loads(read_bytes_bounded(path, limit=limit, what="record", follow_links=False))
+    except (BadInput, ValueError, RecursionError):
+        return None
+    return data if shape.accepts(data) else None
+
+
+def write_record(path: str | Path, data: Any, *, label: str = "record", in_order: bool = False) -> bool:
+    """Write a record atomically (keys sorted, unless ``in_order``); False when it cannot be written (a
+    read-only cache: the next run computes again, which is all a missing record costs)."""
+    try:
+        if in_order:
+            write_atomic(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"), label=label)
+        else:
+            write_json_atomic(path, data, label=label)
+    except (OSError, BadInput):
+        return False
+    return True
+
+
+class RecordMap:
+    """A cache that maps keys (a sha256, by default) to entries of one shape, kept in one record.
+
+    Entries that are not of the shape are dropped when it is read (and the file rewritten at the next
+    :meth:`save`); a file that is not a record at all counts as empty. Safe to share between threads.
+    ``keep``: at most this many entries are written, the newest.
+    """
+
+    def __init__(self, path: Path, entry: Shape, *, key: Shape = SHA256, keep: int | None = None,
+                 limit: int = RECORD_LIMIT) -> None:
+        self.path, self.entry, self.key, self.keep, self.limit = path, entry, key, keep, limit
+        self._entries: dict[str, Any] | None = None
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    @property
+    def entries(self) -> dict[str, Any]:
+        if self._entries is None:
+            data = read_record(self.path, MapOf(Anything(), self.key), limit=self.limit)
+            if data is None:
+                self._dirty = self.path.exists() or self.path.is_symlink()  # a bad file is replaced
+                data = {}
+            kept = {k: v for k, v in data.items() if self.entry.accepts(v)}
+            self._dirty = self._dirty or len(kept) != len(data)
+            self._entries = kept
+        return self._entries
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.entries
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.entries.get(key, default)
+
+    def put(self, key: str, value: Any) -> None:
+        """Remember ``value`` under ``key`` (refused silently when either is not of the declared shape)."""
+        if not (self.key.accepts(key) and self.entry.accepts(value)):
+            return
+        with self._lock:
+            entries = self.entries
+            if entries.get(key) != value or key not in entries:
+                entries.pop(key, None)
+                entries[key] = value
+                self._dirty = True
+
+    def save(self) -> None:
+        with self._lock:
+            if not self._dirty or self._entries is None:
+                return
+            entries = self._entries
+            if self.keep is not None and len(entries) > self.keep:
+                entries = dict(list(entries.items())[-self.keep:])
+            if write_record(self.path, entries, label="cache", in_order=self.keep is not None):
+                self._dirty = False
