@@ -97,6 +97,17 @@ class Anything(Shape):
 
 
 @dataclass(frozen=True)
+class OfType(Shape):
+    """A value of one JSON type whose content its reader only ever compares with what it computes (a
+    table of thousands of file facts: comparing is the check, so it is not walked twice)."""
+
+    kind: type
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, self.kind)
+
+
+@dataclass(frozen=True)
 class AnyOf(Shape):
     options: tuple[Shape, ...]
 

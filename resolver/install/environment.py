@@ -19,8 +19,17 @@ from resolver.errors import EnvironmentProblem
 from resolver.names import is_env_name
 from resolver.paths import ProjectPaths
 from resolver.proc import Completed
+from resolver.records import SHA256, Fields, ListOf, Text, read_record
 
 READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
+_READY = Fields({"environment": Text(max_len=64), "kind": Text("conda|venv"), "python": Text(max_len=32),
+                 "platform": Text(max_len=64), "lock_digest": SHA256, "conda": ListOf(Text(max_len=1024)),
+                 "pypi": ListOf(Text(max_len=1024))})
+
+
+def ready_record(folder: Path) -> dict | None:
+    """What install wrote into ``folder``'s ready marker (None: no marker, or not one install wrote)."""
+    return read_record(folder / READY_MARKER, _READY)
 
 
 @dataclass(frozen=True)
