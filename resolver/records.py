@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -41,117 +39,134 @@ RECORD_LIMIT = 16 * MiB  # the largest cache (every wheel's requires_dist) is a 
 
 
 class Shape:
+    """A check of decoded JSON data (plain classes: ``plan`` reads a record, and dataclasses cost imports)."""
+
+    __slots__ = ()
+
     def accepts(self, value: Any) -> bool:  # pragma: no cover - every shape overrides it
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
 class Text(Shape):
     """A string of at most ``max_len`` characters matching ``pattern`` in full (any, by default), with no
     control characters."""
 
-    pattern: str | None = None
-    max_len: int = 4096
+    __slots__ = ("pattern", "max_len")
+
+    def __init__(self, pattern: str | None = None, max_len: int = 4096) -> None:
+        self.pattern = None if pattern is None else re.compile(pattern)
+        self.max_len = max_len
 
     def accepts(self, value: Any) -> bool:
         return (isinstance(value, str) and len(value) <= self.max_len and not _CONTROL.search(value)
-                and (self.pattern is None or re.fullmatch(self.pattern, value) is not None))
+                and (self.pattern is None or self.pattern.fullmatch(value) is not None))
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-@dataclass(frozen=True)
 class Integer(Shape):
-    minimum: int = 0
+    __slots__ = ("minimum",)
+
+    def __init__(self, minimum: int = 0) -> None:
+        self.minimum = minimum
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value >= self.minimum
 
 
-@dataclass(frozen=True)
 class Number(Shape):
+    __slots__ = ()
+
     def accepts(self, value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
-@dataclass(frozen=True)
 class Flag(Shape):
+    __slots__ = ()
+
     def accepts(self, value: Any) -> bool:
         return isinstance(value, bool)
 
 
-@dataclass(frozen=True)
 class Null(Shape):
+    __slots__ = ()
+
     def accepts(self, value: Any) -> bool:
         return value is None
 
 
-@dataclass(frozen=True)
 class Anything(Shape):
     """Data of any JSON shape, for a record whose reader rebuilds a typed value from it (``from_json``)
     and treats any failure there as a miss."""
+
+    __slots__ = ()
 
     def accepts(self, value: Any) -> bool:
         return True
 
 
-@dataclass(frozen=True)
 class OfType(Shape):
-    """A value of one JSON type whose content its reader only ever compares with what it computes (a
-    table of thousands of file facts: comparing is the check, so it is not walked twice)."""
+    """A value of one JSON type whose content its reader only ever compares with what it computes, or
+    rebuilds a typed value from (``Plan.from_json``: any failure there is a miss)."""
 
-    kind: type
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: type) -> None:
+        self.kind = kind
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, self.kind)
 
 
-@dataclass(frozen=True)
 class AnyOf(Shape):
-    options: tuple[Shape, ...]
+    __slots__ = ("options",)
+
+    def __init__(self, *options: Shape) -> None:
+        self.options = options
 
     def accepts(self, value: Any) -> bool:
         return any(option.accepts(value) for option in self.options)
 
 
 def optional(shape: Shape) -> Shape:
-    return AnyOf((shape, Null()))
+    return AnyOf(shape, Null())
 
 
-@dataclass(frozen=True)
 class ListOf(Shape):
-    item: Shape
-    max_items: int = 100_000
+    __slots__ = ("item", "max_items")
+
+    def __init__(self, item: Shape, max_items: int = 100_000) -> None:
+        self.item, self.max_items = item, max_items
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, list) and len(value) <= self.max_items and all(self.item.accepts(v) for v in value)
 
 
-@dataclass(frozen=True)
 class MapOf(Shape):
-    value: Shape
-    key: Shape = Text(max_len=1024)
-    max_items: int = 1_000_000
+    __slots__ = ("value", "key", "max_items")
+
+    def __init__(self, value: Shape, key: Shape | None = None, max_items: int = 1_000_000) -> None:
+        self.value, self.key, self.max_items = value, key or Text(max_len=1024), max_items
 
     def accepts(self, value: Any) -> bool:
         return (isinstance(value, dict) and len(value) <= self.max_items
                 and all(self.key.accepts(k) and self.value.accepts(v) for k, v in value.items()))
 
 
-@dataclass(frozen=True)
 class Fields(Shape):
     """An object with exactly the ``required`` keys and any of the ``optional`` ones, each of its shape."""
 
-    required: Mapping[str, Shape]
-    optional: Mapping[str, Shape] = field(default_factory=dict)
+    __slots__ = ("required", "optional")
+
+    def __init__(self, required: Mapping[str, Shape], optional: Mapping[str, Shape] | None = None) -> None:
+        self.required, self.optional = dict(required), dict(optional or {})
 
     def accepts(self, value: Any) -> bool:
-        if not isinstance(value, dict) or not set(self.required) <= set(value) \
-                or not set(value) <= set(self.required) | set(self.optional):
+        if not isinstance(value, dict) or not self.required.keys() <= value.keys() \
+                or not value.keys() <= self.required.keys() | self.optional.keys():
             return False
-        shapes = {**self.optional, **self.required}
-        return all(shapes[k].accepts(v) for k, v in value.items())
+        return all((self.required.get(k) or self.optional[k]).accepts(v) for k, v in value.items())
 
 
 SHA256 = Text(r"[0-9a-f]{64}", 64)
@@ -194,6 +209,8 @@ class RecordMap:
     def __init__(self, path: Path, entry: Shape, *, key: Shape = SHA256, keep: int | None = None,
                  limit: int = RECORD_LIMIT) -> None:
         self.path, self.entry, self.key, self.keep, self.limit = path, entry, key, keep, limit
+        import threading
+
         self._entries: dict[str, Any] | None = None
         self._dirty = False
         self._lock = threading.Lock()

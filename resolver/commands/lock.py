@@ -41,28 +41,10 @@ def add_arguments(parser) -> None:
 
 
 def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
-    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given)."""
-    from resolver.decide.model import Request, Target
+    """One Plan per target (:func:`resolver.planning.plans_for`: stored plans when no target is given)."""
+    from resolver.planning import plans_for as planned
 
-    if not targets:
-        from resolver import lock
-        from resolver.lock.manifest import Manifest
-
-        if project.manifest.is_file() and profile_file is None:
-            stored = [lock.stored_plan(project, name) for name in Manifest.load(project.manifest).environment_names()]
-            stored = [p for p in stored if p is not None]
-            if stored:
-                return stored
-        targets = ["auto"]
-    parsed = [Target.parse(t) for t in targets]
-    from resolver.planning import plan_for
-
-    profile = None
-    if profile_file is not None:
-        from resolver.probe.profile import HardwareProfile
-
-        profile = HardwareProfile.from_file(profile_file)
-    return [plan_for(Request(target=t), profile) for t in parsed]
+    return planned(project, targets, profile_file)
 
 
 def _fleet(args):

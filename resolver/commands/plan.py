@@ -32,25 +32,18 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    from resolver.planning import PlanMemo
+    from resolver import planning
 
+    request = _request(args.target, args.python)
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
-        return _fleet(args, _request(args.target, args.python), out)
+        return _fleet(args, request, out)
+    profile = None
     if args.profile:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(args.profile[0])
-    else:
-        from resolver.planning import probe_here
-
-        profile = probe_here()
-    memo = PlanMemo(profile, args.target, args.python)
-    answer = memo.recall()
-    if answer is None:
-        plan = _decide(profile, args.target, args.python)
-        answer = {"plan": plan.to_json(), "human": _human(plan, verbose=True), "brief": _human(plan, verbose=False)}
-        memo.keep(answer)
-    out.result(answer["plan"], human=answer["human" if args.trace or not args.quiet else "brief"])
+    plan = planning.plan_for(request, profile)
+    out.result(plan.to_json(), human=_human(plan, verbose=args.trace or not args.quiet))
     return 0
 
 
@@ -69,16 +62,6 @@ def _request(target_text: str, python_text: str | None):
         if python is None or len(python.parts) < 2 or python.major != 3:
             raise BadInput(f"--python {python_text!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
     return Request(target=target, python=python)
-
-
-def _decide(profile, target_text: str, python_text: str | None):
-    from resolver.decide import decide
-    from resolver.knowledge import Knowledge
-
-    outcome = decide(profile, _request(target_text, python_text), Knowledge.load())
-    if outcome.plan is None:
-        raise outcome.refusal
-    return outcome.plan
 
 
 def _human(plan, verbose: bool) -> str:
