@@ -198,14 +198,15 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
-                       follow_links: bool = True) -> bytes:
+                       follow_links: bool = True, own: bool = False) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
     read through here: a FIFO or device file (``/dev/zero``) is refused without reading, and a file
     past the bound is refused instead of filling memory. ``follow_links=False`` (the resolver's own
     cache and state files) also refuses a symbolic link in the file's place: what the resolver wrote
-    is never a link, so a link there was planted.
+    is never a link, so a link there was planted. ``own=True`` (the same files) refuses a file this
+    user does not own or others may write: what the resolver writes is the user's, mode 644.
     """
     path = Path(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
@@ -230,6 +231,10 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | No
             raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
         raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
                        fix=fix or "pass a regular file (save the text to a file first)")
+    if own and (info.st_uid != os.getuid() or info.st_mode & 0o022):
+        os.close(fd)
+        raise BadInput(f"{what} {path} was not written by this user (or others may write it)",
+                       fix=fix or f"remove {path}")
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:

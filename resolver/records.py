@@ -1,10 +1,12 @@
 """Cache and state files: what the resolver keeps between runs, read back as untrusted data.
 
 Every such file is named in :mod:`resolver.paths` and read through :func:`read_record` alone: a
-regular file (a symbolic link, FIFO or device in its place is ignored, never followed), at most
-``limit`` bytes, JSON, and of the shape its reader declares. Anything else reads as absent, so the
-caller computes the answer again and rewrites the file: a record is a speed-up, never trusted for
-more than the data its shape allows (no flags, no commands, no paths to run).
+regular file (a symbolic link, FIFO or device in its place is ignored, never followed) that this
+user owns and no one else may write (what the resolver writes is mode 644; a file another user
+replaced it with is theirs), at most ``limit`` bytes, JSON, and of the shape its reader declares.
+Anything else reads as absent, so the caller computes the answer again and rewrites the file: a
+record is a speed-up, never trusted for more than the data its shape allows (no flags, no commands,
+no paths to run).
 
 >>> import tempfile, pathlib, os
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -143,6 +145,19 @@ class ListOf(Shape):
         return isinstance(value, list) and len(value) <= self.max_items and all(self.item.accepts(v) for v in value)
 
 
+class Row(Shape):
+    """A list of exactly these shapes, in order."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, *items: Shape) -> None:
+        self.items = items
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, list) and len(value) == len(self.items)
+                and all(shape.accepts(v) for shape, v in zip(self.items, value)))
+
+
 class MapOf(Shape):
     __slots__ = ("value", "key", "max_items")
 
@@ -179,7 +194,7 @@ def read_record(path: str | Path, shape: Shape, *, limit: int = RECORD_LIMIT) ->
     """The data of the cache or state file ``path`` when it is a regular file of at most ``limit`` bytes
     (not a link to one), valid JSON and of ``shape``; else None, as if it were absent."""
     try:
-        data = json.loads(read_bytes_bounded(path, limit=limit, what="record", follow_links=False))
+        data = json.loads(read_bytes_bounded(path, limit=limit, what="record", follow_links=False, own=True))
     except (BadInput, ValueError, RecursionError):
         return None
     return data if shape.accepts(data) else None
