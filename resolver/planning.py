@@ -61,12 +61,14 @@ def probe_here() -> HardwareProfile:
     return probe_machine()
 
 
-def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | None = None) -> list[Plan]:
-    """One plan per target (for this machine, or the machine ``profile_file`` describes); without targets,
-    the plans the project's environments were locked from, else this machine's ``auto`` plan."""
+def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | None = None, *,
+              compute_capability: str | None = None, gfx: str | None = None) -> list[Plan]:
+    """One plan per target (for this machine, or the machine ``profile_file`` describes, with the GPU
+    architecture the user states applied); without targets and without a stated architecture, the plans
+    the project's environments were locked from, else this machine's ``auto`` plan."""
     from resolver.decide.model import Request, Target
 
-    if not targets:
+    if not targets and not (compute_capability or gfx):
         if project.manifest.is_file() and profile_file is None:
             from resolver.lock.manifest import Manifest
 
@@ -74,13 +76,16 @@ def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | No
             stored = [p for p in stored if p is not None]
             if stored:
                 return stored
-        targets = ["auto"]
-    parsed = [Target.parse(t) for t in targets]
+    parsed = [Target.parse(t) for t in targets or ["auto"]]
     profile = None
     if profile_file is not None:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(profile_file)
+    if compute_capability or gfx:
+        from resolver.probe.overrides import apply_gpu_overrides
+
+        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
     return [plan_for(Request(target=t), profile) for t in parsed]
 
 

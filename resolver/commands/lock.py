@@ -38,13 +38,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
                         help="with --fleet: the shared channel nodes take their prebuilt kernels from (recorded in "
                              "pixi.toml)")
+    from resolver.probe.overrides import add_gpu_arguments
+
+    add_gpu_arguments(parser)
 
 
-def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
-    """One Plan per target (:func:`resolver.planning.plans_for`: stored plans when no target is given)."""
+def plans_for(targets: list[str], profile_file: Path | None, project, compute_capability: str | None = None,
+              gfx: str | None = None) -> list:
+    """One Plan per target (:func:`resolver.planning.plans_for`: stored plans when no target is given and
+    no GPU architecture is stated)."""
     from resolver.planning import plans_for as planned
 
-    return planned(project, targets, profile_file)
+    return planned(project, targets, profile_file, compute_capability=compute_capability, gfx=gfx)
 
 
 def _fleet(args):
@@ -111,7 +116,7 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
 
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
-        plans = plans_for(args.target, args.profile[0] if args.profile else None, project)
+        plans = plans_for(args.target, args.profile[0] if args.profile else None, project, args.compute_capability, args.gfx)
     sources = Sources.load(project.root, flags={
         "conda-channels": args.channel, "torch-index": args.torch_index,
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})

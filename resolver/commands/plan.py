@@ -29,6 +29,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--python", metavar="X.Y", default=None,
                         help="the Python version of the environment (default: the Python running here)")
     parser.add_argument("--trace", action="store_true", help="print every rule that fired, not only the summary")
+    from resolver.probe.overrides import add_gpu_arguments
+
+    add_gpu_arguments(parser)
 
 
 def run(args, out) -> int:
@@ -42,6 +45,10 @@ def run(args, out) -> int:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(args.profile[0])
+    if getattr(args, "compute_capability", None) or getattr(args, "gfx", None):
+        from resolver.probe.overrides import apply_gpu_arguments
+
+        profile = apply_gpu_arguments(profile or planning.probe_here(), args)
     plan = planning.plan_for(request, profile)
     out.result(plan.to_json(), human=_human(plan, verbose=args.trace or not args.quiet))
     return 0

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from resolver.errors import InternalError
 from resolver.knowledge.query import Knowledge
 from resolver.knowledge.rows import (
+    AmdChip,
     AmdModel,
     ArchSupport,
     BuildFix,
@@ -19,6 +20,7 @@ from resolver.knowledge.rows import (
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    NvidiaChip,
     NvidiaModel,
     OfficialGfx,
     ToolkitFloor,
@@ -222,12 +224,11 @@ def _torch_release(row: _Row) -> TorchRelease:
         pypi_default_source=row.opt_str("pypi_default_source") or row.str("source"))
 
 
-def _amd_model(row: _Row) -> AmdModel:
+def _gfx(row: _Row) -> GfxArch:
     try:
-        gfx = GfxArch.parse(row.str("gfx"))
+        return GfxArch.parse(row.str("gfx"))
     except ValueError:
         raise row._bad("gfx", "is not a gfx target") from None
-    return AmdModel(row.strs("names"), gfx, row.str("architecture"), row.confirmed(), row.str("source"))
 
 
 def _kernel_release(row: _Row) -> KernelRelease:
@@ -259,7 +260,12 @@ _TABLES: dict[str, tuple[str, str, str | None, Callable[[_Row], Any]]] = {
         r.str("source"), r.bool("stand_in", True))),
     "nvidia_models": ("gpus.toml", "nvidia", None, lambda r: NvidiaModel(
         r.strs("names"), r.cc("compute_capability"), r.str("architecture"), r.confirmed(), r.str("source"))),
-    "amd_models": ("gpus.toml", "amd", None, _amd_model),
+    "amd_models": ("gpus.toml", "amd", None, lambda r: AmdModel(
+        r.strs("names"), _gfx(r), r.str("architecture"), r.confirmed(), r.str("source"))),
+    "nvidia_chips": ("gpus.toml", "nvidia_chip", None, lambda r: NvidiaChip(
+        r.strs("chips"), r.cc("compute_capability"), r.str("architecture"), r.str("source"))),
+    "amd_chips": ("gpus.toml", "amd_chip", None, lambda r: AmdChip(
+        r.strs("codenames"), _gfx(r), r.str("architecture"), r.str("source"))),
     "kernel_packages": ("mamba.toml", "package", None, lambda r: UpstreamKernel(
         r.str("name"), r.str("dist"), r.str("repository"), r.str("wheel_url"), r.str("wheel_name"),
         r.version("min_cuda"), r.version("min_rocm"), r.cc("upstream_archs_min"), r.str("source"))),
