@@ -171,16 +171,6 @@ def write_json_atomic(path: str | Path, data: Any, *, label: str = "record") -> 
     write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label)
 
 
-def read_json(path: str | Path, *, limit: int = 16 * MiB) -> dict[str, Any] | None:
-    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable (a FIFO, a device,
-    larger than ``limit``), malformed (nesting too deep included) or not an object."""
-    try:
-        data = json.loads(read_bytes_bounded(path, limit=limit, what="record"))
-    except (BadInput, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -39,7 +39,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     started = time.monotonic()
     env = Environment.find(project, options.env_name)
     packages = selected_packages(options.packages, options.recipe_dirs)
-    facts = probe_environment(env, project.cache / "build")
+    facts = probe_environment(env, project.env_facts_record(env.name))
     needs_torch = any(p.needs_torch for p in packages)
     if needs_torch and not facts.torch:
         raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
@@ -140,7 +140,7 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
             context={"resolver_source": sdist_path.as_uri() if package.sdist else str(sdist_path),
                      "resolver_build_string": bstring, "resolver_python": q(facts.executable),
                      "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
-            work_dir=project.cache / "build" / f"{package.name}-{digest[:12]}",
+            work_dir=project.kernel_work_dir(package.name, digest),
             log_path=project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
         label_started = time.monotonic()
 
@@ -160,7 +160,7 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
     elif outcome.status == "cached":
         _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
     if options.install:
-        stamp = project.cache / "build" / f"imported-{env.name}-{package.name}.json"
+        stamp = project.kernel_import_record(env.name, package.name)
         imported = verified(stamp, env, in_channel)
         if imported is None:
             add_to_environment(project, env, in_channel)
@@ -262,7 +262,7 @@ def _prebuilt_wheel(project, package: KernelRecipe, facts: EnvFacts, toolkit, op
                                     toolkit_or_torch_cuda=facts.torch_cuda or facts.torch_hip or toolkit.major_minor,
                                     torch=facts.torch or "", cxx11_abi=facts.cxx11_abi is not False,
                                     python=facts.python)
-    cached = project.cache / "wheels" / name
+    cached = project.upstream_wheels / name
     if cached.is_file():
         return cached
     url = package.wheel_url.format(version=package.version, wheel=name)
@@ -280,7 +280,7 @@ def _source(project: ProjectPaths, package: KernelRecipe) -> tuple[Path, str]:
     if package.sdist:
         from resolver.kernels.sdist import ensure_sdist
 
-        path = ensure_sdist(package.sdist, project.cache / "sdists")
+        path = ensure_sdist(package.sdist, project.sdists)
         return path, package.sdist.sha256
     assert package.source_dir is not None
     return package.source_dir, _tree_hash(package.source_dir)

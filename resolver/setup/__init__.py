@@ -66,7 +66,7 @@ class Setup:
         self.options = options
         self.log = log
         self.out = out
-        self.stamps = Stamps(project.stamps / "steps")
+        self.stamps = Stamps(project.step_stamps)
         self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
         self.kernel_channel: str | None = None  # a fleet node's: kernels are fetched from it, not compiled
         self.fleet_class: str | None = None  # the fleet class this node set up, when pixi.toml records a fleet
