@@ -11,7 +11,6 @@ architecture, which package. Pure functions of the log, the project and the prob
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -59,13 +58,12 @@ def without_arch(template: str) -> str:
 
 def env_torch(env_path: Path) -> str | None:
     """The torch version install put into an environment (its ready marker), e.g. ``2.14.1+cu130``."""
-    from resolver.install.environment import READY_MARKER
+    from resolver.install.environment import ready_record
 
-    try:
-        marker = json.loads((env_path / READY_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    marker = ready_record(env_path)
+    if marker is None:
         return None
-    for item in marker.get("pypi", []) + marker.get("conda", []):
+    for item in marker["pypi"] + marker["conda"]:
         if isinstance(item, str) and item.lower().startswith("torch=="):
             return item.split("==", 1)[1]
         match = re.match(r"pytorch-(\d[^-]*)-(\S*)", str(item))
