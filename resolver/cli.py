@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitCode.INTERRUPTED)
     except Terminated:
         print("terminated; run the same command again to resume.", file=sys.stderr)
-        return 128 + 15
+        return int(ExitCode.TERMINATED)
     except SystemExit as exc:  # argparse --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except Exception:  # noqa: BLE001 - the last line of defence: one sentence, the traceback to a file
@@ -154,7 +154,7 @@ def _closed_pipe() -> int:
     """The reader of our output went away (``resolver probe --json | head``): stop quietly, as cat does."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    return 141
+    return int(ExitCode.CLOSED_PIPE)
 
 
 def entry() -> None:

@@ -24,7 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from resolver.errors import BadInput
+from resolver.errors import BadInput, ExitCode
 
 CRASH_ENV = "RESOLVER_CRASH_AT"
 TEMP_MARK = ".resolver-tmp-"
@@ -89,7 +89,7 @@ def tree_digest(*folders: str | Path, skip_top: tuple[str, ...] = ()) -> str:
 def crash_point(label: str) -> None:
     """Exit at once, without cleanup, when ``RESOLVER_CRASH_AT`` names this point (tests only)."""
     if os.environ.get(CRASH_ENV) == label:
-        os._exit(137)
+        os._exit(ExitCode.KILLED)
 
 
 def temp_path(path: Path) -> Path:

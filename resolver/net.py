@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import hashlib
 import time
 import urllib.error
 import urllib.request
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.errors import BadInput, IntegrityError, SourceUnreachable
-from resolver.fs import MiB, atomic_stream
+from resolver.fs import MiB, atomic_stream, sha256_hasher
 
 Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
 
@@ -64,7 +63,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
              progress: Progress | None = None, what: str | None = None) -> Path:
     """``url`` saved as ``target``; the file appears only complete, and only with ``expected_sha256``."""
     label = what or target.name
-    digest = hashlib.sha256()
+    digest = sha256_hasher()
     try:
         with atomic_stream(target, label="download") as sink, _open(url, timeout) as response:
             total = int(response.headers.get("Content-Length") or 0) or None

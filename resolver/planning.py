@@ -139,7 +139,7 @@ class PlanMemo:
 
 def package_digest() -> str:
     """A content key of the installed resolver package: every file below it (code, knowledge tables)
-    read and folded into crc32 + adler32 + length (no hashlib: OpenSSL's import costs more than this)."""
+    read and folded into crc32 + adler32 + length (no sha256: loading OpenSSL costs more than this)."""
     crc, adler, size = 0, 1, 0
     stack = [str(PACKAGE)]
     while stack:

@@ -21,13 +21,13 @@ From it come the CI build matrix (:func:`matrix`) and, on a node, its class (:fu
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
 from resolver.decide.model import Plan, Request
 from resolver.errors import BadInput, Refusal, UsageError
 from resolver.fleet.classes import FleetPlan, class_key, sort_archs
+from resolver.fs import sha256_text
 from resolver.lock.manifest import Manifest
 
 VARIANT_SEP = "@"  # causal-conv1d@cuda12-sm80-sm90
@@ -57,7 +57,7 @@ class StoredClass:
 
 
 def key_of(plan: Plan) -> str:
-    return hashlib.sha256(class_key(plan).encode()).hexdigest()[:16]
+    return sha256_text(class_key(plan))[:16]
 
 
 def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None,

@@ -79,7 +79,7 @@ def _read_blobs(folder: Path) -> dict[str, bytes]:
 def _cache_file(blobs: dict[str, bytes]) -> Path | None:
     from resolver.paths import knowledge_cache
 
-    # crc32 + adler32 + length of the concatenated tables: a 64-bit content key without importing hashlib
+    # crc32 + adler32 + length of the concatenated tables: a 64-bit content key without loading OpenSSL's sha256
     # (OpenSSL's import costs more than the whole lookup)
     data = b"".join(name.encode() + b"\0" + blobs[name] + b"\0" for name in sorted(blobs))
     return knowledge_cache(f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}")

@@ -14,7 +14,6 @@ clear margins and kernel/reference comparisons are not decided by near-ties.
 from __future__ import annotations
 
 import array
-import hashlib
 import json
 import math
 import random
@@ -59,7 +58,9 @@ class TinySpec:
 
     def key(self) -> str:
         """A short content key for the cache folder name."""
-        return hashlib.sha256(json.dumps([FORMAT, asdict(self)], sort_keys=True).encode()).hexdigest()[:12]
+        from resolver.fs import sha256_text
+
+        return sha256_text(json.dumps([FORMAT, asdict(self)], sort_keys=True))[:12]
 
 
 def tensor_shapes(spec: TinySpec) -> dict[str, tuple[int, ...]]:
