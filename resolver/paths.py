@@ -5,6 +5,7 @@ Layout (all under the project root, the folder holding pixi.toml):
     pixi.toml, pixi.lock         the manifest and the lock a team commits
     .resolver/envs/<name>/       installed environments (conda prefix or virtual environment)
     .resolver/channel/           the local conda channel built kernels go to (indexed; shareable)
+    .resolver/overlay/rocm-<v>/  fixed ROCm headers, put first on the include path of kernel builds
     .resolver/cache/             downloads (sdists, wheels), what the lock found out, cached builds
     .resolver/logs/              one log file per run of a long step
     .resolver/state/             content-hash stamps of finished setup steps, the plans, the project lock
@@ -76,6 +77,10 @@ class ProjectPaths:
     @property
     def channel(self) -> Path:
         return self.state_dir / "channel"
+
+    def overlay(self, rocm_version: str | None) -> Path:
+        """The header overlay of one ROCm version (:mod:`resolver.patch`); its record is ``RECORD_NAME`` inside."""
+        return self.state_dir / "overlay" / f"rocm-{rocm_version or 'unknown'}"
 
     @property
     def cache(self) -> Path:
@@ -209,7 +214,7 @@ RECORD_KINDS = {
     "step-stamp": "ProjectPaths.step_stamps/<step>.json (resolver.setup.pipeline)",
     "sources": "ProjectPaths.sources_record (resolver.lock.sources)",
     "patch-record": "ProjectPaths.patch_records/<id>-in-place-<key>.json (resolver.patch.engine)",
-    "overlay-record": ".resolver/overlay/rocm-<v>/<RECORD_NAME> (resolver.patch.engine)",
+    "overlay-record": "ProjectPaths.overlay(<version>)/resolver-overlay.json (resolver.patch.engine)",
     "verified-record": "ProjectPaths.verified/<sha256[:2]>/<sha256>/.verified (resolver.store)",
     "plan-memo": "plan_memos()/<key>.json (resolver.planning)",
     "knowledge-cache": "knowledge_cache(<key>) (resolver.knowledge.load)",

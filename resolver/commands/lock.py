@@ -87,7 +87,7 @@ def run(args, out) -> int:
 
         # uv starts now with the inputs the last lock of this request gave it; the lock takes the run
         # only if its own inputs turn out equal (they almost always are), else it is stopped
-        speculation = Speculation.start(project.cache / "pypi", json.dumps(
+        speculation = Speculation.start(project.pypi_files.parent, json.dumps(
             [sorted(args.target), [str(p) for p in args.profile], args.no_conda, args.channel, args.torch_index,
              args.extra_index_url, args.find_links]))
     try:

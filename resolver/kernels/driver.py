@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import BadInput, EnvironmentProblem
+from resolver.errors import BadInput, EnvironmentProblem, InternalError
 from resolver.kernels.archs import apply_rules, parse_arch_list
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.envfacts import EnvFacts, probe_environment
@@ -68,12 +68,14 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     return summary
 
 
-def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel: str | None = None) -> dict[str, Any]:
+def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel: str | None = None,
+                   fetch_variant=None) -> dict[str, Any]:
     """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``); on a fleet's
     node, ``fleet_channel`` is where the variants come from (fetched, never compiled)."""
     options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
                            plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
                            plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel,
+                           fetch_variant=fetch_variant,
                            # a fleet's variants are compiled in CI (build --variant, never from an upstream wheel):
                            # the node's key must not depend on whether it can reach that wheel
                            prebuilt="never" if fleet_channel else "auto")
@@ -107,9 +109,10 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
                              dropped, 0.0)
     started = time.monotonic()
     if not in_channel.is_file() and options.fleet_channel:
-        from resolver.fleet.channel import fetch_package
-
-        fetch_package(options.fleet_channel, file_name, project.channel, variant=f"{package.name} for {env.name}")
+        if options.fetch_variant is None:
+            raise InternalError(f"a fleet channel ({options.fleet_channel}) was named without a way to fetch from it",
+                                fix="pass fetch_variant with fleet_channel")
+        options.fetch_variant(file_name, project.channel, variant=f"{package.name} for {env.name}")
         outcome.status = "fetched"
         _say(out, f"{package.name} {package.version}: fetched {file_name} from {options.fleet_channel}, nothing to compile")
     elif not in_channel.is_file():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from resolver.kernels.envfacts import EnvFacts
 from resolver.kernels.parallelism import Parallelism
@@ -28,6 +28,9 @@ class BuildOptions:
     plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
     rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
     fleet_channel: str | None = None  # a fleet's shared channel: a variant missing here is fetched, never compiled
+    # how a variant is fetched from it: (file name, local channel, variant=what it is for) -> the file; the fleet
+    # stage hands it in (resolver.fleet.channel.fetch_package), so this stage imports nothing of the fleet
+    fetch_variant: Callable[..., Path] | None = field(default=None, compare=False)
 
 
 @dataclass

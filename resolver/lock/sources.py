@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from resolver.errors import BadInput
+from resolver.paths import ProjectPaths
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,7 +110,6 @@ class Sources:
         earlier lock remembered stays until a flag or variable sets that key again)."""
         from resolver.fs import write_json_atomic
         from resolver.names import redact_url
-        from resolver.paths import ProjectPaths
 
         chosen = {key: getattr(self, key.replace("-", "_")) for key, origin in self.origins
                   if key in ENV_VARS and (origin in ("command line", _REMEMBERED_ORIGIN) or origin.startswith("$"))}
@@ -163,13 +163,12 @@ class Sources:
                 "find_links": list(self.find_links), "mirrors": dict(self.mirrors), "set_by": dict(self.origins)}
 
 
-_REMEMBERED_ORIGIN = "the last lock here (.resolver/state/sources.json)"
+_REMEMBERED_ORIGIN = f"the last lock here ({ProjectPaths(Path('.')).sources_record})"
 
 
 def _remembered(root: Path) -> dict[str, Any]:
     """What the last lock here was told (:attr:`~resolver.paths.ProjectPaths.sources_record`): locations
     only (a URL, a path or a channel name; never an option), read as untrusted data."""
-    from resolver.paths import ProjectPaths
     from resolver.records import Fields, ListOf, Text, read_record
 
     location = Text(r"[^-\s][^\s]*", 8192)

@@ -210,7 +210,15 @@ class Setup:
                 return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
             from resolver.kernels import build_for_plan
 
-            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel)
+            fetch = None
+            if self.kernel_channel:
+                from functools import partial
+
+                from resolver.fleet.channel import fetch_package
+
+                fetch = partial(fetch_package, self.kernel_channel)
+            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel,
+                                     fetch_variant=fetch)
             self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
             compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
             return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "
