@@ -1,4 +1,4 @@
-"""How long planning and locking a fleet of N node profiles take (issue 17: seconds, not minutes).
+"""How long planning and locking a fleet of N node profiles take (target: seconds, not minutes).
 
     python benchmarks/fleet_scale.py [--nodes 1000] [--runs 3] [--json]
     python benchmarks/fleet_scale.py --resolve CHANNEL   # also lock with real solves (see below)

@@ -4,7 +4,7 @@ same cache state (warm), medians of several interleaved runs, ratios printed.
     python benchmarks/setup_vs_uv.py [--runs N] [--channel DIR] [--json]
 
 The CPU environment (torch 2.13.0+cpu, numpy, transformers, safetensors, einops, packaging, ninja and
-their dependencies) through this machine's pip configuration, as issue 16 measured it:
+their dependencies) through this machine's pip configuration:
 
 * lock:    ``resolver lock --target cpu`` (the cpu environment re-resolved: its conda python and the
            PyPI part) vs ``uv pip compile --generate-hashes`` of the same requirements, same sources;

@@ -1,7 +1,7 @@
 """``lock``: pixi.toml environments → one pixi.lock (v7) that pixi itself calls up to date.
 
-Every environment the manifest declares is locked, for every platform it declares
-(../shared/notes/pixi-compat.md §2): the requested ones are (re)resolved, the others keep their entries
+Every environment the manifest declares is locked, for every platform it declares (pixi calls a
+lock outdated otherwise: pixi_core/src/lock_file/outdated.rs): the requested ones are (re)resolved, the others keep their entries
 when the lock already holds them. For one environment on one platform:
 
 1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)

@@ -3,7 +3,7 @@
 py-rattler writes the layout pixi reads; we then post-process its text, deterministically:
 
 * PyPI entries get ``sha256``, ``requires_dist`` and ``requires_python`` (``add_pypi_package`` records
-  only name, version and location; ../shared/notes/py-rattler.md §0.4);
+  only name, version and location);
 * locations inside the project become relative (``./...``), so the lock works on a teammate's
   machine (v7 allows it; rattler then refuses to build records from them, so :func:`read_lock`
   rebuilds the records itself, §0.3).
