@@ -142,3 +142,22 @@ class _NoIndex:
     @staticmethod
     def package_index(name: str) -> None:
         return None
+
+
+def test_index_credentials_never_reach_a_message_or_a_record(wheels, tmp_path):
+    """An index URL with a password in it (pip's and uv's way of naming a private index) is used as
+    given, but what is reported or remembered shows it as pip does (user:****) or leaves it out."""
+    from resolver.lock.sources import Sources
+
+    secret = "http://user:s3cret@127.0.0.1:9/simple"
+    project = ProjectPaths(tmp_path)
+    result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
+                                          platform=host_subdir(), extra_index_urls=(secret,), find_links=(str(wheels),)),
+                          project)
+    assert result.skipped_indexes == ("http://user:****@127.0.0.1:9/simple",)
+    sources = Sources.load(tmp_path, environ={"RESOLVER_EXTRA_INDEX_URLS": f"{secret} https://mirror.example/simple"})
+    assert secret in sources.extra_index_urls  # used as given
+    sources.remember(tmp_path)
+    kept = [p for p in tmp_path.rglob("*.json") if p.is_file()]
+    assert project.sources_record in kept and all("s3cret" not in p.read_text() for p in kept)
+    assert Sources.load(tmp_path, environ={}).extra_index_urls == ("https://mirror.example/simple",)

@@ -68,7 +68,7 @@ class PypiRequest:
 @dataclass(frozen=True)
 class PypiResolution:
     artifacts: tuple[PypiArtifact, ...]
-    skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached
+    skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached (credentials redacted)
 
 
 def resolve(request: PypiRequest, project: ProjectPaths, *,
@@ -84,8 +84,8 @@ def resolve(request: PypiRequest, project: ProjectPaths, *,
 
     def answers(url: str) -> bool:
         if url.startswith(("http://", "https://")) and not reachable(url):
-            if url not in skipped:
-                skipped.append(url)
+            if redact_url(url) not in skipped:  # what is reported: never the credentials
+                skipped.append(redact_url(url))
                 info(f"  index {redact_url(url)} cannot be reached; left out")
             return False
         return True
