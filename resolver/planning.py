@@ -40,19 +40,59 @@ PACKAGE = Path(__file__).resolve().parent
 def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     """The plan for ``profile`` (default: this machine, as the probe reads it, machine doubles included);
     raises the :class:`~resolver.errors.Refusal` when there is none."""
-    profile = profile if profile is not None else probe_here()
-    memo = PlanMemo(profile, request)
-    plan = memo.recall()
-    if plan is None:
-        from resolver.decide import decide
-        from resolver.knowledge import Knowledge
+    from resolver.decide.model import Plan
 
-        outcome = decide(profile, request, Knowledge.load())
-        if outcome.plan is None:
-            raise outcome.refusal
-        plan = outcome.plan
-        memo.keep(plan)
+    profile = profile if profile is not None else probe_here()
+    memo = PlanMemo(profile, str(request.target), str(request.python) if request.python else None)
+    known = memo.recall()
+    if known is not None:
+        try:
+            return Plan.from_json(known)
+        except (ValueError, TypeError, KeyError):
+            pass
+    plan = _decide(profile, request)
+    memo.keep(plan.to_json())
     return plan
+
+
+def plan_document(profile: HardwareProfile | None, target: str, python: str | None) -> dict[str, Any]:
+    """The plan for a target and Python given as the user typed them, in its JSON form (what ``plan``
+    prints and renders): remembered ones are taken without importing the decision stage at all."""
+    profile = profile if profile is not None else probe_here()
+    memo = PlanMemo(profile, target, python)
+    known = memo.recall()
+    if known is None:
+        known = _decide(profile, request_of(target, python)).to_json()
+        memo.keep(known)
+    return known
+
+
+def request_of(target: str, python: str | None) -> Request:
+    """The request for ``--target`` and ``--python`` as typed; one sentence when either is not one."""
+    from resolver.decide.model import Request, Target
+    from resolver.errors import BadInput
+    from resolver.versions import DottedVersion
+
+    parsed = Target.parse(target)
+    version = None
+    if python is not None:
+        try:
+            version = DottedVersion.parse(python)
+        except ValueError:
+            version = None
+        if version is None or len(version.parts) < 2 or version.major != 3:
+            raise BadInput(f"--python {python!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
+    return Request(target=parsed, python=version)
+
+
+def _decide(profile: HardwareProfile, request: Request) -> Plan:
+    from resolver.decide import decide
+    from resolver.knowledge import Knowledge
+
+    outcome = decide(profile, request, Knowledge.load())
+    if outcome.plan is None:
+        raise outcome.refusal
+    return outcome.plan
 
 
 def probe_here() -> HardwareProfile:
@@ -90,43 +130,35 @@ def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | No
 
 
 class PlanMemo:
-    """The plan decided for one set of inputs, kept in the user's cache (a record of one shape:
-    ``{"inputs": ..., "plan": ...}``)."""
+    """The plan decided for one set of inputs, kept in the user's cache: one record shape,
+    ``{"inputs": ..., "plan": <Plan.to_json()>}``, the plan checked against :func:`plan_shape`."""
 
-    def __init__(self, profile: HardwareProfile, request: Request) -> None:
+    def __init__(self, profile: HardwareProfile, target: str, python: str | None) -> None:
         from resolver import __version__
         from resolver.paths import plan_memos
 
         decided_on = {k: v for k, v in profile.to_json().items() if k not in NOT_DECIDED_ON}
-        self.inputs = json.dumps([__version__, sys.version, decided_on, repr(request), package_digest()],
+        self.inputs = json.dumps([__version__, sys.version, decided_on, [target, python], package_digest()],
                                  sort_keys=True)
         data = self.inputs.encode()
         folder = plan_memos()
         self.file = None if folder is None else \
             folder / f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}.json"
 
-    def recall(self) -> Plan | None:
-        """The remembered plan, or None (never remembered, remembered for other inputs, or not a record
-        of a plan)."""
-        from resolver.errors import ResolverError
-        from resolver.records import Fields, OfType, Text, read_record
+    def recall(self) -> dict[str, Any] | None:
+        """The remembered plan's JSON form, or None (never remembered, remembered for other inputs, or not a
+        record of a plan)."""
+        from resolver.records import Fields, Text, read_record
 
         if self.file is None:
             return None
-        data = read_record(self.file, Fields({"inputs": Text(max_len=1 << 20), "plan": OfType(dict)}), limit=4 << 20)
-        if data is None or data["inputs"] != self.inputs:
-            return None
-        from resolver.decide.model import Plan
+        data = read_record(self.file, Fields({"inputs": Text(max_len=1 << 20), "plan": plan_shape()}), limit=4 << 20)
+        return data["plan"] if data is not None and data["inputs"] == self.inputs else None
 
-        try:
-            return Plan.from_json(data["plan"])
-        except (ResolverError, KeyError, TypeError, ValueError, AttributeError):
-            return None
-
-    def keep(self, plan: Plan) -> None:
+    def keep(self, plan: dict[str, Any]) -> None:
         from resolver.records import write_record
 
-        if self.file is None or not write_record(self.file, {"inputs": self.inputs, "plan": plan.to_json()},
+        if self.file is None or not write_record(self.file, {"inputs": self.inputs, "plan": plan},
                                                  label="plan-memo", in_order=True):  # the plan's own key order
             return  # a read-only cache: decide every time
         try:
@@ -135,6 +167,26 @@ class PlanMemo:
                 old.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def plan_shape():
+    """The shape of :meth:`resolver.decide.model.Plan.to_json`, for a plan read back from a record."""
+    from resolver.records import Fields, Flag, ListOf, MapOf, Text, optional
+
+    text, long = Text(max_len=4096), Text(max_len=1 << 16)
+    return Fields({
+        "backend": Text("cpu|cuda|rocm"), "backend_version": optional(text), "python": Text(r"3\.\d+", 8),
+        "platform": text, "target": text, "environment": Text(r"[a-z0-9-]{1,64}", 64),
+        "torch": Fields({"version": text, "variant": text, "source": Fields({"kind": text, "url": text}),
+                         "conda": optional(Fields({"channel": text, "spec": text})), "cxx11_abi": Flag(),
+                         "requirement": text}),
+        "kernels": Fields({"strategy": Text("build|prebuilt|none"), "arch_list": ListOf(text, 256),
+                           "packages": MapOf(text), "toolkit": optional(text), "toolkit_source": optional(text),
+                           "prebuilt_wheels": MapOf(text)}),
+        "patches": ListOf(Fields({"id": text, "file": text}), 256), "warnings": ListOf(long, 1024),
+        "trace": ListOf(Fields({"rule": text, "result": long, "because": long}), 4096),
+        "glibc": optional(text), "cuda_driver": optional(text), "runnable_here": Flag(), "summary": long,
+        "conda_packages": MapOf(text)})
 
 
 def package_digest() -> str:
@@ -192,7 +244,7 @@ def locked_plan_record(project: ProjectPaths, env_name: str) -> dict[str, Any] |
     None when there is no such record."""
     from resolver.records import Fields, MapOf, OfType, Text, read_record
 
-    shape = Fields({"plan": OfType(dict), "key": OfType(dict), "pythons": MapOf(Text(r"\d+(\.\d+)*", 32), Text(max_len=64)),
+    shape = Fields({"plan": plan_shape(), "key": OfType(dict), "pythons": MapOf(Text(r"\d+(\.\d+)*", 32), Text(max_len=64)),
                     "manifest_env": Text(r"[0-9a-f]{64}", 64)})
     return read_record(project.plan_record(env_name), shape, limit=4 << 20)
 

@@ -216,31 +216,20 @@ def write_record(path: str | Path, data: Any, *, label: str = "record", in_order
 class RecordMap:
     """A cache that maps keys (a sha256, by default) to entries of one shape, kept in one record.
 
-    Entries that are not of the shape are dropped when it is read (and the file rewritten at the next
-    :meth:`save`); a file that is not a record at all counts as empty. Safe to share between threads.
-    ``keep``: at most this many entries are written, the newest.
+    Entries whose key or value is not of its shape are dropped one by one when it is read (and the file
+    rewritten at the next :meth:`save`); a file that is not a record at all counts as empty. Threads may
+    share one: each change is one dict operation (a lost update between two threads costs one answer
+    computed again, nothing more). ``keep``: at most this many entries are written, the newest.
     """
 
     def __init__(self, path: Path, entry: Shape, *, key: Shape = SHA256, keep: int | None = None,
                  limit: int = RECORD_LIMIT) -> None:
-        self.path, self.entry, self.key, self.keep, self.limit = path, entry, key, keep, limit
-        import threading
-
-        self._entries: dict[str, Any] | None = None
-        self._dirty = False
-        self._lock = threading.Lock()
-
-    @property
-    def entries(self) -> dict[str, Any]:
-        if self._entries is None:
-            data = read_record(self.path, MapOf(Anything(), self.key), limit=self.limit)
-            if data is None:
-                self._dirty = self.path.exists() or self.path.is_symlink()  # a bad file is replaced
-                data = {}
-            kept = {k: v for k, v in data.items() if self.entry.accepts(v)}
-            self._dirty = self._dirty or len(kept) != len(data)
-            self._entries = kept
-        return self._entries
+        self.path, self.entry, self.key, self.keep = path, entry, key, keep
+        data = read_record(path, OfType(dict), limit=limit)
+        self.dirty = data is None and (path.exists() or path.is_symlink())  # a bad file is replaced
+        self.entries: dict[str, Any] = {k: v for k, v in (data or {}).items()
+                                        if key.accepts(k) and entry.accepts(v)}
+        self.dirty = self.dirty or len(self.entries) != len(data or {})
 
     def __contains__(self, key: str) -> bool:
         return key in self.entries
@@ -250,21 +239,16 @@ class RecordMap:
 
     def put(self, key: str, value: Any) -> None:
         """Remember ``value`` under ``key`` (refused silently when either is not of the declared shape)."""
-        if not (self.key.accepts(key) and self.entry.accepts(value)):
-            return
-        with self._lock:
-            entries = self.entries
-            if entries.get(key) != value or key not in entries:
-                entries.pop(key, None)
-                entries[key] = value
-                self._dirty = True
+        if self.key.accepts(key) and self.entry.accepts(value) and self.entries.get(key, self) != value:
+            self.entries.pop(key, None)
+            self.entries[key] = value
+            self.dirty = True
 
     def save(self) -> None:
-        with self._lock:
-            if not self._dirty or self._entries is None:
-                return
-            entries = self._entries
-            if self.keep is not None and len(entries) > self.keep:
-                entries = dict(list(entries.items())[-self.keep:])
-            if write_record(self.path, entries, label="cache", in_order=self.keep is not None):
-                self._dirty = False
+        if not self.dirty:
+            return
+        entries = dict(self.entries)
+        if self.keep is not None and len(entries) > self.keep:
+            entries = dict(list(entries.items())[-self.keep:])
+        if write_record(self.path, entries, label="cache", in_order=self.keep is not None):
+            self.dirty = False

@@ -450,14 +450,7 @@ class PlanMemo(Kind):
         from resolver.planning import PlanMemo as Memo
 
         plan, profile = _plan()
-        self.path_memo = Memo(profile, self.request()).file
-        return self.path_memo
-
-    @staticmethod
-    def request():
-        from resolver.decide.model import Request
-
-        return Request()
+        return Memo(profile, "auto", None).file
 
     def planted(self) -> Any:
         from resolver.planning import PlanMemo as Memo
@@ -465,7 +458,7 @@ class PlanMemo(Kind):
         plan, profile = _plan()
         data = plan.to_json()
         data["torch"]["source"]["url"] = "https://evil.example/whl"
-        return {"inputs": Memo(profile, self.request()).inputs, "plan": data}
+        return {"inputs": Memo(profile, "auto", None).inputs, "plan": data}
 
     def use(self) -> Any:
         return _plan()[0].to_json()

@@ -351,10 +351,11 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     assert human.returncode == 0 and "trace:" not in human.stdout and "kernels" in human.stdout
     assert "trace:" in _cli("--profile", str(path)).stdout  # rendered from the remembered plan as from a decided one
     profile = HardwareProfile.from_file(path)
-    memo = planning.PlanMemo(profile, Request())
-    assert memo.file == memos[0] and memo.recall().to_json() == json.loads(first.stdout)
+    memo = planning.PlanMemo(profile, "auto", None)
+    assert memo.file == memos[0] and memo.recall() == json.loads(first.stdout)
+    assert planning.plan_for(Request(), profile).to_json() == json.loads(first.stdout)  # the same memo
     monkeypatch.setattr(planning, "package_digest", lambda: "0" * 20)  # the installed resolver changed
-    assert planning.PlanMemo(profile, Request()).recall() is None
+    assert planning.PlanMemo(profile, "auto", None).recall() is None
     monkeypatch.undo()
     other = json.loads(memos[0].read_text())
     other["inputs"] = other["inputs"].replace("H100", "A100")  # a colliding file written for other inputs
