@@ -239,7 +239,7 @@ def test_uv_gets_no_requirement_as_an_option(tmp_path):
     from resolver.lock import pypi
 
     with pytest.raises(BadInput, match="not a PyPI project name"):
-        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), tmp_path, tmp_path / "verified")
+        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), ProjectPaths(tmp_path))
     source = (REPO / "resolver" / "uv.py").read_text()
     assert '"--", *(str(w) for w in wheels)' in source  # install: files after "--"; compile: a checked file
 

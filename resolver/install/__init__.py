@@ -190,8 +190,12 @@ def _remove_leftovers(project: ProjectPaths, name: str) -> None:
 def _linked(project: ProjectPaths, target: _Target, cached: EnvBuild, info: Info) -> bool:
     """The environment linked from its cached build, in place and running; False (nothing changed) when
     there is no usable cached build (then it is dropped and the environment built from the lock)."""
+    record = cached.record()
+    if record is None:
+        return False  # nothing to link: nothing is made
+
     def link(tmp: Path) -> None:
-        if not cached.link_into(tmp):
+        if not cached.link_into(tmp, record):
             raise _NoCachedBuild
         info(f"linked the environment from the cache ({cached.folder})")
 

@@ -28,11 +28,17 @@ class EnvBuild:
     def __init__(self, folder: Path, final: Path) -> None:
         self.folder, self.final = folder, final
 
-    def link_into(self, target: Path) -> bool:
+    def record(self) -> dict | None:
+        """The record of a cached build for ``final`` (None: there is none; conda files have the prefix
+        baked in, so a build kept for another place is none either)."""
+        record = read_record(self.folder / TEMPLATE_MARKER, _RECORD, limit=_RECORD_LIMIT)
+        return record if record is not None and record["final"] == str(self.final) else None
+
+    def link_into(self, target: Path, record: dict | None = None) -> bool:
         """Recreate the cached build at ``target`` with hard links; False (nothing left at ``target``, the
         cache dropped) when there is none for ``final``, or a file of it changed since it was kept."""
-        record = read_record(self.folder / TEMPLATE_MARKER, _RECORD, limit=_RECORD_LIMIT)
-        if record is None or record["final"] != str(self.final):  # conda files have the prefix baked in
+        record = record or self.record()
+        if record is None:
             return False
         if _link_tree(self.folder, target, record["files"]):
             return True
