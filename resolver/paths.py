@@ -8,7 +8,9 @@ Layout (all under the project root, the folder holding pixi.toml):
     .resolver/overlay/rocm-<v>/  fixed ROCm headers, put first on the include path of kernel builds
     .resolver/cache/             downloads (sdists, wheels), what the lock found out, cached builds
     .resolver/logs/              one log file per run of a long step
-    .resolver/state/             content-hash stamps of finished setup steps, the plans, the project lock
+    .resolver/state/             content-hash stamps of finished setup steps, the plans, an upgrade's state,
+                                 the project lock
+    .resolver/reports/           reports written for people (upgrades)
 
 and in the user's cache (``~/.cache/mamba-resolver``): verified artefacts by sha256, unpacked conda
 packages, remembered plans, parsed knowledge tables, the answers of toolkit binaries.
@@ -194,6 +196,16 @@ class ProjectPaths:
         return self.stamps / "sources.json"
 
     @property
+    def upgrade_state(self) -> Path:
+        """Where an upgrade stands (what was asked, the candidate, its stage, the proof and its inputs)."""
+        return self.stamps / "upgrade.json"
+
+    @property
+    def reports(self) -> Path:
+        """Reports written for people (an upgrade's Markdown and JSON)."""
+        return self.state_dir / "reports"
+
+    @property
     def patch_records(self) -> Path:
         """Headers patched in place (with their backups' sha256)."""
         return self.stamps / "patches"
@@ -211,6 +223,7 @@ RECORD_KINDS = {
     "env-facts": "ProjectPaths.env_facts_record (resolver.kernels.envfacts)",
     "verify-model": "ProjectPaths.verify_models/verify-model-<key> (resolver.verify.checkpoint)",
     "plan-record": "ProjectPaths.plan_record (resolver.planning)",
+    "upgrade-state": "ProjectPaths.upgrade_state (resolver.upgrade.journey)",
     "step-stamp": "ProjectPaths.step_stamps/<step>.json (resolver.setup.pipeline)",
     "sources": "ProjectPaths.sources_record (resolver.lock.sources)",
     "patch-record": "ProjectPaths.patch_records/<id>-in-place-<key>.json (resolver.patch.engine)",

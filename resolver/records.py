@@ -194,7 +194,7 @@ def read_record(path: str | Path, shape: Shape, *, limit: int = RECORD_LIMIT) ->
     """The data of the cache or state file ``path`` when it is a regular file of at most ``limit`` bytes
     (not a link to one), valid JSON and of ``shape``; else None, as if it were absent."""
     try:
-        data = json.loads(read_bytes_bounded(path, limit=limit, what="record", follow_links=False, own=True))
+        data = json.loads(read_bytes_bounded(path, limit=limit, what="record", follow_symlinks=False, own=True))
     except (BadInput, ValueError, RecursionError):
         return None
     return data if shape.accepts(data) else None

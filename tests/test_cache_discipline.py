@@ -319,6 +319,28 @@ class PlanRecord(Kind):
         return stored_plan(self.project, "cpu")
 
 
+class UpgradeState(Kind):
+    name = "upgrade-state"
+
+    def path(self) -> Path:
+        return self.project.upgrade_state
+
+    def planted(self) -> Any:
+        return {"wanted": {"target": "cpu", "torch": "6.6", "latest": False, "python": None, "env": "cpu"},
+                "current": "cpu", "candidate": "cpu-torch6-6", "stage": "proven", "at": time.time(),
+                "proof": {"ok": True}, "proof_inputs": SHA}
+
+    def use(self) -> Any:
+        """``upgrade --promote`` alone finishes the pending upgrade the state names (else it says there is none)."""
+        from resolver.errors import ResolverError
+        from resolver.upgrade.journey import UpgradeOptions, _Journey
+
+        try:
+            return _Journey(self.project, UpgradeOptions(promote=True), None)._wanted()
+        except ResolverError as exc:
+            return str(exc)
+
+
 class StepStamp(Kind):
     name = "step-stamp"
 
@@ -519,7 +541,7 @@ class ToolAnswers(Kind):
 
 
 KINDS = [PypiFiles, PypiRequires, CanonicalUrls, CanonicalMisses, EnvBuild, ReadyMarker, KernelImport, EnvFacts,
-         VerifyModel, PlanRecord, StepStamp, SourcesRecord, OverlayRecord, PatchRecord, VerifiedRecord, PlanMemo,
+         VerifyModel, PlanRecord, UpgradeState, StepStamp, SourcesRecord, OverlayRecord, PatchRecord, VerifiedRecord, PlanMemo,
          KnowledgeCache, ToolAnswers]
 
 
@@ -583,7 +605,7 @@ def test_a_crafted_record_is_ignored(kind, variant, tmp_path, monkeypatch, reque
 def test_a_record_this_user_wrote_is_trusted(tmp_path, monkeypatch):
     """The control: the same planted records, written by this user with the resolver's own mode, are
     taken (which is why the variants above are refused for what they are, not for their content)."""
-    for kind in (PlanMemo, StepStamp, SourcesRecord, ToolAnswers, VerifiedRecord):
+    for kind in (PlanMemo, StepStamp, SourcesRecord, ToolAnswers, VerifiedRecord, UpgradeState):
         record = kind(tmp_path / kind.name, monkeypatch)
         baseline = record.use()
         path = record.path()

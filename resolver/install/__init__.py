@@ -97,7 +97,7 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
 
 def environment_digest(env: LockedEnv) -> str:
     """A digest of everything install uses from the lock (same lock content → same digest)."""
-    parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256.hex() if r.sha256 else r.md5.hex()}"
+    parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256 or r.md5}"
                                                      for r in env.conda),
              *sorted(f"{a.location} {a.sha256}" for a in env.pypi)]
     return sha256_text("\n".join(parts))
@@ -162,7 +162,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
 
 
 def _target(project: ProjectPaths, env: LockedEnv) -> _Target:
-    has_conda_python = any(r.name.normalized == "python" for r in env.conda)
+    has_conda_python = any(r.name == "python" for r in env.conda)
     if env.pypi and not has_conda_python and not env.fallback:
         raise BadInput(f"pixi.lock's environment '{env.name}' has PyPI packages but no conda python, and is not "
                        "marked as a fallback (the lock was edited, or written by an older resolver)",
@@ -220,7 +220,7 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources 
 
     finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels)
     store = project.verified_store
-    conda_files = [verified_copy(r.url, r.sha256.hex() if r.sha256 else "", store, finder, progress=progress)
+    conda_files = [verified_copy(r.url, r.sha256 or "", store, finder, progress=progress)
                    for r in env.conda]
     wheels = [verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress) for a in env.pypi]
     return conda_files, wheels
@@ -244,7 +244,7 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
         make(tmp)
         (tmp / READY_MARKER).write_text(json.dumps({
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
-            "lock_digest": target.digest, "conda": [f"{r.name.normalized}-{r.version}-{r.build}" for r in env.conda],
+            "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
             "pypi": [f"{a.name}=={a.version}" for a in env.pypi]}, indent=2, sort_keys=True) + "\n",
             encoding="utf-8")
         swap_into_place(tmp, target.final)

@@ -11,8 +11,10 @@ from typing import Any, Callable
 from resolver.errors import InternalError
 from resolver.knowledge.query import Knowledge
 from resolver.knowledge.rows import (
+    KNOWN_BAD_WHEN,
     AmdChip,
     AmdModel,
+    ApiChange,
     ArchSupport,
     BuildFix,
     CondaForge,
@@ -20,6 +22,7 @@ from resolver.knowledge.rows import (
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    KnownBad,
     NvidiaChip,
     NvidiaModel,
     OfficialGfx,
@@ -240,6 +243,21 @@ def _kernel_release(row: _Row) -> KernelRelease:
                          row.opt_version("torch_max"), row.confirmed(), row.str("source"), wheel_archs)
 
 
+def _api_change(row: _Row) -> ApiChange:
+    torch = row.version("torch")
+    if len(torch.parts) != 2:
+        raise row._bad("torch", "must be major.minor")
+    return ApiChange(row.str("id"), torch, row.str("package"), row.str("what"), row.str("effect"),
+                     row.opt_str("warning"), row.confirmed(), row.str("source"))
+
+
+def _known_bad(row: _Row) -> KnownBad:
+    when = row.str("when")
+    if when not in KNOWN_BAD_WHEN:
+        raise row._bad("when", f"is not one of {', '.join(KNOWN_BAD_WHEN)}")
+    return KnownBad(row.str("id"), when, row.str("what"), row.str("fix"), row.confirmed(), row.str("source"))
+
+
 def _wheel_set(row: _Row) -> WheelSet:
     version = row.str("version")
     return WheelSet(row.str("package"), version, row.str("tag", f"v{version}"), row.strs("torch"), row.ints("cuda_major"),
@@ -274,6 +292,8 @@ _TABLES: dict[str, tuple[str, str, str | None, Callable[[_Row], Any]]] = {
     "build_fixes": ("mamba.toml", "build_fix", None, lambda r: BuildFix(
         r.str("id"), r.opt_str("package"), r.str("applies"), r.str("what"), r.opt_str("avoid_arch"),
         r.opt_str("use_instead"), r.str("source"), r.opt_version("nvcc_min"), r.opt_version("nvcc_below"))),
+    "api_changes": ("mamba.toml", "api_change", "id", _api_change),
+    "known_bad": ("mamba.toml", "known_bad", "id", _known_bad),
     "header_fixes": ("rocm.toml", "header_fix", None, lambda r: HeaderFix(
         r.str("id"), r.version("rocm_min"), r.version("rocm_below"), r.str("file"), r.str("why"), r.str("source"))),
     "official_gfx": ("rocm.toml", "official_gfx", None, lambda r: OfficialGfx(

@@ -147,7 +147,7 @@ def default_checkpoint(cache_dir: Path, spec: TinySpec | None = None) -> Path:
     for filename, payload in _payloads(spec).items():
         try:
             same = read_bytes_bounded(folder / filename, limit=len(payload), what="the cached checkpoint",
-                                      follow_links=False, own=True) == payload
+                                      follow_symlinks=False, own=True) == payload
         except BadInput:
             same = False
         if not same:  # the rename replaces a link planted there, never what it points at
