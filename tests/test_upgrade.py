@@ -372,7 +372,9 @@ def test_the_upgrade_on_the_h100_double_builds_for_its_architecture_and_proves_o
         # lock beside: cpu's entries byte for byte; the new one with its own nvcc
         lock = (project / "pixi.lock").read_text()
         assert environment_entries(lock, "cpu") == environment_entries(before, "cpu")
-        assert "/cuda-nvcc-13.0" in lock and "__cuda=13" in lock
+        # its own nvcc; on the workspace's linux-64 platform, since default (locked, naming no platform) would
+        # take a new CUDA platform too (pixi.lock then declares no __cuda: the lock's note says so)
+        assert "/cuda-nvcc-13.0" in lock
         # kernels built for the double's architecture, checked by architecture in the proof's verify
         (package,) = result["kernels"]["packages"]
         assert package["status"] == "built" and package["archs"] == ["9.0"]
