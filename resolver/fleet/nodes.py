@@ -59,7 +59,11 @@ def read_nodes(folder: Path | None, files: tuple[Path, ...] = ()) -> tuple[Node,
     by_gpu: dict[str, Path] = {}
     nodes: list[Node] = []
     for path in paths:
-        real = path.resolve()
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):  # a loop of symbolic links (RuntimeError before Python 3.13)
+            raise BadInput(f"profile file {path} is a loop of symbolic links",
+                           fix="replace it by the `python -m resolver probe --json` file of that node") from None
         if real in seen_paths:
             continue  # the same file named twice (the folder and --profile) is one file
         seen_paths.add(real)

@@ -28,7 +28,7 @@ from resolver import proc
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER
-from resolver.install.fetch import Finder, verified_copy
+from resolver.install.fetch import Finder, manifest_folders, verified_copy
 from resolver.install.template import TEMPLATE_MARKER, link_tree, save_template, template_final, template_ready
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.lock.sources import Sources
@@ -154,7 +154,8 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                                      fix="relock where a conda channel answers (the environment then brings its own "
                                          f"Python), or install Python {python} (e.g. `pyenv install {python}`)")
     info(f"checking {len(env.conda) + len(env.pypi)} locked artefacts")
-    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels)
+    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels,
+                    manifest_folders(project.root, env.name))
     store = project.verified
     conda_files = [verified_copy(r.url, r.sha256.hex() if r.sha256 else "", store, finder, progress=progress)
                    for r in env.conda]

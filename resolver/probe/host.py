@@ -27,7 +27,7 @@ def parse_ldd_version(text: str) -> str | None:
     first = text.strip().splitlines()[0] if text.strip() else ""
     if "glibc" not in first.lower() and "gnu libc" not in first.lower():
         return None
-    match = re.search(r"(\d+\.\d+)\s*$", first)
+    match = re.search(r"(?<!\d)(\d+\.\d+)\s*$", first)  # starts only where a run of digits does: linear
     return match.group(1) if match else None
 
 
