@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import datetime
-import json
 import re
 import sys
 import time
@@ -291,12 +290,13 @@ def add_package(prefix: Path, package_file: Path, *, cache_dir: Path) -> None:
 
 def _channel_record(package_file: Path) -> Any:
     """The channel's repodata record of ``package_file`` (the channel is its grandparent folder)."""
+    from resolver.package_check import channel_record
+
     r = rattler()
     subdir = package_file.parent
-    repodata = json.loads((subdir / "repodata.json").read_text(encoding="utf-8"))
-    entry = (repodata.get("packages.conda") or {}).get(package_file.name)
-    if entry is None:
-        raise BadInput(f"{package_file.name} is not in {subdir / 'repodata.json'}",
+    entry = channel_record(package_file)
+    if not all(isinstance(entry.get(key), str) for key in ("name", "version", "build", "subdir")):
+        raise BadInput(f"the record of {package_file.name} in {subdir / 'repodata.json'} is malformed",
                        fix=f"re-index the channel (`python -m resolver build` does), or rebuild {package_file.name}")
     spec = f"{entry['name']} =={entry['version']} {entry['build']}"
     records = run(r.solve([r.Channel(str(subdir.parent.resolve()))], [spec], platforms=[entry["subdir"], "noarch"],

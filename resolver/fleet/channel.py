@@ -92,11 +92,17 @@ def publish(source: Path, to: str) -> PublishReport:
     subdirs = sorted({"noarch", *(p.parent.name for p in packages)})
     _check_writable_tree(folder, subdirs)
     report = PublishReport(channel_url(str(folder)))
+    made = not folder.exists()
     folder.mkdir(exist_ok=True)
-    with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
-        _check_writable_tree(folder, subdirs)  # again, now that no other publisher writes
-        _check_unindexed(folder, subdirs)
-        _copy_and_index(packages, folder, subdirs, report)
+    try:
+        with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
+            _check_writable_tree(folder, subdirs)  # again, now that no other publisher writes
+            _check_unindexed(folder, subdirs)
+            _copy_and_index(packages, folder, subdirs, report)
+    except BaseException:
+        if made:  # the channel did not exist: it still does not
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return report
 
 
@@ -154,13 +160,13 @@ def _publishing(folder: Path) -> Iterator[None]:
 
 
 def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport) -> None:
-    """Copy and index; on any failure remove what was added and put the indexes back as they were."""
+    """Copy and index; on any failure remove whatever was added (packages, folders, the indexer's temporary
+    files) and put the indexes back as they were."""
     from resolver.conda import index_channel
 
-    made = [folder / subdir for subdir in subdirs if not (folder / subdir).exists()]
     indexes = {path: path.read_bytes() for subdir in subdirs
                for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
-    before = {subdir: set(os.listdir(folder / subdir)) if (folder / subdir).is_dir() else set() for subdir in subdirs}
+    before = _entries(folder)
     try:
         for package in packages:
             subdir = package.parent.name
@@ -176,17 +182,24 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
             (folder / subdir).mkdir(parents=True, exist_ok=True)
         index_channel(folder, tuple(subdirs))
     except BaseException:
-        for subdir in subdirs:
-            place = folder / subdir
-            for name in (set(os.listdir(place)) if place.is_dir() else set()) - before[subdir]:
-                (place / name).unlink(missing_ok=True)
+        for path in sorted(_entries(folder) - before, key=lambda p: -len(p.parts)):  # deepest first
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
         for path, data in indexes.items():
             if not path.is_file() or path.read_bytes() != data:
                 with atomic_stream(path, label="publish-restore") as sink:
                     sink.write(data)
-        for place in made:
-            shutil.rmtree(place, ignore_errors=True)
         raise
+
+
+def _entries(folder: Path) -> set[Path]:
+    """Every file and folder below ``folder`` (links not followed)."""
+    found = set()
+    for top, dirs, files in os.walk(folder):
+        found.update(Path(top) / name for name in (*dirs, *files))
+    return found
 
 
 def _refuse_remote(to: str) -> None:
@@ -221,6 +234,20 @@ def read_index(location: str, subdir: str) -> dict[str, Any]:
     return index
 
 
+def index_entry(index: dict[str, Any], file_name: str) -> dict[str, Any] | None:
+    """The record of ``file_name`` in a channel's index (``repodata.json`` as read), or None.
+
+    >>> index_entry({"packages.conda": {"a-1-h0.conda": {"sha256": "00"}}, "packages": []}, "a-1-h0.conda")
+    {'sha256': '00'}
+    """
+    for key in ("packages.conda", "packages"):
+        table = index.get(key)
+        entry = table.get(file_name) if isinstance(table, dict) else None
+        if isinstance(entry, dict):
+            return entry
+    return None
+
+
 def fetch_package(location: str, file_name: str, local_channel: Path, *, variant: str,
                   subdir: str = "linux-64") -> Path:
     """Download ``file_name`` from the channel into ``local_channel`` (sha256 checked) and index it there."""
@@ -230,8 +257,8 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
 
     check_file_name(file_name, what="kernel package file name", fix="lock the fleet again")
     index = read_index(location, subdir)
-    entry = (index.get("packages.conda") or {}).get(file_name) or (index.get("packages") or {}).get(file_name)
-    if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+    entry = index_entry(index, file_name)
+    if entry is None or not isinstance(entry.get("sha256"), str):
         raise BadInput(f"kernel channel {location} has no {file_name} ({variant}): it was not built or not published",
                        fix="build it in CI (`python -m resolver build --matrix` lists it) and publish it "
                            "(`python -m resolver channel publish --to ...`)")
