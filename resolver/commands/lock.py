@@ -38,13 +38,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
                         help="with --fleet: the shared channel nodes take their prebuilt kernels from (recorded in "
                              "pixi.toml)")
+    from resolver.probe.overrides import add_gpu_arguments
+
+    add_gpu_arguments(parser)
 
 
-def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
-    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given)."""
+def plans_for(targets: list[str], profile_file: Path | None, project, compute_capability: str | None = None,
+              gfx: str | None = None) -> list:
+    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given and
+    no GPU architecture is stated)."""
     from resolver.decide.model import Request, Target
 
-    if not targets:
+    if not targets and not (compute_capability or gfx):
         from resolver import lock
         from resolver.lock.manifest import Manifest
 
@@ -62,6 +67,11 @@ def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(profile_file)
+    if compute_capability or gfx:
+        from resolver.planning import probe_here
+        from resolver.probe.overrides import apply_gpu_overrides
+
+        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
     return [plan_for(Request(target=t), profile) for t in parsed]
 
 
@@ -70,7 +80,7 @@ def _fleet(args):
     from resolver.decide.model import Request, Target
     from resolver.errors import Refusal, UsageError
     from resolver.fleet.classes import plan_fleet
-    from resolver.fleet.nodes import read_nodes
+    from resolver.fleet.nodes import iter_nodes
     from resolver.fleet.record import write_fleet
 
     if len(args.target) > 1:
@@ -81,12 +91,26 @@ def _fleet(args):
 
         python = _python(args.python)
     request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
-    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
+    fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
         raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
                       fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
     return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
+
+
+def _write_node_list(project, fleet) -> None:
+    """The fleet's node list beside pixi.toml when pixi.toml counts the nodes instead of listing them; one
+    written before and no longer needed goes."""
+    from resolver.fleet.record import NODE_LIST, node_list
+    from resolver.fs import write_text_atomic
+
+    text = node_list(fleet)
+    path = project.root / NODE_LIST
+    if text is not None:
+        write_text_atomic(path, text, label="fleet-nodes")
+    elif path.is_file() and not path.is_symlink():
+        path.unlink()
 
 
 def run(args, out) -> int:
@@ -129,18 +153,28 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
 
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
-        plans = plans_for(args.target, args.profile[0] if args.profile else None, project)
+        plans = plans_for(args.target, args.profile[0] if args.profile else None, project, args.compute_capability, args.gfx)
     sources = Sources.load(project.root, flags={
         "conda-channels": args.channel, "torch-index": args.torch_index,
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
     from resolver.paths import project_lock
 
+    changes = ()
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
+        if fleet is not None:  # only the classes that changed are solved
+            from resolver.fleet import relock
+
+            changes = relock.compare(*relock.project_state(project), fleet, edit)
+            solve = relock.to_solve(changes)
+            plans = [c.plan for c in fleet.classes if c.name in solve]
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
                                   info=out.info, edit=edit, speculation=speculation)
+        if fleet is not None:
+            changes = relock.settled(changes, {env.name for env in summary.locked})
+            _write_node_list(project, fleet)
     data = summary.to_json()
     if fleet is not None:
-        data["fleet"] = fleet.to_json()
+        data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
     for env in summary.locked:
         lines.append(f"  {env.name} [{env.platform}]: {env.conda_packages} conda + {env.pypi_packages} PyPI packages"
@@ -151,8 +185,15 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:
-        lines += [f"  class {c.name}: {', '.join(c.nodes)}" for c in fleet.classes]
-        lines += [f"  no class for {u.node} ({u.file}): {u.reason}" for u in fleet.unserved]
+        from resolver.fleet.record import NODE_LIST, lists_nodes
+
+        done = {"new": "solved", "changed": "solved", "unlocked": "solved", "kept": "kept", "gone": "removed"}
+        lines += [f"  class {c.environment}: {done[c.status]}: {c.why}" for c in changes]
+        from resolver.commands.plan import unserved_lines
+
+        lines += [f"  no class for {line}" for line in unserved_lines(fleet)]
+        if not lists_nodes(fleet):
+            lines.append(f"  every node's class: {project.root / NODE_LIST}")
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
         lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))

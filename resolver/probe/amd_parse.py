@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Every pattern here reads untrusted text (a pasted report) in linear time: line-based patterns use
 # [ \t] where \s would run across blank lines, and no two neighbouring repetitions overlap.
@@ -22,6 +22,8 @@ _AMD_SMI_GPU_LINE = re.compile(r"^GPU:[ \t]*\d+[ \t]*$", re.MULTILINE)
 _AMD_SMI_ROW = re.compile(r"\s*[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+")
 _ROCM_SMI_HEAD = re.compile(r"GPU\[(\d+)\]\s*:")
 _ROCM_SMI_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")
+_ROCM_SMI_JSON = re.compile(r'\{\s*"card')
+_JSON_TRIES = 8
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class AmdAgent:
 
     name: str | None
     gfx: str | None
+    pci_device: str | None = field(default=None, repr=False, compare=False)  # the PCI device id a tool printed (rocm-smi: "0x738c")
 
 
 def parse_rocm_version_file(text: str) -> str | None:
@@ -160,13 +163,51 @@ def parse_rocm_smi_products(text: str) -> list[AmdAgent]:
         key = key.strip()
         if colon and _ROCM_SMI_KEY.fullmatch(key):
             cards.setdefault(head.group(1), {}).setdefault(key.lower(), value.strip())
-    agents = []
-    for fields in cards.values():
-        names = [fields.get(k, "") for k in ("card series", "card model")]
-        name = next((n for n in names if n and not re.fullmatch(r"0x[0-9a-fA-F]+", n)), None)
-        gfx = fields.get("gfx version") or None
-        if name or gfx:
-            agents.append(AmdAgent(name, gfx))
+    return [agent for agent in (_rocm_smi_card(fields) for fields in cards.values()) if agent]
+
+
+def _rocm_smi_card(fields: dict[str, str]) -> AmdAgent | None:
+    """One card of rocm-smi (text or ``--json``; keys lower-cased): its name, gfx and PCI device id.
+    Older rocm-smi put the device id in ``Card series`` (``0x738c``, MI100) or ``Card model``; from ROCm
+    6.1 ``Device Name`` / ``Device ID`` hold the PCI ID Repository's name and the id."""
+    names = [fields.get(k, "") for k in ("device name", "card series", "card model")]
+    ids = [hex_text for hex_text in (fields.get("device id"), *names) if hex_text and re.fullmatch(r"0x[0-9a-fA-F]{1,4}", hex_text.strip())]
+    name = next((n for n in names if n and not re.fullmatch(r"0x[0-9a-fA-F]+", n.strip())), None)
+    gfx = fields.get("gfx version") or None
+    device = ids[0].strip().lower()[2:].zfill(4) if ids else None
+    if name or gfx or device:
+        return AmdAgent(name, gfx, device)
+    return None
+
+
+def parse_rocm_smi_json(text: str) -> list[AmdAgent]:
+    """``rocm-smi ... --json``: ``{"card0": {"Card Series": ..., "Card Model": "0x7408", "GFX Version":
+    "gfx9010"}, ...}`` (older keys) or ``{"card0": {"Device Name": ..., "Device ID": "0x744c"}}``. Text
+    around the JSON object (a shell prompt, a paste's prose) is skipped; the object is read once.
+
+    >>> parse_rocm_smi_json('{"card0": {"Card Series": "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2", '
+    ...                     '"Card Model": "0x7408", "GFX Version": "gfx9010"}}')
+    [AmdAgent(name='AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2', gfx='gfx9010')]
+    """
+    import json
+
+    agents: list[AmdAgent] = []
+    decoder = json.JSONDecoder()
+    # an object opening with a "cardN" key, at most a few tries: each failed one may read to the end of the text
+    for attempt, opening in enumerate(_ROCM_SMI_JSON.finditer(text)):
+        if agents or attempt == _JSON_TRIES:
+            break
+        try:
+            data, _ = decoder.raw_decode(text, opening.start())
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict):
+            for key, card in data.items():
+                if str(key).startswith("card") and isinstance(card, dict):
+                    fields = {str(k).strip().rstrip(":").lower(): str(v) for k, v in card.items()}
+                    agent = _rocm_smi_card(fields)
+                    if agent:
+                        agents.append(agent)
     return agents
 
 
