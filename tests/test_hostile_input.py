@@ -459,3 +459,14 @@ def test_a_killed_probe_does_not_promise_to_resume(sig, code, word):
     _, err = probe.communicate(timeout=30)
     assert probe.returncode == code and err.startswith(word), err
     assert "resume" not in err and "run the same command again" in err and "Traceback" not in err
+
+
+def test_publish_takes_no_package_through_a_link(tmp_path, built):
+    """CI's artefact folder holding a link (to a file of the runner, to another package) publishes nothing."""
+    source = good_and(built, tmp_path, None)
+    secret = tmp_path / "secret.conda"
+    secret.write_text("TOKEN=hunter2\n")
+    (source / "linux-64" / "zz-1.0-h0_0.conda").symlink_to(secret)
+    site = tmp_path / "site"
+    line = one_error(publish(source, site), 3)
+    assert "zz-1.0-h0_0.conda is a symbolic link" in line and not site.exists()

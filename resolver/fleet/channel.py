@@ -65,11 +65,18 @@ def local_folder(location: str) -> Path | None:
 
 
 def packages_of(channel: Path) -> list[Path]:
-    """The package files of a local channel folder, by subdir then name (links left out: never followed)."""
+    """The package files of a local channel folder, by subdir then name. A package that is a symbolic link
+    is refused (exit 3): what it points to is not what the folder holds."""
     if not channel.is_dir():
         return []
-    return sorted(p for sub in channel.iterdir() if sub.is_dir() and not sub.is_symlink() for p in sub.iterdir()
-                  if p.name.endswith(PACKAGE_SUFFIXES) and stat.S_ISREG(p.lstat().st_mode))
+    found = sorted(p for sub in channel.iterdir() if sub.is_dir() for p in sub.iterdir()
+                   if p.name.endswith(PACKAGE_SUFFIXES))
+    for path in found:
+        if path.is_symlink() or path.parent.is_symlink():
+            link = path if path.is_symlink() else path.parent
+            raise BadInput(f"{link} is a symbolic link (to {os.readlink(link)}); packages are published from files, "
+                           "never through a link", fix=f"copy the package itself into {channel}, then publish again")
+    return [path for path in found if stat.S_ISREG(path.stat().st_mode)]
 
 
 def publish(source: Path, to: str) -> PublishReport:

@@ -233,6 +233,16 @@ def _fallbacks_in_header(path: Path) -> dict[tuple[str, str], str | None]:
     return found
 
 
+def _deeply_nested(path: Path) -> bool:
+    """Whether the file opens 8 YAML flow collections (``[``, ``{``) with none closed in between: a lock nests
+    them two deep at most, and rattler's YAML reader is quadratic in the depth (200 kB of ``{a: ``: 25 s)."""
+    with open(path, "rb") as handle:
+        return any(_NESTED.search(block) for block in iter(lambda: handle.read(1 << 20), b""))
+
+
+_NESTED = re.compile(rb"(?:[\[{][^\[\]{}]*){8}")
+
+
 def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
     """Every environment of a pixi.lock, per platform, with locations made absolute."""
     from resolver.conda import rattler
@@ -244,6 +254,9 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
                                fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{path} does not exist", fix="run `python -m resolver lock` first")
     check_regular_file(path, limit=LOCK_LIMIT, what="the lock file", fix="restore pixi.lock from version control")
+    if _deeply_nested(path):  # the YAML reader takes seconds per 100 kB of "[[[[" before it gives up
+        raise BadInput(f"{path} cannot be read as a pixi.lock (its YAML is nested too deeply)",
+                       fix="restore it from version control or run `python -m resolver lock` again")
     try:
         lock = r.LockFile.from_path(str(path))
     except Exception as exc:  # rattler.exceptions.LockFileError and parse errors

@@ -74,7 +74,7 @@ def container(system: System) -> str | None:
 
 def memory_available_mib(system: System) -> int | None:
     """``MemAvailable`` from /proc/meminfo (Linux only)."""
-    match = re.search(r"^MemAvailable:\s+(\d+)\s*kB", system.read("/proc/meminfo") or "", re.MULTILINE)
+    match = re.search(r"^MemAvailable:[ \t]+(\d{1,15})[ \t]*kB", system.read("/proc/meminfo") or "", re.MULTILINE)
     return int(match.group(1)) // 1024 if match else None
 
 

@@ -39,7 +39,8 @@ _BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 _TABLE_MODES = ("On", "Off", "WDDM", "TCC", "MCDM", "N/A")
 _TABLE_INDEX = re.compile(r"\s*(\d+)\s+")
 _TABLE_BUS = re.compile(rf"\s*{_BUS_ID}")
-_TABLE_MEMORY = re.compile(r"(?<!\d)(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_TABLE_MEMORY = re.compile(r"(?<!\d)(\d{1,9})\s*MiB\s*/\s*(\d{1,9})\s*MiB")
+_VERSION_CELL = re.compile(r"\d{1,6}(?:\.\d{1,6}){1,3}")  # a driver version as a csv cell holds it
 _LIST_HEAD = re.compile(r"GPU\s+(\d+):\s+")
 _LIST_UUID = re.compile(r"\(UUID:\s*(GPU-[0-9A-Fa-f-]+)\)")
 _DETAIL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9 ./()-]*")
@@ -114,7 +115,7 @@ def parse_query_csv(text: str, fields: tuple[str, ...]) -> list[dict[str, str | 
 
 def parse_memory_mib(text: str | None) -> int | None:
     """``81559 MiB`` → 81559."""
-    match = re.match(r"\s*(\d+)\s*MiB", text or "")
+    match = re.match(r"\s*(\d{1,9})\s*MiB", text or "")
     return int(match.group(1)) if match else None
 
 
@@ -130,7 +131,8 @@ def read_query_csv(text: str, fields: tuple[str, ...]) -> NvidiaReading:
     81920
     """
     rows = parse_query_csv(text, fields)
-    driver = next((row["driver_version"] for row in rows if row.get("driver_version")), None)
+    driver = next((row["driver_version"] for row in rows if _VERSION_CELL.fullmatch(row.get("driver_version") or "")),
+                  None)
     gpus = tuple(GpuSeen(row["name"] or "NVIDIA GPU", row.get("compute_cap"), parse_memory_mib(row.get("memory.total")),
                          row.get("uuid")) for row in rows)
     return NvidiaReading(driver=driver, gpus=gpus)

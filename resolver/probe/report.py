@@ -241,7 +241,13 @@ def profile_from_report(text: str) -> HardwareProfile:
     if lines > MAX_LINES:
         raise BadInput(f"the report has {lines} lines, more than the {MAX_LINES} the probe reads",
                        fix="paste only the outputs of the tools, not whole logs")
-    text = _capped_lines(text)
+    try:
+        return _profile(_capped_lines(text))
+    except ValueError as exc:  # a value no type takes (a version of 5 000 digits): the report's, not a bug
+        raise BadInput(f"the report holds a value the probe cannot read ({str(exc)[:120]})", fix=_FIX) from None
+
+
+def _profile(text: str) -> HardwareProfile:
     findings, forms, assumed = Findings(), [], {}
     env = parse_collect_env(text)
     if env is not None:
