@@ -19,7 +19,8 @@ from resolver.errors import BadInput, ExitCode, InternalError, ResolverError, Us
 from resolver.names import printable
 from resolver.ui import Output
 
-COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench")
+COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench",
+            "upgrade", "rollback")
 # Commands whose finished work a second run keeps (step stamps, verified downloads, built packages): an
 # interrupted one resumes. The others have nothing to resume: a second run simply does it all again.
 RESUMING = ("setup", "lock", "install", "build")
