@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import datetime
+import json
 import re
 import sys
 import tempfile
