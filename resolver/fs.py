@@ -17,6 +17,7 @@ file. ``RESOLVER_CRASH_AT=<label>`` makes the process exit abruptly (``os._exit`
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -139,7 +140,9 @@ def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") 
                        fix=f"move the folder {path} aside (the file {path.name} belongs there)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # an earlier write's leftover, or a link someone put there: never written through
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -154,6 +157,38 @@ def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") 
         raise
     _fsync_dir(path.parent)
     crash_point(f"{label}:after-replace")
+
+
+def open_no_follow(path: str | Path, flags: int, *, what: str, mode: int = 0o644) -> int:
+    """A descriptor of the regular file ``path``, opened without following a symbolic link in its last part:
+    how the resolver opens a file it writes in place (a lock file) in a folder others can write. A link
+    or anything but a regular file there is one :class:`BadInput` (exit 3), and nothing is written."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadInput(f"{what} {path} is a symbolic link; the resolver does not write through a link",
+                           fix=f"remove the link {path} (and find out who made it), then run again") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise BadInput(f"{what} {path} is not a regular file", fix=f"remove {path}, then run again")
+    return fd
+
+
+def check_real_folder(path: str | Path, *, what: str) -> None:
+    """Refuse (:class:`BadInput`, exit 3) a ``path`` that is a symbolic link or anything but a folder; a
+    missing path is fine (it will be made). For the folders the resolver writes in that others can write."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise BadInput(f"{what} {path} is a symbolic link (to {os.readlink(path)}); the resolver does not write "
+                       "through a link", fix=f"remove the link {path} (and find out who made it), then run again")
+    if not stat.S_ISDIR(info.st_mode):
+        raise BadInput(f"{what} {path} is not a folder", fix=f"move {path} aside, then run again")
 
 
 def write_atomic(path: str | Path, data: bytes, *, mode: int = 0o644, label: str = "write") -> None:

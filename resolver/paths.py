@@ -245,13 +245,17 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
     run) writes nothing: it waits for a run that holds the lock but neither creates the file nor
     records itself in it.
     """
+    from resolver.fs import open_no_follow
+
     path = state_dir / "project.lock"
     if read_only and not path.is_file():
         yield  # no run has ever held this project: nothing to wait for, nothing to create
         return
     if not read_only:
         state_dir.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "r" if read_only else "a+", encoding="utf-8")
+    # never through a link: a project folder can be shared, and the holder writes its pid here
+    fd = open_no_follow(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT, what="the project lock file")
+    handle = os.fdopen(fd, "r" if read_only else "r+", encoding="utf-8")
     try:
         if os.name == "nt":  # pragma: no cover - msvcrt locking on Windows
             import msvcrt
@@ -263,7 +267,7 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = path.read_text(encoding="utf-8").strip() or "another resolver"
+                holder = handle.read(200).strip() or "another resolver"
                 if not wait:
                     raise Busy(f"another resolver run holds the project ({holder})",
                                fix="wait for it to finish, or run again without --no-wait to queue behind it") from None

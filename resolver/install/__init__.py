@@ -28,7 +28,7 @@ from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverE
 from resolver.fs import sha256_text
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
-from resolver.install.fetch import Finder, verified_copy
+from resolver.install.fetch import Finder, manifest_folders, verified_copy
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.lock.sources import Sources
@@ -218,7 +218,8 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources 
     """The private, checked copies of every locked conda package and wheel."""
     from resolver.lock.pipconfig import read_pip_config
 
-    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels)
+    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels,
+                    manifest_folders(project.root, env.name))
     store = project.verified_store
     conda_files = [verified_copy(r.url, r.sha256 or "", store, finder, progress=progress)
                    for r in env.conda]

@@ -6,6 +6,13 @@ local wheelhouses and indexes that ``[tool.resolver]`` and pip's configuration n
 it. Whatever the source, the bytes are copied into the verified store while they are hashed
 (:class:`resolver.store.VerifiedStore`, shared by the user's projects: one download per machine),
 and only that private copy is installed: a file swapped after the check cannot be installed.
+
+A lock is shared input, so a local location in it (``file:///…``, ``./…``, ``../../..``) is read only
+inside a folder this project declares (:attr:`Finder.roots`: find-links, local indexes, mirrors and
+conda channels that are folders, in pixi.toml, the resolver's settings or pip's configuration). A
+location anywhere else is never opened, not even to see whether it exists, and when nothing else
+holds the artefact it is refused by name (exit 3): a lock cannot make install read, and report the
+hash of, a file of the user's.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from urllib.parse import unquote, urljoin
 
 from resolver.errors import BadInput, IntegrityError
 from resolver.lock.sources import Sources
-from resolver.names import download_name, file_name_of, local_path, redact_url
+from resolver.names import download_name, file_name_of, inside, local_path, printable, redact_url
 from resolver.store import Mismatch, VerifiedStore
 
 Progress = Callable[[str, int, "int | None", float], None]
@@ -34,15 +41,25 @@ def _mirrored(location: str) -> str:
 class Finder:
     """Where the artefacts of one install come from: mirrors, local folders, the network."""
 
-    def __init__(self, sources: Sources, local_folders: tuple[str, ...] = (), channels: tuple[str, ...] = ()) -> None:
-        """``channels``: the lock's conda channels (canonical URLs), looked up through their mirrors."""
+    def __init__(self, sources: Sources, local_folders: tuple[str, ...] = (), channels: tuple[str, ...] = (),
+                 declared: tuple[str, ...] = ()) -> None:
+        """``channels``: the lock's conda channels (canonical URLs), looked up through their mirrors;
+        ``local_folders``: pip's local sources; ``declared``: the folders pixi.toml declares (channels,
+        find-links, indexes)."""
         self.sources = sources
         self.channel_mirrors = tuple((c, m) for c, m in zip(channels, sources.channels_for(list(channels)))
                                      if c != m)
         self.folders = tuple(dict.fromkeys([*(f for f in sources.find_links if local_path(f) or f.startswith("/")),
                                             *(u for u in sources.extra_index_urls if local_path(u)),
                                             *local_folders]))
+        places = [*self.folders, *(m for _, m in self.channel_mirrors), *(m for _, m in sources.mirrors),
+                  *(sources.conda_channels or ()), *declared]
+        self.roots = tuple(dict.fromkeys(str(root) for root in map(_folder_of, places) if root is not None))
         self._pages: dict[Path, str] = {}
+
+    def declares(self, path: Path) -> bool:
+        """Whether ``path`` lies inside a folder the project declares (both resolved, links followed)."""
+        return any(inside(root, path) for root in self.roots)
 
     def candidates(self, url: str, name: str | None = None) -> list[str]:
         """Places to take ``url`` from, best first (local ones before any download)."""
@@ -99,16 +116,26 @@ def verified_copy(url: str, sha256: str, store: VerifiedStore, finder: Finder, *
     if kept is not None:
         return kept
     wrong: list[str] = []
+    undeclared: list[Path] = []
     for source in finder.candidates(url, name):
         path = local_path(source) if source.startswith("file://") else (Path(source) if source.startswith("/") else None)
         if path is None:
             return store.put(source, sha256, file_name, progress=progress)
+        if not finder.declares(path):
+            undeclared.append(path)  # never opened, not even looked at
+            continue
         if not path.is_file():
             continue
         try:
             return store.copy_in(path, sha256, file_name)
         except Mismatch as exc:
             wrong.append(f"{path} (sha256 {exc.args[0][:12]}…)")
+    if undeclared and not wrong:
+        folders = ", ".join(finder.roots) or "none"
+        raise BadInput(f"pixi.lock locates {file_name} at {printable(str(undeclared[0]))}, outside every folder this "
+                       f"project declares ({folders}); it is not read",
+                       fix="declare the folder that holds it (find-links or mirrors in [tool.resolver] of pixi.toml, "
+                           "RESOLVER_FIND_LINKS, or a conda channel), or restore pixi.lock from version control")
     if wrong:
         raise IntegrityError(f"{file_name} does not match pixi.lock (sha256 {sha256[:12]}… expected; found {wrong[0]})",
                              fix="restore the original file (or delete it from the mirror) and install again; if the "
@@ -116,3 +143,25 @@ def verified_copy(url: str, sha256: str, store: VerifiedStore, finder: Finder, *
     raise BadInput(f"locked file {file_name} is nowhere to be found ({redact_url(url)})",
                    fix="restore the wheelhouse/channel it came from, add a [tool.resolver.mirrors] entry for it, "
                        "or run `python -m resolver lock` again")
+
+
+def _folder_of(location: str) -> Path | None:
+    """The folder a declared location names (a path or a file:// URL); None for a remote URL or a name."""
+    path = local_path(location)
+    return Path(path).expanduser() if path is not None and str(path) not in ("", "/") else None
+
+
+def manifest_folders(root: Path, env_name: str) -> tuple[str, ...]:
+    """The folders pixi.toml declares for environment ``env_name``: its conda channels, find-links and
+    indexes that are paths (relative ones taken from the project root)."""
+    from resolver.errors import ResolverError
+    from resolver.lock.manifest import Manifest
+
+    if not (root / "pixi.toml").is_file():
+        return ()
+    try:
+        spec = Manifest.load(root / "pixi.toml").environment(env_name)
+    except ResolverError:
+        return ()
+    values = [*spec.channels, *spec.find_links, *spec.extra_index_urls, *([spec.index_url] if spec.index_url else [])]
+    return tuple(str(root / value) if value.startswith(("./", "../")) else value for value in values)
