@@ -63,8 +63,9 @@ def test_a_planted_file_with_a_record_of_its_own_size_mtime_inode_is_hashed_and_
     file's own size, mtime and inode. install hashes it, refuses it, and installs the locked file."""
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pixi.toml").write_text('[workspace]\nname = "t"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n')
     real = wheels["real"]
+    (project / "pixi.toml").write_text('[workspace]\nname = "t"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
+                                       f'[tool.resolver]\nfind-links = ["{real.parent}"]\n')  # the lock's folder, declared
     art = PypiArtifact("tiny", "1.0", real.as_uri(), sha(real))
     env = LockedEnv("cpu", LockedPlatform("linux-64", "linux-64", ()), ("https://conda.anaconda.org/conda-forge/",),
                     (), (art,), fallback=True, python=f"{sys.version_info.major}.{sys.version_info.minor}")
@@ -97,7 +98,7 @@ def test_without_a_source_the_planted_file_is_still_refused(tmp_path, wheels):
     wanted = sha(wheels["real"])
     plant(store.root, wanted, wheels["planted"].read_bytes(), lambda st: f"{st.st_size} {st.st_mtime_ns} {st.st_ino}")
     with pytest.raises(BadInput, match="nowhere to be found"):
-        verified_copy((tmp_path / "gone" / NAME).as_uri(), wanted, store, Finder(Sources()))
+        verified_copy((tmp_path / "gone" / NAME).as_uri(), wanted, store, Finder(Sources(), declared=(str(tmp_path / "gone"),)))
     assert not store.path_for(wanted, NAME).exists()
 
 
