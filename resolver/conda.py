@@ -132,6 +132,22 @@ def version_matches(spec: str, version: str) -> bool:
     return r.VersionSpec(spec).matches(r.Version(version))
 
 
+def record_matches(record: Any, spec: str) -> bool:
+    """Whether a locked conda ``record`` satisfies the match spec ``spec`` (``python 3.11.*``); a spec
+    rattler cannot parse is satisfied by nothing."""
+    r = rattler()
+    try:
+        return r.MatchSpec(spec).matches(record)
+    except Exception:  # rattler.exceptions.InvalidMatchSpecError and its kin
+        return False
+
+
+def depends_names(record: Any) -> list[str]:
+    """The package names ``record`` depends on (virtual packages such as ``__glibc`` left out)."""
+    names = (re.match(r"\s*([A-Za-z0-9_.+-]+)", text) for text in record.depends)
+    return [m.group(1).lower() for m in names if m and not m.group(1).startswith("__")]
+
+
 # --------------------------------------------------------------------------------- solve and link
 
 

@@ -7,7 +7,8 @@ Layout (all under the project root, the folder holding pixi.toml):
     .resolver/channel/           the local conda channel built kernels go to (indexed; shareable)
     .resolver/cache/             downloads (sdists, wheels, conda packages) and build cache keys
     .resolver/logs/              one log file per run of a long step
-    .resolver/state/             content-hash stamps of finished setup steps, the project lock
+    .resolver/state/             content-hash stamps of finished setup steps, the project lock, the
+                                 plans behind the lock, the inputs pixi.lock was last found current for
 """
 
 from __future__ import annotations
@@ -93,6 +94,11 @@ class ProjectPaths:
     @property
     def stamps(self) -> Path:
         return self.state_dir / "state"
+
+    @property
+    def lock_check_stamp(self) -> Path:
+        """The digest of the inputs (pixi.toml, pixi.lock, the plans) pixi.lock was last found to satisfy."""
+        return self.stamps / "lock-check.json"
 
 
 @contextlib.contextmanager

@@ -1,15 +1,17 @@
-"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets.
+"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets;
+nothing to do when pixi.lock already satisfies pixi.toml and the plans.
+
+`lock --check`: whether it does, and why not (exit 1), without solving anything.
 
 `lock --fleet DIR [--profile FILE ...]`: one environment per class of the fleet (docs/fleet.md), the classes
 recorded under [tool.resolver.fleet] of pixi.toml."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-HELP = "resolve environments (conda via py-rattler, PyPI via pip) into pixi.toml + pixi.lock"
+HELP = "resolve environments (conda via py-rattler, PyPI via uv) into pixi.toml + pixi.lock"
 
 
 def add_arguments(parser) -> None:
@@ -31,6 +33,11 @@ def add_arguments(parser) -> None:
                         help="lock without the conda part; the environment falls back to a virtual environment of "
                              "this machine's Python (pixi cannot install it)")
     parser.add_argument("--no-pypi", action="store_true", help="lock without the PyPI part (conda packages only)")
+    parser.add_argument("--check", action="store_true",
+                        help="only say whether pixi.lock satisfies pixi.toml and the plans (exit 0) or why not "
+                             "(exit 1); solves nothing, writes nothing. Default plans: the ones locked here before")
+    parser.add_argument("--force", action="store_true",
+                        help="resolve again even when pixi.lock already satisfies pixi.toml and the plans")
     parser.add_argument("--fleet", type=Path, metavar="DIR",
                         help="lock one environment per class of this fleet (a folder of `probe --json` files, one per "
                              "node; --profile adds nodes)")
@@ -40,23 +47,12 @@ def add_arguments(parser) -> None:
                              "pixi.toml)")
 
 
-def plans_for(targets: list[str], profile_file: Path | None, project) -> list:
-    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given)."""
+def plans_for(targets: list[str], profile_file: Path | None) -> list:
+    """One Plan per target (default: auto) for this machine or the one ``profile_file`` describes."""
     from resolver.decide.model import Request, Target
-
-    if not targets:
-        from resolver import lock
-        from resolver.lock.manifest import Manifest
-
-        if project.manifest.is_file() and profile_file is None:
-            stored = [lock.stored_plan(project, name) for name in Manifest.load(project.manifest).environment_names()]
-            stored = [p for p in stored if p is not None]
-            if stored:
-                return stored
-        targets = ["auto"]
-    parsed = [Target.parse(t) for t in targets]
     from resolver.planning import plan_for
 
+    parsed = [Target.parse(t) for t in targets or ["auto"]]
     profile = None
     if profile_file is not None:
         from resolver.probe.profile import HardwareProfile
@@ -90,58 +86,62 @@ def _fleet(args):
 
 
 def run(args, out) -> int:
+    from resolver import lock
+    from resolver.errors import ExitCode, UsageError
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
     started = time.monotonic()
-    speculation = None
-    if args.fleet is None and len(args.profile) <= 1 and not args.no_pypi:
-        from resolver.uv import Speculation
-
-        # uv starts now with the inputs the last lock of this request gave it; the lock takes the run
-        # only if its own inputs turn out equal (they almost always are), else it is stopped
-        speculation = Speculation.start(project.cache / "pypi", json.dumps(
-            [sorted(args.target), [str(p) for p in args.profile], args.no_conda, args.channel, args.torch_index,
-             args.extra_index_url, args.find_links]))
-    try:
-        data, text = _lock(args, out, project, speculation)
-    except BaseException:
-        if speculation is not None:
-            speculation.finish(remember=False)
-        raise
-    if speculation is not None:
-        speculation.finish(remember=True)
-    data["seconds"] = round(time.monotonic() - started, 3)
-    out.result(data, text)
-    return 0
-
-
-def _lock(args, out, project, speculation) -> tuple[dict, str]:
-    from resolver import lock
-    from resolver.lock.sources import Sources
-
-    edit, fleet = None, None
+    fleet, edit = None, None
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
+        if args.check:
+            raise UsageError("--check takes the plans of one machine, not a fleet",
+                             fix="run `lock --check` (the plans locked before) or `lock --check --target T`")
         plans, edit, fleet = _fleet(args)
     else:
         if args.python or args.kernel_channel:
-            from resolver.errors import UsageError
-
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
-        plans = plans_for(args.target, args.profile[0] if args.profile else None, project)
-    sources = Sources.load(project.root, flags={
-        "conda-channels": args.channel, "torch-index": args.torch_index,
-        "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
-    from resolver.paths import project_lock
+        # no target: the plans locked here before (none: this machine's)
+        plans = plans_for(args.target, args.profile[0] if args.profile else None) if args.target or args.profile \
+            else None
+    if args.check:
+        status = lock.lock_status(project, plans)
+        out.result({"lockfile": str(project.lockfile), "manifest": str(project.manifest), **status.to_json(),
+                    "seconds": round(time.monotonic() - started, 3)}, _check_text(project, status))
+        return int(ExitCode.OK if status.current else ExitCode.CHECK_FAILED)
 
-    with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
-        summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
-                                  info=out.info, edit=edit, speculation=speculation)
+    def sources():
+        from resolver.lock.sources import Sources
+
+        return Sources.load(project.root, flags={
+            "conda-channels": args.channel, "torch-index": args.torch_index,
+            "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
+
+    summary = lock.lock_project(project, plans, plan_here=lambda: plans_for([], None), force=args.force,
+                                sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
+                                edit=edit, on_wait=out.info)
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = fleet.to_json()
+    data["seconds"] = round(time.monotonic() - started, 3)
+    out.result(data, _summary_text(summary, fleet))
+    return 0
+
+
+def _check_text(project, status) -> str:
+    if status.current:
+        return f"{project.lockfile} is current: it satisfies pixi.toml and the plans"
+    return "\n".join([f"{project.lockfile} is stale:", *(f"  {r.sentence}" for r in status.reasons),
+                      "fix: python -m resolver lock"])
+
+
+def _summary_text(summary, fleet) -> str:
+    if summary.up_to_date:
+        return f"{summary.lockfile} is current: it satisfies pixi.toml and the plans (nothing resolved; " \
+               "--force resolves again)"
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
+    lines += [f"  because {r.sentence}" for r in summary.reasons]
     for env in summary.locked:
         lines.append(f"  {env.name} [{env.platform}]: {env.conda_packages} conda + {env.pypi_packages} PyPI packages"
                      + (f", {env.torch}" if env.torch else ""))
@@ -156,4 +156,4 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
         lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
-    return data, "\n".join(lines)
+    return "\n".join(lines)

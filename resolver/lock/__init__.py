@@ -1,15 +1,16 @@
 """``lock``: pixi.toml environments → one pixi.lock (v7) that pixi itself calls up to date.
 
-Every environment the manifest declares is locked, for every platform it declares
-(../shared/notes/pixi-compat.md §2): the requested ones are (re)resolved, the others keep their entries
-when the lock already holds them. For one environment on one platform:
+Every environment the manifest declares is locked, for every platform it declares (pixi requires
+both): the requested ones are (re)resolved, the others keep their entries while they still satisfy
+pixi.toml (:mod:`.staleness`, which also says why a lock is stale). For one environment on one
+platform:
 
 1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)
    against its channels, mirrors applied, with the platform's virtual packages as the manifest declares
    them (pixi's defaults otherwise), so a laptop can lock for a GPU cluster. When no channel answers,
    the environment falls back, explicitly, to a virtual environment of the host's Python: the lock
    says so in its header and ``setup`` in its summary;
-2. PyPI: pip resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
+2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
 3. locations are canonical: the channel and index a package canonically comes from, never this
    machine's mirror or wheelhouse (:mod:`.canonical`); install applies the mirrors again.
 
@@ -19,29 +20,35 @@ resolve leaves the previous pair as it was, byte for byte.
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
+import os
+import re
+import stat
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from resolver.conda import solve
-from resolver.decide.model import Plan
 from resolver.errors import BadInput, SourceUnreachable
-from resolver.fs import write_text_atomic
-from resolver.lock.canonical import Canonicalizer
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, render_lock
-from resolver.lock.manifest import EnvSpec, Manifest
-from resolver.lock.pixi_platforms import PixiPlatform
-from resolver.lock.sources import Sources, channel_url
-from resolver.paths import ProjectPaths
+from resolver.fs import read_bytes_bounded, read_json, sha256_bytes, write_json_atomic
+from resolver.paths import ProjectPaths, project_lock
 
-if TYPE_CHECKING:
-    from resolver.uv import Speculation
+if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchanged project never loads it
+    from resolver.decide.model import Plan
+    from resolver.lock import staleness
+    from resolver.lock.canonical import Canonicalizer
+    from resolver.lock.lockfile import LockedEnv
+    from resolver.lock.manifest import EnvSpec, Manifest
+    from resolver.lock.pixi_platforms import PixiPlatform
+    from resolver.lock.sources import Sources
 
 Info = Callable[[str], None]
+PLAN_LIMIT = 1 << 20  # a stored plan is a few kB
+
+
+def _quiet(text: str) -> None:
+    """The default ``info``: say nothing."""
 
 
 @dataclass(frozen=True)
@@ -72,20 +79,156 @@ class LockSummary:
     manifest_changed: bool = False
     sha256: str = ""
     notes: tuple[str, ...] = field(default=())
+    reasons: tuple[staleness.Reason, ...] = ()  # why pixi.lock was stale (empty: asked to lock anyway)
+    up_to_date: bool = False  # nothing was resolved: pixi.lock already satisfied pixi.toml and the plans
 
     def to_json(self) -> dict[str, Any]:
         return {"lockfile": str(self.lockfile), "manifest": str(self.manifest), "sha256": self.sha256,
+                "status": "up-to-date" if self.up_to_date else "locked", "reasons": [r.to_json() for r in self.reasons],
                 "manifest_changed": self.manifest_changed, "locked": [e.to_json() for e in self.locked],
                 "carried_over": list(self.carried_over), "notes": list(self.notes)}
 
 
+@dataclass(frozen=True)
+class LockSettings:
+    """What every environment of one lock run is resolved with."""
+
+    project: ProjectPaths
+    sources: Sources
+    canonical: Canonicalizer  # collects the notes about locations it could not make canonical
+    no_conda: bool = False
+    no_pypi: bool = False
+    info: Info = _quiet
+
+
+def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
+                remember: bool = False) -> staleness.LockStatus:
+    """Whether pixi.lock satisfies pixi.toml and ``plans`` (None: the plans locked here before), and
+    why not (:func:`.staleness.check` on the project's files; nothing is solved).
+
+    A "current" answer is remembered by the digest of everything it was computed from (the bytes of
+    pixi.toml, pixi.lock and the stored plans, or the plans given; the project's folder; the rules'
+    source and the resolver's version):
+    the same inputs give it again without reading any of them, so an unchanged project answers in
+    milliseconds. ``remember`` writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
+    from resolver.lock import staleness
+
+    inputs = _inputs_digest(project, plans)
+    if inputs is not None and inputs == _stamped(project):
+        return staleness.LockStatus()
+    status = _status(project, stored_plans(project) if plans is None else plans)
+    if remember and status.current and inputs is not None and _inputs_digest(project, plans) == inputs:
+        try:  # (unless something changed while it was checked)
+            write_json_atomic(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
+        except OSError:  # a read-only project: checked again next time
+            pass
+    return status
+
+
+def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
+                 plan_here: Callable[[], list[Plan]] | None = None, force: bool = False,
+                 sources: Callable[[], Sources] | None = None, no_conda: bool = False, no_pypi: bool = False,
+                 info: Info = _quiet, edit: Callable[[Manifest], None] | None = None,
+                 on_wait: Info | None = None) -> LockSummary:
+    """``lock``: nothing to do when pixi.lock already satisfies pixi.toml and ``plans`` (unless ``force``,
+    or ``edit`` changes the manifest), else :func:`lock_plans` under the project lock, with the reasons
+    it was stale. ``plans``: None for the plans locked here before, or where there are none,
+    ``plan_here()``'s (this machine's); ``sources``: how to load them (only a lock needs them)."""
+    checking = not force and edit is None
+    if checking and plans is None:
+        inputs = _inputs_digest(project, None)
+        if inputs is not None and inputs == _stamped(project):
+            return _up_to_date(project)
+    if plans is None and plan_here is not None and not stored_plans(project):
+        plans = plan_here()
+    status = None
+    if checking:
+        status = lock_status(project, plans, remember=True)
+        if status.current:
+            for plan in plans or ():
+                _keep_plan(project, plan)
+            return _up_to_date(project)
+        info(f"pixi.lock is stale: {status.reasons[0].sentence}"
+             + (f" (and {len(status.reasons) - 1} more)" if len(status.reasons) > 1 else ""))
+    with project_lock(project.stamps, on_wait=on_wait):  # one writer of pixi.toml / pixi.lock at a time
+        summary = lock_plans(project, list(stored_plans(project) if plans is None else plans),
+                             sources=sources() if sources else None, no_conda=no_conda, no_pypi=no_pypi, info=info,
+                             edit=edit)
+    return dataclasses.replace(summary, reasons=status.reasons if status else ())
+
+
+def _up_to_date(project: ProjectPaths) -> LockSummary:
+    return LockSummary(project.lockfile, project.manifest, (), sha256=sha256_bytes(project.lockfile.read_bytes()),
+                       up_to_date=True)
+
+
+def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None) -> str | None:
+    """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
+    from resolver import __version__
+    from resolver.lock.lockfile import LOCK_LIMIT
+    from resolver.lock.manifest import MANIFEST_LIMIT
+
+    try:
+        rules = sha256_bytes(Path(__file__).with_name("staleness.py").read_bytes())  # the rules, as they are now
+        manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
+        lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="the lock file")
+        if plans is None:
+            folder = project.stamps / "plans"
+            stored = sorted(p.name for p in os.scandir(folder) if p.name.endswith(".json")) if folder.is_dir() else []
+            planned: list[Any] = [[name, sha256_bytes(read_bytes_bounded(folder / name, limit=PLAN_LIMIT, what="plan"))]
+                                  for name in stored]
+        else:
+            planned = [plan_key(plan) for plan in plans]
+    except (BadInput, OSError):
+        return None
+    return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
+                                    sha256_bytes(lock), plans is None, planned], sort_keys=True).encode())
+
+
+def _stamped(project: ProjectPaths) -> str | None:
+    """The inputs digest of the last "current" answer: only from a regular file of this user's that
+    no one else can write, holding nothing but a sha256."""
+    path = project.lock_check_stamp
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022 or info.st_size > 4096:
+        return None
+    value = (read_json(path, limit=4096) or {}).get("inputs")
+    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
+
+
+def _status(project: ProjectPaths, plans: Sequence[Plan]) -> staleness.LockStatus:
+    from resolver.lock import staleness
+    from resolver.lock.lockfile import read_lock
+    from resolver.lock.manifest import Manifest
+
+    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+        Manifest.new(project.root.name or "project", project.manifest)
+    if not os.path.lexists(project.lockfile):
+        return staleness.check(None, manifest, plans)
+    try:
+        lock = read_lock(project.lockfile, project.root)
+    except BadInput as exc:
+        missing = staleness.check(None, manifest, plans).reasons[:-1]
+        return staleness.LockStatus((*missing, staleness.LockUnreadable(problem=exc.message)))
+    return staleness.check(lock, manifest, plans)
+
+
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
-               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None,
-               edit: Callable[[Manifest], None] | None = None, speculation: Speculation | None = None) -> LockSummary:
+               no_conda: bool = False, no_pypi: bool = False, info: Info = _quiet,
+               edit: Callable[[Manifest], None] | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
-    (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock.
-    ``edit`` changes the manifest further before it is locked (``lock --fleet`` records its classes);
-    ``speculation``: PyPI resolves the caller started ahead (:class:`resolver.uv.Speculation`)."""
+    (kept from the existing lock while it still satisfies pixi.toml, else resolved); write pixi.toml
+    and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
+    its classes)."""
+    from resolver.fs import write_text_atomic
+    from resolver.lock.canonical import Canonicalizer
+    from resolver.lock.lockfile import LockedEnv, LockedPlatform, render_lock
+    from resolver.lock.manifest import Manifest
+    from resolver.lock.sources import Sources, channel_url
+
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
@@ -95,48 +238,35 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     changed = manifest.dumps().encode() != before
     notes: list[str] = []
-    ahead = ThreadPoolExecutor(max_workers=4)
-    try:
-        # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
-        pythons = {} if no_pypi or no_conda else _stored_pythons(project, list(wanted))
-        early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
-                 if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
-                                          pythons.get((name, platform.name)), info, speculation))}
-        existing = _existing_lock(project, notes, info)
-        canonical = Canonicalizer(sources, project.cache, project.root)
-        envs: list[LockedEnv] = []
-        reports: list[EnvLockReport] = []
-        carried: list[str] = []
-        for name in manifest.environment_names():
-            spec = manifest.environment(name)
-            old = {e.platform.name: e for e in existing.get(name, [])}
-            for platform in spec.platforms:
-                kept = old.get(platform.name)
-                if kept is None and name in existing and not spec.conda and not spec.pypi:
-                    kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
-                                                          tuple(platform.lock_virtual_packages())),
-                                     tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
-                if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
-                    envs.append(kept.with_manifest(spec))
-                    carried.append(name)
-                    continue
-                guess = early.get((name, platform.name))
-                if guess is None and not no_pypi and not no_conda:
-                    guess = _start_pypi(ahead, project, manifest, name, platform, sources,
-                                        _conda_python(old.get(platform.name)), info, speculation)
-                started = time.monotonic()
-                env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                                no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
-                                                speculation=speculation)
-                envs.append(env)
-                torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-                reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                             skipped, time.monotonic() - started, env.fallback))
-    except BaseException:
-        ahead.shutdown(wait=False, cancel_futures=True)  # the error now, not after a guessed resolve ends
-        raise
-    ahead.shutdown(wait=True)
-    for note in canonical.notes + [r.fallback_note for r in envs if r.fallback]:
+    existing = _existing_lock(project, notes, info)
+    from resolver.lock import staleness
+
+    status = staleness.check(existing if project.lockfile.is_file() else None, manifest)
+    settings = LockSettings(project, sources, Canonicalizer(sources, project.cache, project.root), no_conda=no_conda,
+                            no_pypi=no_pypi, info=info)
+    envs: list[LockedEnv] = []
+    reports: list[EnvLockReport] = []
+    carried: list[str] = []
+    for name in manifest.environment_names():
+        spec = manifest.environment(name)
+        old = {e.platform.name: e for e in existing.get(name, [])}
+        for platform in spec.platforms:
+            kept = old.get(platform.name)
+            if kept is None and name in existing and not spec.conda and not spec.pypi:
+                kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
+                                                      tuple(platform.lock_virtual_packages())),
+                                 tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
+            if name not in wanted and kept is not None and status.fits(name, platform.name):
+                envs.append(kept.with_manifest(spec))
+                carried.append(name)
+                continue
+            started = time.monotonic()
+            env, skipped = lock_environment(settings, manifest.environment(name, platform.subdir), platform)
+            envs.append(env)
+            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
+                                         skipped, time.monotonic() - started, env.fallback))
+    for note in settings.canonical.notes + [r.fallback_note for r in envs if r.fallback]:
         if note not in notes:
             notes.append(note)
             info(f"note: {note}")
@@ -145,15 +275,16 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
-        save_plan(project, plan, manifest, {e.platform.name: python for e in envs
-                                            if e.name == plan.env_name and (python := _conda_python(e))})
+        save_plan(project, plan)
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
-                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes))
+                       sha256_bytes(text.encode()), tuple(notes))
 
 
 def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[str, list[LockedEnv]]:
     """The lock there is, or {}; one that cannot be read is kept as a backup before it is replaced."""
+    from resolver.lock.lockfile import read_lock
+
     if not project.lockfile.is_file():
         return {}
     try:
@@ -167,77 +298,63 @@ def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[
         return {}
 
 
-def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
-    """An existing entry is kept when its channels and platform are still the manifest's."""
-    return (env.channels == tuple(channel_url(c) for c in spec.channels)
-            and env.platform == LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages())))
+def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, tuple[str, ...]]:
+    """Resolve one environment (``spec``: merged for ``platform``'s subdir) for one platform: its conda
+    packages, then its PyPI packages for the conda python the solve gave (its exact version decides
+    markers)."""
+    from resolver.lock.lockfile import LockedEnv, LockedPlatform
+    from resolver.lock.sources import channel_url
 
-
-def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
-                     canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
-                     info: Info = lambda text: None, early: tuple[str, Future] | None = None,
-                     speculation: Speculation | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
-    """Resolve one environment for one platform.
-
-    The PyPI part needs the conda python's exact version (markers). ``early`` is a resolve started
-    before the conda solve for a guessed Python (:func:`_start_pypi`): its answer is taken only when
-    the solve gives that same Python; otherwise uv runs again for the one solved."""
-    spec = manifest.environment(name, platform.subdir)
-    requirements = [] if no_pypi else spec.pypi_requirements()
-    records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
-                                                          no_conda=no_conda, info=info)
+    requirements = [] if settings.no_pypi else spec.pypi_requirements()
+    records, python, python_full, fallback = _solve_conda(settings, spec, platform)
     artifacts: tuple = ()
     skipped: tuple[str, ...] = ()
     if requirements:
         if python is None:
-            raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
+            raise BadInput(f"environment {spec.name} has PyPI dependencies but no python (neither a conda python nor a "
                            "python pin in its [dependencies])",
-                           fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
-        wanted_python = python_full or python
-        info(f"resolving PyPI packages for {name} ({platform.name}, Python {wanted_python}) with uv")
-        if early is not None and early[0] == wanted_python:
-            resolution = early[1].result()
-        else:
-            resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info,
-                                       speculation)
-        artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
+                           fix=f"add python = \"3.11.*\" to [feature.{spec.name}.dependencies] in pixi.toml")
+        resolution = _resolve_pypi(settings, spec, platform, requirements, python_full or python)
+        artifacts = tuple(settings.canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
         skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
     locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))
-    return LockedEnv(name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts, indexes,
-                     fallback=fallback, python=python), skipped
+    return LockedEnv(spec.name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts,
+                     indexes, fallback=fallback, python=python), skipped
 
 
-def _solve_conda(spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources, canonical: Canonicalizer, *,
-                 no_conda: bool, info: Info) -> tuple[list[Any], str | None, str | None, bool]:
+def _solve_conda(settings: LockSettings, spec: EnvSpec,
+                 platform: PixiPlatform) -> tuple[list[Any], str | None, str | None, bool]:
     """(records, python X.Y, the conda python's X.Y.Z or None, whether the environment falls back)."""
+    from resolver.conda import solve
+    from resolver.lock.sources import channel_url
+
     channels = tuple(channel_url(c) for c in spec.channels)
     python = _python_of_spec(spec)
-    if spec.conda and no_conda:
-        return [], _fallback_python(spec, name, "--no-conda skips the conda channels", "lock without --no-conda"), \
-            None, True
+    if spec.conda and settings.no_conda:
+        return [], _fallback_python(spec, "--no-conda skips the conda channels", "lock without --no-conda"), None, True
     if not spec.conda:
         return [], python, None, False
-    solve_channels = sources.channels_for(list(spec.channels))
-    info(f"solving conda packages for {name} ({platform.name}): {', '.join(spec.conda_specs())}")
+    solve_channels = settings.sources.channels_for(list(spec.channels))
+    settings.info(f"solving conda packages for {spec.name} ({platform.name}): {', '.join(spec.conda_specs())}")
     try:
         solved = solve(solve_channels, spec.conda_specs(), platform.subdir, platform.solve_virtual_packages())
     except SourceUnreachable as exc:
         if solve_channels != list(channels):  # mirrors the user named must answer: no silent fallback
             raise
-        info(f"note: {exc.message}: environment {name} falls back to a virtual environment of this machine's "
-             "Python (not installable by pixi until locked where a conda channel answers)")
-        return [], _fallback_python(spec, name, exc.message, exc.fix), None, True
-    records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
+        settings.info(f"note: {exc.message}: environment {spec.name} falls back to a virtual environment of this "
+                      "machine's Python (not installable by pixi until locked where a conda channel answers)")
+        return [], _fallback_python(spec, exc.message, exc.fix), None, True
+    records = [settings.canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
     python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
     return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
 
 
-def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources,
-                  requirements: list[str], python: str, info: Info = lambda text: None,
-                  speculation: Speculation | None = None):
+def _resolve_pypi(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform, requirements: list[str], python: str):
     from resolver.lock import pypi
 
+    settings.info(f"resolving PyPI packages for {spec.name} ({platform.name}, Python {python}) with uv")
+    sources = settings.sources
     pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
     extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
     return pypi.resolve(pypi.PypiRequest(
@@ -246,42 +363,10 @@ def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: Pix
         extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
             *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
         find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-        project.cache / "pypi", project.verified, info=info, speculation=speculation, label=f"{name}/{platform.name}")
+        settings.project.cache / "pypi", settings.project.verified, info=settings.info)
 
 
-def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform,
-                sources: Sources, python: str | None, info: Info,
-                speculation: Speculation | None = None) -> tuple[str, Future] | None:
-    """The PyPI resolve of ``name`` for a guessed conda ``python``, started in ``pool`` (None when
-    there is no guess, no conda python to solve, or nothing from PyPI)."""
-    spec = manifest.environment(name, platform.subdir)
-    requirements = spec.pypi_requirements()
-    if not python or not spec.conda or not requirements:
-        return None
-    return python, pool.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python, info,
-                               speculation)
-
-
-def _stored_pythons(project: ProjectPaths, names: list[str]) -> dict[tuple[str, str], str]:
-    """(environment, platform) → the conda python the last lock of it solved (kept with its plan)."""
-    found = {}
-    for name in names:
-        try:
-            data = json.loads((project.stamps / "plans" / f"{name}.json").read_text(encoding="utf-8"))
-            found.update({(name, str(k)): str(v) for k, v in (data.get("pythons") or {}).items()})
-        except (OSError, ValueError, AttributeError):
-            continue
-    return found
-
-
-def _conda_python(env: LockedEnv | None) -> str | None:
-    """The exact version of the conda python a previous lock of this environment holds."""
-    if env is None or env.fallback:
-        return None
-    return next((str(r.version) for r in env.conda if r.name.normalized == "python"), None)
-
-
-def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str:
+def _fallback_python(spec: EnvSpec, why: str, fix: str | None) -> str:
     """The Python of a fallback environment: the pinned ``X.Y``, or this interpreter's when the pin
     admits it (the fallback is a virtual environment of a Python this machine has)."""
     import sys
@@ -295,7 +380,7 @@ def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str
     pin = dict(spec.conda).get("python", "").strip()
     if not pin or pin == "*" or version_matches(pin, f"{here}.{sys.version_info.micro}"):
         return here
-    raise SourceUnreachable(f"{why}, and environment {name} asks for python {pin} which this machine's Python "
+    raise SourceUnreachable(f"{why}, and environment {spec.name} asks for python {pin} which this machine's Python "
                             f"{here} is not", fix=fix)
 
 
@@ -321,65 +406,34 @@ def plan_key(plan: Plan) -> dict[str, Any]:
             "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
 
 
-def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest, pythons: dict[str, str] | None = None) -> Path:
-    """The plan behind an environment, and (``pythons``) the conda python locked per platform."""
-    from resolver.fs import write_json_atomic
-
+def save_plan(project: ProjectPaths, plan: Plan) -> Path:
+    """The plan behind an environment: ``lock`` with no target checks and locks the stored plans again."""
     path = project.stamps / "plans" / f"{plan.env_name}.json"
-    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
-                             "manifest_env": _env_digest(manifest, plan.env_name)}, label="plan")
+    write_json_atomic(path, {"plan": plan.to_json()}, label="plan")
     return path
 
 
+def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
+    """:func:`save_plan`, unless that plan is stored already."""
+    path = project.stamps / "plans" / f"{plan.env_name}.json"
+    if (read_json(path, limit=PLAN_LIMIT) or {}).get("plan") != json.loads(json.dumps(plan.to_json(), default=str)):
+        save_plan(project, plan)
+
+
 def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
-    path = project.stamps / "plans" / f"{env_name}.json"
+    from resolver.decide.model import Plan
+
+    data = read_json(project.stamps / "plans" / f"{env_name}.json", limit=PLAN_LIMIT)
     try:
-        return Plan.from_json(json.loads(path.read_text(encoding="utf-8"))["plan"])
-    except (OSError, ValueError, KeyError, BadInput):
+        return Plan.from_json(data["plan"]) if data else None
+    except (ValueError, KeyError, TypeError, AttributeError, BadInput):
         return None
 
 
-def _env_digest(manifest: Manifest, name: str) -> str:
-    spec = manifest.environment(name)
-    return hashlib.sha256(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
-                                      spec.index_url, spec.extra_index_urls, spec.find_links],
-                                     default=str).encode()).hexdigest()
+def stored_plans(project: ProjectPaths) -> list[Plan]:
+    """The stored plans of the environments pixi.toml declares."""
+    from resolver.lock.manifest import environment_names_in
 
-
-def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
-    """Whether pixi.lock already holds ``plan``'s environment as ``plan`` would lock it.
-
-    Checked against the lock's own content (torch build, the environment's conda python), so it also
-    holds on a teammate's machine; where this machine locked it, the pixi.toml section must also be
-    unchanged since.
-    """
-    if not project.lockfile.is_file() or not project.manifest.is_file():
-        return False
-    try:
-        manifest = Manifest.load(project.manifest)
-        if plan.env_name not in manifest.environment_names():
-            return False
-        spec = manifest.environment(plan.env_name)
-        torch_pin = dict(spec.pypi).get("torch", {}).get("version", "")
-        if torch_pin != "==" + plan.torch.requirement.split("==", 1)[1]:
-            return False
-        if any(dict(spec.conda).get(name) != wanted for name, wanted in plan.conda_packages):
-            return False
-        state_path = project.stamps / "plans" / f"{plan.env_name}.json"
-        if state_path.is_file():
-            state = json.loads(state_path.read_text(encoding="utf-8"))
-            if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
-                return False
-        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root).get(plan.env_name, [])}
-    except (BadInput, OSError, ValueError):
-        return False
-    if not spec.platforms or any(p.name not in locked for p in spec.platforms):
-        return False
-    version = plan.torch.requirement.split("==", 1)[1]
-    for env in locked.values():
-        torch = [a for a in env.pypi if a.name == "torch"]
-        if torch and torch[0].version != version:
-            return False
-        if env.python not in (None, plan.python):
-            return False
-    return True
+    if not project.manifest.is_file() or not (project.stamps / "plans").is_dir():
+        return []
+    return [plan for name in environment_names_in(project.manifest) if (plan := stored_plan(project, name))]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +94,8 @@ FALLBACK_HEADER = "# mamba-resolver: "
 
 def render_lock(envs: list[LockedEnv], root: Path) -> str:
     """``envs`` as pixi.lock v7 text (py-rattler's layout, plus what it cannot write). Same input, same bytes."""
+    import tempfile
+
     from resolver.conda import rattler
 
     r = rattler()
@@ -233,6 +234,27 @@ def _fallbacks_in_header(path: Path) -> dict[tuple[str, str], str | None]:
     return found
 
 
+def _indexes_in_text(path: Path) -> dict[str, tuple[str, ...]]:
+    """Environment → the PyPI ``indexes`` pixi.lock records for it (py-rattler reads but does not expose them)."""
+    found: dict[str, tuple[str, ...]] = {}
+    section, env_name, listing = "", None, False
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\n")
+            if line and not line.startswith((" ", "#", "-")):
+                section, env_name, listing = line.split(":", 1)[0], None, False
+            elif section == "environments" and re.fullmatch(r"  [^\s-][^:]*:", line):
+                env_name, listing = _unquote_yaml(line.strip()[:-1]), False
+            elif env_name is not None and line == "    indexes:":
+                listing = True
+                found[env_name] = ()
+            elif listing and line.startswith("    - "):
+                found[env_name] += (_unquote_yaml(line[len("    - "):]),)
+            else:
+                listing = False
+    return found
+
+
 def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
     """Every environment of a pixi.lock, per platform, with locations made absolute."""
     from resolver.conda import rattler
@@ -250,6 +272,7 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
         raise BadInput(f"{path} cannot be read as a pixi.lock ({str(exc).splitlines()[0][:200]})",
                        fix="restore it from version control or run `python -m resolver lock` again") from None
     fallbacks = _fallbacks_in_header(path)
+    indexes = _indexes_in_text(path)
     result: dict[str, list[LockedEnv]] = {}
     for name, env in lock.environments():
         check_env_name(name, where=str(path),  # names become folders: .resolver/envs/<name>
@@ -279,7 +302,8 @@ def read_lock(path: Path, root: Path) -> dict[str, list[LockedEnv]]:
             locked.append(LockedEnv(
                 name=name, platform=LockedPlatform(plat.name, str(plat.subdir),
                                                    tuple(str(v) for v in plat.virtual_packages)),
-                channels=channels, conda=tuple(conda), pypi=tuple(pypi), fallback=(name, plat.name) in fallbacks,
+                channels=channels, conda=tuple(conda), pypi=tuple(pypi), indexes=indexes.get(name, ()),
+                fallback=(name, plat.name) in fallbacks,
                 python=python or fallbacks.get((name, plat.name)) or _wheel_python(pypi)))
         result[name] = locked
     return result

@@ -24,13 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from resolver.decide.model import Plan
 from resolver.errors import BadInput
 from resolver.fs import read_bytes_bounded, write_text_atomic
 from resolver.lock.pixi_platforms import PixiPlatform
 from resolver.manifest_shape import check_manifest
+
+if TYPE_CHECKING:
+    from resolver.decide.model import Plan
 
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
@@ -171,7 +173,7 @@ class Manifest:
 
     def environment_names(self) -> list[str]:
         """Every environment pixi sees: the declared ones and ``default`` (always there)."""
-        return sorted({"default", *(str(k) for k in self.doc.get("environments", {}).keys())})
+        return _environment_names(self.doc)
 
     def environment(self, name: str, platform: str | None = None) -> EnvSpec:
         """Environment ``name`` merged over its features; with ``platform`` (a subdir), the features'
@@ -303,20 +305,24 @@ class Manifest:
             envs[name] = entry
         return name
 
-    def _platform_for(self, plan: Plan) -> PixiPlatform:
-        """The workspace platform a plan's environment runs on, added when missing: the subdir's own
-        entry, or for CUDA that entry also declaring the driver's CUDA major."""
-        import tomlkit
-
-        known = self.platforms()
-        base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
+    def planned_platform(self, plan: Plan) -> PixiPlatform:
+        """The workspace platform a plan's environment runs on: the subdir's own entry, or for CUDA that
+        entry also declaring the driver's CUDA major (whether or not pixi.toml declares it yet)."""
+        base = next((p for p in self.platforms().values() if p.subdir == plan.platform and p.cuda is None), None)
         wanted = base or PixiPlatform(plan.platform, plan.platform)
         if plan.backend == "cuda":
             wanted = wanted.with_cuda(int(str(plan.backend_version).split(".")[0]))
+        return wanted
+
+    def _platform_for(self, plan: Plan) -> PixiPlatform:
+        """:meth:`planned_platform`, added to the workspace's platforms when missing."""
+        import tomlkit
+
+        wanted = self.planned_platform(plan)
         ws = self.workspace
         if "platforms" not in ws:
             ws["platforms"] = tomlkit.array()
-        if wanted.name not in known:
+        if wanted.name not in self.platforms():
             entry = wanted.entry()
             if isinstance(entry, dict):
                 table = tomlkit.inline_table()
@@ -324,6 +330,20 @@ class Manifest:
                 entry = table
             ws["platforms"].append(entry)
         return wanted
+
+
+def environment_names_in(path: Path) -> list[str]:
+    """:meth:`Manifest.environment_names` of the pixi.toml at ``path``, read without keeping a document
+    (what finding the stored plans of a project needs, in a fraction of :meth:`Manifest.load`'s time)."""
+    from resolver.fs import parse_toml
+
+    text = read_bytes_bounded(path, limit=MANIFEST_LIMIT, what="the manifest").decode("utf-8", errors="replace")
+    return _environment_names(parse_toml(text, what=str(path), fix=_FIX))
+
+
+def _environment_names(doc: Any) -> list[str]:
+    environments = doc.get("environments", {})
+    return sorted({"default", *(str(k) for k in (environments.keys() if isinstance(environments, dict) else ()))})
 
 
 def _channel_name(channel: Any) -> str:

@@ -71,12 +71,10 @@ class PypiResolution:
 
 
 def resolve(request: PypiRequest, cache: Path, verified: Path, *,
-            info: Callable[[str], None] = lambda text: None, speculation: uv.Speculation | None = None,
-            label: str = "") -> PypiResolution:
+            info: Callable[[str], None] = lambda text: None) -> PypiResolution:
     """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (``cache``
     keeps where files are and their METADATA; a wheel downloaded to read it goes to the ``verified``
-    store, where install looks first). ``speculation``: uv runs already started for the inputs the
-    last lock had (``label``: which environment and platform this resolve is)."""
+    store, where install looks first)."""
     requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
     pip = read_pip_config()
     skipped: list[str] = []
@@ -96,18 +94,14 @@ def resolve(request: PypiRequest, cache: Path, verified: Path, *,
     flags = uv.source_flags(index_url=index_url, extra_index_urls=extra,
                             find_links=tuple(dict.fromkeys([*request.find_links, *pip.find_links])),
                             constraints=pip.constraints, no_index=pip.no_index)
-    job = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc), tuple(flags),
-                    os.environ.get("UV_CACHE_DIR"))
-    run = (speculation.take(job, label) if speculation is not None else None) or job.start()
-    done, text = run.finish()
+    done, text = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc),
+                              tuple(flags)).run()
     if done.timed_out:
         raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
                                 "minutes", fix="check that the configured indexes answer, or point the sources "
                                                "at a mirror ([tool.resolver])")
     if done.returncode != 0 or text is None:
         raise _resolution_failure(done.stderr or done.stdout, skipped)
-    if speculation is not None:
-        speculation.ran(job, label)
     pins = parse_pins(text)
     files = _Files(cache / "files.json", verified, python=request.python, platform=request.platform,
                    glibc=request.glibc)
