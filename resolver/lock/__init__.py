@@ -224,6 +224,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
     its classes)."""
     from resolver.fs import write_text_atomic
+    from resolver.lock import staleness
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.lockfile import LockedEnv, LockedPlatform, render_lock
     from resolver.lock.manifest import Manifest
@@ -239,9 +240,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     changed = manifest.dumps().encode() != before
     notes: list[str] = []
     existing = _existing_lock(project, notes, info)
-    from resolver.lock import staleness
-
-    status = staleness.check(existing if project.lockfile.is_file() else None, manifest)
+    carried_if_current = [name for name in manifest.environment_names() if name not in wanted and name in existing]
+    status = staleness.check(existing, manifest, environments=carried_if_current)
     settings = LockSettings(project, sources, Canonicalizer(sources, project.cache, project.root), no_conda=no_conda,
                             no_pypi=no_pypi, info=info)
     envs: list[LockedEnv] = []

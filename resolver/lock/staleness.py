@@ -275,21 +275,23 @@ class LockStatus:
 
 
 # ------------------------------------------------------------------------------------------ check
-def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, plans: Iterable[Plan] = ()) -> LockStatus:
+def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, plans: Iterable[Plan] = (), *,
+          environments: Iterable[str] | None = None) -> LockStatus:
     """Whether ``lock`` (None: there is no pixi.lock) satisfies ``manifest`` and ``plans``, and every
-    reason it does not."""
+    reason it does not; ``environments``: only whether these still do (what a relock may carry over)."""
     reasons: list[Reason] = []
     names = manifest.environment_names()
     for plan in plans:
         reasons += _plan_reasons(manifest, names, plan)
     if lock is None:
         return LockStatus((*reasons, LockMissing()))
-    for name in names:
+    for name in names if environments is None else [n for n in names if n in set(environments)]:
         if name not in lock:
             reasons.append(EnvironmentMissing(environment=name))
         else:
             reasons += _environment_reasons(manifest, name, lock[name])
-    reasons += [EnvironmentRemoved(environment=name) for name in sorted(lock) if name not in names]
+    if environments is None:
+        reasons += [EnvironmentRemoved(environment=name) for name in sorted(lock) if name not in names]
     return LockStatus(tuple(reasons))
 
 
