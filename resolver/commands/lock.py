@@ -16,8 +16,8 @@ HELP = "resolve environments (conda via py-rattler, PyPI via uv) into pixi.toml 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--target", "-t", action="append", default=[], metavar="T",
-                        help="target to lock (cpu, cudaX.Y, rocmX.Y, auto); repeatable. Default: relock the "
-                             "environments locked before, else auto")
+                        help="target to lock (cpu, cudaX.Y, rocmX.Y, auto); repeatable. Default: the plans locked here "
+                             "before, else auto. Nothing is resolved while pixi.lock satisfies them (--force)")
     parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of this one "
                              "(repeatable: each is a node of a fleet, with or without --fleet)")

@@ -51,7 +51,7 @@ def template_final(template: Path) -> str | None:
 
 def save_template(tmp: Path, template: Path, final: Path) -> None:
     """Keep a hard-linked copy of a freshly built environment: the next install of the same lock
-    content links it instead of running pip again (files are shared like conda's package cache;
+    content links it instead of running uv again (files are shared like conda's package cache;
     every write we make replaces a file rather than editing it in place)."""
     for stale in template.parent.glob(f".{template.name}.part-*"):
         shutil.rmtree(stale, ignore_errors=True)

@@ -223,6 +223,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     (kept from the existing lock while it still satisfies pixi.toml, else resolved); write pixi.toml
     and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
     its classes)."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from resolver.fs import write_text_atomic
     from resolver.lock import staleness
     from resolver.lock.canonical import Canonicalizer
@@ -239,34 +241,52 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     wanted = {manifest.ensure_environment(plan): plan for plan in plans}
     changed = manifest.dumps().encode() != before
     notes: list[str] = []
-    existing = _existing_lock(project, notes, info)
-    carried_if_current = [name for name in manifest.environment_names() if name not in wanted and name in existing]
-    status = staleness.check(existing, manifest, environments=carried_if_current)
     settings = LockSettings(project, sources, Canonicalizer(sources, project.cache, project.root), no_conda=no_conda,
                             no_pypi=no_pypi, info=info)
     envs: list[LockedEnv] = []
     reports: list[EnvLockReport] = []
     carried: list[str] = []
-    for name in manifest.environment_names():
-        spec = manifest.environment(name)
-        old = {e.platform.name: e for e in existing.get(name, [])}
-        for platform in spec.platforms:
-            kept = old.get(platform.name)
-            if kept is None and name in existing and not spec.conda and not spec.pypi:
-                kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
-                                                      tuple(platform.lock_virtual_packages())),
-                                 tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
-            if name not in wanted and kept is not None and status.fits(name, platform.name):
-                envs.append(kept.with_manifest(spec))
+    # every (environment, platform) is resolved on its own, side by side: the wanted ones at once, the
+    # others once the old lock says which of them no longer satisfy pixi.toml
+    pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+    try:
+        resolving = {(name, platform.name): pool.submit(_resolved, settings, manifest.environment(name, platform.subdir),
+                                                        platform)
+                     for name in wanted for platform in manifest.environment(name).platforms}
+        existing = _existing_lock(project, notes, info)
+        others = [name for name in manifest.environment_names() if name not in wanted]
+        status = staleness.check(existing, manifest, environments=[name for name in others if name in existing])
+        entries: list[tuple[str, LockedEnv | Future]] = []  # in the manifest's order: carried over, or resolving
+        for name in manifest.environment_names():
+            spec = manifest.environment(name)
+            old = {e.platform.name: e for e in existing.get(name, [])}
+            for platform in spec.platforms:
+                kept = old.get(platform.name)
+                if kept is None and name in existing and not spec.conda and not spec.pypi:
+                    kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
+                                                          tuple(platform.lock_virtual_packages())),
+                                     tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
+                if name not in wanted and kept is not None and status.fits(name, platform.name):
+                    entries.append((name, kept.with_manifest(spec)))
+                    continue
+                key = (name, platform.name)
+                if key not in resolving:
+                    resolving[key] = pool.submit(_resolved, settings, manifest.environment(name, platform.subdir),
+                                                 platform)
+                entries.append((name, resolving[key]))
+        for name, entry in entries:
+            if isinstance(entry, Future):
+                env, report = entry.result()
+                envs.append(env)
+                reports.append(report)
+            else:
+                envs.append(entry)
                 carried.append(name)
-                continue
-            started = time.monotonic()
-            env, skipped = lock_environment(settings, manifest.environment(name, platform.subdir), platform)
-            envs.append(env)
-            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                         skipped, time.monotonic() - started, env.fallback))
-    for note in settings.canonical.notes + [r.fallback_note for r in envs if r.fallback]:
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # the error now, not after the other resolves end
+        raise
+    pool.shutdown()
+    for note in sorted(settings.canonical.notes) + [r.fallback_note for r in envs if r.fallback]:
         if note not in notes:
             notes.append(note)
             info(f"note: {note}")
@@ -298,10 +318,21 @@ def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[
         return {}
 
 
+def _resolved(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, EnvLockReport]:
+    """:func:`lock_environment`, and what ``lock`` reports of it."""
+    started = time.monotonic()
+    env, skipped = lock_environment(settings, spec, platform)
+    torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+    return env, EnvLockReport(spec.name, platform.name, len(env.conda), len(env.pypi), torch, env.channels, skipped,
+                              time.monotonic() - started, env.fallback)
+
+
 def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, tuple[str, ...]]:
     """Resolve one environment (``spec``: merged for ``platform``'s subdir) for one platform: its conda
     packages, then its PyPI packages for the conda python the solve gave (its exact version decides
     markers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from resolver.lock.lockfile import LockedEnv, LockedPlatform
     from resolver.lock.sources import channel_url
 
@@ -315,7 +346,8 @@ def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatfo
                            "python pin in its [dependencies])",
                            fix=f"add python = \"3.11.*\" to [feature.{spec.name}.dependencies] in pixi.toml")
         resolution = _resolve_pypi(settings, spec, platform, requirements, python_full or python)
-        artifacts = tuple(settings.canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
+        with ThreadPoolExecutor(max_workers=8) as pool:  # a location PyPI is asked about is a network round trip
+            artifacts = tuple(pool.map(lambda a: settings.canonical.pypi_artifact(a, spec), resolution.artifacts))
         skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
     locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -45,6 +46,7 @@ class Canonicalizer:
         self.notes: list[str] = []
         self._known: dict[str, str] | None = None
         self._misses: dict[str, float] | None = None
+        self._lock = threading.Lock()  # environments are locked side by side
 
     # ---- conda
     def conda_record(self, record: Any, solved_from: list[str], canonical: list[str]) -> Any:
@@ -80,12 +82,12 @@ class Canonicalizer:
         return self.root is not None and path is not None and path.resolve().is_relative_to(self.root)
 
     def _from_pypi(self, art: PypiArtifact) -> str | None:
-        known = self._load()
-        if art.sha256 in known:
-            return known[art.sha256]
-        misses = self._load_misses()
-        if time.time() - misses.get(art.sha256, 0.0) < MISS_TTL_S:
-            return None
+        with self._lock:
+            known = self._load()
+            if art.sha256 in known:
+                return known[art.sha256]
+            if time.time() - self._load_misses().get(art.sha256, 0.0) < MISS_TTL_S:
+                return None
         from resolver.net import fetch_json
 
         page = PYPI_SIMPLE.format(name=re.sub(r"[-_.]+", "-", art.name).lower())
@@ -93,13 +95,14 @@ class Canonicalizer:
         if not isinstance(data, dict):
             return None  # PyPI did not answer: asked again next time
         file_name = art.file_name
-        for entry in data.get("files") or []:
-            if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
-                known[art.sha256] = urllib.parse.urljoin(page, str(entry["url"]))
-                self._save(self.cache_file, known)
-                return known[art.sha256]
-        misses[art.sha256] = time.time()  # a local build (torch's +cpu) is not on PyPI: not asked again today
-        self._save(self.misses_file, misses)
+        with self._lock:
+            for entry in data.get("files") or []:
+                if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
+                    known[art.sha256] = urllib.parse.urljoin(page, str(entry["url"]))
+                    self._save(self.cache_file, known)
+                    return known[art.sha256]
+            self._misses[art.sha256] = time.time()  # a local build (torch's +cpu) is not on PyPI: not asked again today
+            self._save(self.misses_file, self._misses)
         return None
 
     def _note_local(self, art: PypiArtifact, index: str | None) -> None:
@@ -109,8 +112,9 @@ class Canonicalizer:
         else:
             fix = ("lock where PyPI (https://pypi.org) answers, so the file's PyPI address can be recorded, or map its "
                    f"canonical address to {folder} under [tool.resolver.mirrors]")
-        self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock records "
-                          f"a path of this machine. Fix: {fix}")
+        with self._lock:
+            self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock "
+                              f"records a path of this machine. Fix: {fix}")
 
     def _load(self) -> dict[str, str]:
         if self._known is None:
