@@ -26,6 +26,7 @@ class ExitCode(enum.IntEnum):
     BUILD_FAILED = 5  # a compiler or an installer failed
     BUSY = 6  # another resolver holds the project lock
     ENVIRONMENT = 7  # the environment (or this machine's toolchain) is missing or not usable for this step
+    UNRECOGNISED = 8  # doctor: the log holds no error it knows (not a finding, not a clean bill)
     INTERNAL = 70  # a bug in the resolver itself
     INTERRUPTED = 130
 

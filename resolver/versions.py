@@ -120,7 +120,11 @@ class GfxArch:
     """An AMD GPU ISA name such as ``gfx90a`` or ``gfx1100``.
 
     The kernel's KFD topology reports ``gfx_target_version`` as major*10000 + minor*100 + stepping,
-    with minor and stepping printed in hex in the name (90010 → gfx90a, 110000 → gfx1100).
+    with minor and stepping printed in hex in the name (90010 → gfx90a, 110000 → gfx1100). rocm-smi
+    prints them in decimal (``gfx9010``); that spelling is read as the ISA it names.
+
+    >>> GfxArch.parse("gfx9010"), GfxArch.parse("gfx9012").name, GfxArch.parse("gfx1100").name
+    (GfxArch(name='gfx90a'), 'gfx90c', 'gfx1100')
     """
 
     name: str
@@ -132,7 +136,11 @@ class GfxArch:
         match = _GFX.match(base)
         if not match:
             raise ValueError(f"not a gfx architecture: {text!r}")
-        return cls(match.group(1).lower())
+        name = match.group(1).lower()
+        # rocm-smi writes the stepping in decimal: gfx9010 is 9.0.10 (gfx90a), gfx9012 is gfx90c
+        if len(name) == 7 and name[3] == "9" and name[4:].isdigit():
+            return cls(f"gfx9{int(name[4]):x}{int(name[5:]):x}")
+        return cls(name)
 
     @classmethod
     def from_target_version(cls, value: int | str) -> "GfxArch":

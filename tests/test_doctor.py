@@ -57,7 +57,15 @@ def test_signature_matches_the_log_of_the_issue_it_cites(sig_id, log):
     path = LOGS / log
     sig = next(s for s in SIGNATURES if s.id == sig_id)
     assert _source_of(path) in sig.sources, f"{log} cites a thread that {sig_id} does not list"
-    matches = match_log(decode_log(path.read_bytes()), SIGNATURES)
+    from dataclasses import replace
+
+    from resolver.doctor.context import applies
+    from resolver.doctor.signatures import rocm_in_log
+
+    text = decode_log(path.read_bytes())
+    rocm = rocm_in_log(text)
+    matches = [m for m in match_log(text, SIGNATURES)
+               if applies(replace(m, groups={**m.groups, **({"log_rocm": rocm} if rocm else {})}), FixContext())]
     assert matches, f"nothing matched {log}"
     assert matches[0].signature.id == sig_id, f"{log}: first match {matches[0].signature.id}, expected {sig_id}"
 
@@ -106,16 +114,23 @@ def test_cli_log_from_stdin_with_bad_bytes(tmp_path):
     doc = json.loads(done.stdout)
     first = doc["log"]["matches"][0]
     assert first["id"] == "undefined-c10-symbol" and first["details"]["symbol"] == "_ZN3c104cuda9SetDeviceEi"
-    assert first["fix"].startswith("python -m resolver build --env ")
+    # no environment in this project yet: setup first, then the rebuild
+    assert first["fix"] == "python -m resolver setup" and "python -m resolver build --no-prebuilt" in first["fix_note"]
 
 
-def test_cli_unknown_log_shows_its_tail(tmp_path):
+def test_cli_unknown_log_is_its_own_answer(tmp_path):
+    """A log with no known error: one sentence with the next step, exit 8, `recognised: false`; never a
+    promise of fix lines (the log: a clean install transcript, nothing failed in it)."""
     log = tmp_path / "weird.log"
-    log.write_bytes(b"step 1\nstep 2\nSegmentation fault (core dumped)\n")
+    log.write_bytes(b"Collecting torch\nSuccessfully installed torch-2.13.0\nstep 2 hangs here\n")
     done = _cli(tmp_path, "doctor", "--log", str(log))
-    assert done.returncode == 1
+    assert done.returncode == 8, done.stderr
     out = done.stdout.decode()
-    assert "no known error signature matched" in out and "Segmentation fault" in out
+    assert "no error doctor knows is in it" in out and "python -m resolver setup" in out and "step 2 hangs" in out
+    assert "fix lines" not in out and "problems found" not in out
+    doc = json.loads(_cli(tmp_path, "doctor", "--log", str(log), "--json").stdout)
+    assert doc["recognised"] is False and doc["verdict"] == "unrecognised" and doc["log"]["matches"] == []
+    assert "setup" in doc["log"]["next_step"]
 
 
 def test_cli_missing_log_is_one_line(tmp_path):

@@ -39,7 +39,16 @@ def test_machine_replays_as_reported(name: str) -> None:
         assert got["nvidia"] is None
     else:
         assert got["nvidia"]["driver_version"] == expected["nvidia"]["driver_version"]
-        assert got["nvidia"]["cuda_driver_version"] == expected["nvidia"]["cuda_driver_version"]
+        if expected["nvidia"]["cuda_driver_version"] is None and got["nvidia"]["cuda_driver_version_derived"]:
+            # the report does not say it: the probe derives it from the driver, and says so
+            from resolver.knowledge import Knowledge
+            from resolver.versions import DottedVersion
+
+            derived = Knowledge.load().newest_cuda_for_driver(DottedVersion.parse(got["nvidia"]["driver_version"]))
+            assert got["nvidia"]["cuda_driver_version"] == str(derived)
+        else:
+            assert got["nvidia"]["cuda_driver_version"] == expected["nvidia"]["cuda_driver_version"]
+            assert not got["nvidia"]["cuda_driver_version_derived"]
         assert _gpus(got["nvidia"], "compute_capability") == _gpus(expected["nvidia"], "compute_capability")
         for key in ("memory_mib", "uuid"):  # checked where the machine's outputs print them
             if any(key in g for g in expected["nvidia"]["gpus"]):

@@ -138,13 +138,34 @@ def test_q_with_a_log_line_in_between() -> None:
     assert reading.gpus == (GpuSeen("Tesla V100-PCIE-16GB", uuid="GPU-3a6ec8f0-24eb-1905-1f17-7bdb4e850ffa"),)
 
 
-def test_a_gpu_the_name_table_does_not_know_is_left_out_with_a_note() -> None:
+def test_the_gtx_780_of_nvidia_s_legacy_list_is_placed_and_cuda_derived_from_the_driver() -> None:
     findings = Findings()
     facts = NvidiaFacts()
     facts.take(nvidia_parse.read_smi_details(Q_GTX780), "nvidia-smi -q", findings)
     info = facts.info(findings, NameTable())
-    assert str(info.driver_version) == "450.66" and info.gpus == ()
-    assert any("'GeForce GTX 780' left out" in n and "GPU name table" in n for n in findings.notes)
+    assert str(info.driver_version) == "450.66" and [str(g.compute_capability) for g in info.gpus] == ["3.5"]
+    assert str(info.cuda_driver_version) == "11.0" and not info.cuda_driver_version_derived  # -q printed it
+
+
+# https://github.com/NVIDIA/nvidia-docker/issues/464 (nvidia-smi -q on a GPU the driver cannot read)
+Q_UNKNOWN_ERROR = """\
+Driver Version                      : 375.26
+
+Attached GPUs                       : 1
+GPU 0000:4B:00.0
+    Product Name                    : Unknown Error
+    Product Brand                   : GeForce
+"""
+
+
+def test_a_gpu_nothing_can_place_is_kept_as_unidentified_with_a_note() -> None:
+    findings = Findings()
+    facts = NvidiaFacts()
+    facts.take(nvidia_parse.read_smi_details(Q_UNKNOWN_ERROR), "nvidia-smi -q", findings)
+    info = facts.info(findings, NameTable())
+    assert info.gpus == () and info.unidentified_gpus == ("Unknown Error",)
+    assert any("'Unknown Error' left out" in n and "PCI ID table" in n for n in findings.notes)
+    assert info.cuda_driver_version is None  # 375 is older than every toolkit floor the knowledge base holds
 
 
 # --------------------------------------------------------------------------------- nvidia-smi -L
@@ -281,7 +302,8 @@ def test_rocm_smi_of_old_rocm_and_unknown_cards() -> None:
     # https://github.com/Syllo/nvtop/issues/236: the pci.ids table lacked the card, so only ids print
     ids = ("GPU[0]\t\t: Card series: \t\t0x744c\nGPU[0]\t\t: Card model: \t\t0x2422\n"
            "GPU[0]\t\t: Card vendor: \t\tAdvanced Micro Devices, Inc. [AMD/ATI]\nGPU[0]\t\t: Card SKU: \t\tEXT84765\n")
-    assert amd_parse.parse_rocm_smi_products(ids) == []
+    agents = amd_parse.parse_rocm_smi_products(ids)
+    assert [(a.name, a.gfx, a.pci_device) for a in agents] == [(None, None, "744c")]  # placed by its PCI id
 
 
 # ------------------------------------------------------------------------------------ collect_env

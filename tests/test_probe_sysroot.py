@@ -133,7 +133,8 @@ def test_rocm_path_without_version_is_noted(tmp_path: Path) -> None:
 def test_nvidia_driver_without_gpus_from_module_version_only(tmp_path: Path) -> None:
     profile = probe_machine(_sysroot(tmp_path, files={"/sys/module/nvidia/version": "570.133.07\n"}))
     assert str(profile.nvidia.driver_version) == "570.133.07" and profile.nvidia.gpus == ()
-    assert profile.nvidia.sources == ("/sys/module/nvidia/version",)
+    assert profile.nvidia.sources[0] == "/sys/module/nvidia/version"
+    assert profile.nvidia.cuda_driver_version_derived and profile.nvidia.sources[1].startswith("CUDA version: derived")
 
 
 # ------------------------------------------------------------------------------- CONDA_OVERRIDE_*
@@ -237,7 +238,8 @@ def test_driver_library_mismatch_falls_back_to_proc(tmp_path: Path) -> None:
                                        "(Ubuntu 14.2.0-4ubuntu2~24.04.1)\n"})
     profile = probe_machine(root)
     assert str(profile.nvidia.driver_version) == "580.173.02"
-    assert profile.nvidia.sources == ("/proc/driver/nvidia/version",)
+    assert profile.nvidia.sources[0] == "/proc/driver/nvidia/version"
+    assert profile.nvidia.cuda_driver_version_derived and profile.nvidia.sources[1].startswith("CUDA version: derived")
     assert any("Driver/library version mismatch" in n for n in profile.notes)
 
 

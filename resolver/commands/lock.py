@@ -45,10 +45,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
                         help="with --fleet: the shared channel nodes take their prebuilt kernels from (recorded in "
                              "pixi.toml)")
+    from resolver.probe.overrides import add_gpu_arguments
+
+    add_gpu_arguments(parser)
 
 
-def plans_for(targets: list[str], profile_file: Path | None) -> list:
-    """One Plan per target (default: auto) for this machine or the one ``profile_file`` describes."""
+def plans_for(targets: list[str], profile_file: Path | None, compute_capability: str | None = None,
+              gfx: str | None = None) -> list:
+    """One Plan per target (default: auto) for this machine or the one ``profile_file`` describes, its
+    GPU architecture as stated."""
     from resolver.decide.model import Request, Target
     from resolver.planning import plan_for
 
@@ -58,6 +63,11 @@ def plans_for(targets: list[str], profile_file: Path | None) -> list:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(profile_file)
+    if compute_capability or gfx:
+        from resolver.planning import probe_here
+        from resolver.probe.overrides import apply_gpu_overrides
+
+        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
     return [plan_for(Request(target=t), profile) for t in parsed]
 
 
@@ -103,8 +113,9 @@ def run(args, out) -> int:
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
         # no target: the plans locked here before (none: this machine's)
-        plans = plans_for(args.target, args.profile[0] if args.profile else None) if args.target or args.profile \
-            else None
+        explicit = args.target or args.profile or args.compute_capability or args.gfx
+        plans = plans_for(args.target, args.profile[0] if args.profile else None, args.compute_capability,
+                          args.gfx) if explicit else None
     if args.check:
         status = lock.lock_status(project, plans)
         out.result({"lockfile": str(project.lockfile), "manifest": str(project.manifest), **status.to_json(),

@@ -29,6 +29,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--python", metavar="X.Y", default=None,
                         help="the Python version of the environment (default: the Python running here)")
     parser.add_argument("--trace", action="store_true", help="print every rule that fired, not only the summary")
+    from resolver.probe.overrides import add_gpu_arguments
+
+    add_gpu_arguments(parser)
 
 
 def run(args, out) -> int:
@@ -44,6 +47,9 @@ def run(args, out) -> int:
         from resolver.planning import probe_here
 
         profile = probe_here()
+    from resolver.probe.overrides import apply_gpu_arguments
+
+    profile = apply_gpu_arguments(profile, args)
     memo = PlanMemo(profile, args.target, args.python)
     answer = memo.recall()
     if answer is None:

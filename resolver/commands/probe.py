@@ -18,22 +18,38 @@ def add_arguments(parser) -> None:
                         help="read what a machine printed (nvidia-smi, rocminfo, amd-smi, rocm-smi, "
                              "/proc/driver/nvidia/version, collect_env; pasted into FILE, or - for standard input) "
                              "instead of this machine; plan from it with `plan --profile`")
+    from resolver.probe.overrides import add_gpu_arguments
+
+    add_gpu_arguments(parser)
 
 
 def _gpu_lines(profile) -> list[str]:
+    from resolver.probe.overrides import COMPUTE_CAPABILITY_FLAG, GFX_FLAG, HOW_TO_GET_CC, HOW_TO_GET_GFX
+
     lines = []
     if profile.nvidia:
         nv = profile.nvidia
-        lines.append(f"NVIDIA driver {nv.driver_version or 'unknown'}"
-                     f" (supports CUDA {nv.cuda_driver_version or 'unknown'})")
+        cuda = f"{nv.cuda_driver_version}, derived from the driver version" if nv.cuda_driver_version_derived \
+            else (nv.cuda_driver_version or "unknown")
+        lines.append(f"NVIDIA driver {nv.driver_version or 'unknown'} (supports CUDA {cuda})")
         lines += [f"  GPU {i}: {g.name}, compute capability {g.compute_capability}"
                   + (f", {g.memory_mib} MiB" if g.memory_mib else "") for i, g in enumerate(nv.gpus)]
+        if nv.unidentified_gpus:
+            count = len(nv.unidentified_gpus)
+            lines.append(f"  {count} NVIDIA GPU{'s' if count > 1 else ''}, model unknown "
+                         f"({', '.join(sorted(set(nv.unidentified_gpus)))}): compute capability unknown; "
+                         f"{HOW_TO_GET_CC}, then pass it with {COMPUTE_CAPABILITY_FLAG} X.Y")
     if profile.amd:
         missing = "not in the report" if any(s.startswith("report: ") for s in profile.sources) else "not installed"
         lines.append(f"ROCm {profile.amd.rocm_version or missing}"
                      + (f" at {profile.amd.rocm_root}" if profile.amd.rocm_root else ""))
         lines += [f"  GPU {i}: {g.name}, {g.gfx_arch}" for i, g in enumerate(profile.amd.gpus)]
-    if not profile.has_gpu:
+        if profile.amd.unidentified_gpus:
+            count = len(profile.amd.unidentified_gpus)
+            lines.append(f"  {count} AMD GPU{'s' if count > 1 else ''}, model unknown "
+                         f"({', '.join(sorted(set(profile.amd.unidentified_gpus)))}): gfx target unknown; "
+                         f"{HOW_TO_GET_GFX}, then pass it with {GFX_FLAG} gfxNNN")
+    if not profile.has_gpu and not profile.unidentified:
         lines.append("GPU: none found")
     return lines
 
@@ -60,6 +76,7 @@ def summary(profile) -> str:
 
 def run(args, out) -> int:
     from resolver.errors import BadInput
+    from resolver.probe.overrides import apply_gpu_arguments
 
     chosen = [flag for flag, value in (("--sysroot", args.sysroot), ("--capture", args.capture),
                                        ("--from-report", args.from_report)) if value]
@@ -69,7 +86,7 @@ def run(args, out) -> int:
     if args.from_report:
         from resolver.probe.report import profile_from_report, read_report
 
-        profile = profile_from_report(read_report(args.from_report))
+        profile = apply_gpu_arguments(profile_from_report(read_report(args.from_report)), args)
         out.result(profile.to_json(), summary(profile))
         return 0
     if args.capture:
@@ -83,6 +100,6 @@ def run(args, out) -> int:
         return 0
     from resolver.probe import probe_machine
 
-    profile = probe_machine(args.sysroot)
+    profile = apply_gpu_arguments(probe_machine(args.sysroot), args)
     out.result(profile.to_json(), summary(profile))
     return 0

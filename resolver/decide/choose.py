@@ -116,10 +116,15 @@ def _dispatch(ctx: Context) -> Plan:
         return cpu_plan(ctx, "--target cpu")
     unknown = profile.nvidia.unidentified_gpus if profile.nvidia else ()
     if unknown and target.backend in ("auto", "cuda") and not (target.backend == "auto" and amd and not nvidia):
-        raise Refusal(f"the compute capability of NVIDIA GPU {unknown[0]!r} is unknown (nvidia-smi did not print it "
-                      f"and the knowledge base's gpus.toml does not list it), so no kernels can be chosen for it",
-                      fix="add the GPU to resolver/knowledge/data/gpus.toml, or plan from a profile that states its "
-                          "compute_capability (`probe --json`, edited, then --profile FILE)")
+        raise Refusal(f"the compute capability of NVIDIA GPU {unknown[0]!r} is unknown (no tool printed it and "
+                      f"neither its name nor its PCI id is in the GPU tables), so no kernels can be chosen for it",
+                      fix="run `nvidia-smi --query-gpu=name,compute_cap --format=csv` and pass what it prints: "
+                          "--compute-capability X.Y (probe, plan and lock take it)")
+    unknown_amd = profile.amd.unidentified_gpus if profile.amd else ()
+    if unknown_amd and target.backend in ("auto", "rocm") and not (target.backend == "auto" and nvidia and not amd):
+        raise Refusal(f"the gfx target of AMD GPU {unknown_amd[0]!r} is unknown (no tool printed it and neither its "
+                      f"name nor its PCI id is in the GPU tables), so no kernels can be chosen for it",
+                      fix="run `rocminfo | grep gfx` and pass what it prints: --gfx gfxNNN (probe, plan and lock take it)")
     if target.backend == "cuda":
         if ctx.os == "osx":
             raise Refusal(f"--target {target} cannot run on macOS: PyTorch publishes no CUDA builds for it",

@@ -172,8 +172,10 @@ def _rebuild_fix(name: str, ext: ExtensionState, ctx: FixContext, facts: Environ
     if any(name in modules for modules in facts.kernels.values()):
         return f"python -m resolver build --env {ctx.env} --no-prebuilt"
     dist = (ext.owner.name if ext.owner is not None else None) or name
-    return (f"rebuild {dist} against torch {ctx.torch}: .resolver/envs/{ctx.env}/bin/python -m pip install "
-            f"--no-build-isolation --no-binary :all: --force-reinstall --no-deps {dist}")
+    # no pip here: the environment is what pixi.lock says; a package outside the lock is rebuilt where it came from
+    return (f"{dist} is not one of the kernels this project builds: rebuild it against torch {ctx.torch} in the "
+            f"project it comes from, or remove it: python -m resolver install --env {ctx.env} --force "
+            "(restores exactly what pixi.lock holds)")
 
 
 def tool_findings(env: Environment, facts: EnvironmentFacts | dict) -> list[Finding]:
@@ -186,7 +188,8 @@ def tool_findings(env: Environment, facts: EnvironmentFacts | dict) -> list[Find
         if found:
             out.append(Finding(f"tool:{tool}", "ok", f"{tool}: {found}"))
             continue
-        fix = {"ninja": f"{env.python} -m pip install ninja (without it torch builds extensions one file at a time)",
+        fix = {"ninja": "install ninja on this machine (apt install ninja-build, dnf install ninja-build or conda install "
+                        "ninja; without it torch builds extensions one file at a time); the environment stays as locked",
                "nvcc": f"install the CUDA toolkit {torch_facts.cuda} and export CUDA_HOME (needed only to build kernels)",
                "hipcc": "install the ROCm HIP SDK and export ROCM_PATH (needed only to build kernels)"}[tool]
         out.append(Finding(f"tool:{tool}", "warn", f"{tool} is not on PATH or in the environment", fix))

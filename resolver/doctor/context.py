@@ -27,11 +27,23 @@ class FixContext:
     torch: str = "the installed torch"
     cuda: str = "X.Y"
     target: str = "auto"
+    rocm: str | None = None  # the machine's ROCm (from the probe)
+    package: str | None = None  # the kernel package a log's failure is in
+
+    @property
+    def arch_known(self) -> bool:
+        return self.arch not in ("", "ARCH")
 
     def render(self, template: str, groups: dict | None = None) -> str:
+        """The template filled in; ``--arch {arch}`` is left out when the architecture is unknown (build then
+        targets the GPUs the probe finds), and ``{package_flag}`` names the package when one is known."""
+        from resolver.doctor.fixes import without_arch
+
         values = _Keep(asdict(self))
+        values["package_flag"] = f" --package {self.package}" if self.package else ""
+        values["rocm"] = self.rocm or "the installed ROCm"
         values.update(groups or {})
-        return template.format_map(values)
+        return (template if self.arch_known else without_arch(template)).format_map(values)
 
 
 def target_of(torch_facts: TorchBuild | Mapping | None) -> str:
@@ -62,10 +74,11 @@ def arch_of(facts: EnvironmentFacts | Mapping | None, profile) -> str | None:
 def build_context(env_name: str | None, facts: EnvironmentFacts | Mapping | None, profile) -> FixContext:
     facts = EnvironmentFacts.of(facts)
     t = facts.torch if facts.torch is not None and not facts.torch.empty else None
+    rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None
     return FixContext(env=env_name or "NAME", arch=arch_of(facts, profile) or "ARCH",
                       torch=(t.version if t else None) or "the installed torch",
                       cuda=".".join(str(t.cuda).split(".")[:2]) if t and t.cuda else "X.Y",
-                      target=target_of(t) if t else "auto")
+                      target=target_of(t) if t else "auto", rocm=rocm)
 
 
 def _release(version: str) -> str:
@@ -81,6 +94,13 @@ def applies(match, ctx: FixContext) -> bool:
     >>> applies(m, FixContext(torch="2.14.1+cu130")), applies(m, FixContext(torch="2.13.0+cpu"))
     (False, True)
     """
+    sig = match.signature
+    if sig.rocm or sig.rocm_not:
+        rocm = match.groups.get("log_rocm") or ctx.rocm
+        if sig.rocm and rocm and not any(rocm == v or rocm.startswith(v + ".") for v in sig.rocm):
+            return False
+        if sig.rocm_not and (not rocm or any(rocm == v or rocm.startswith(v + ".") for v in sig.rocm_not)):
+            return False
     if len(match.signature.unless_same) != 2:
         return True
     group, key = match.signature.unless_same

@@ -39,6 +39,8 @@ class Signature:
     category: str = ""
     specificity: int = 50
     unless_same: tuple[str, ...] = ()
+    rocm: tuple[str, ...] = ()  # applies only on these ROCm releases (prefixes, "6.0"), or when the ROCm is unknown
+    rocm_not: tuple[str, ...] = ()  # applies only when the ROCm is known and none of these
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,8 @@ def load_signatures(path: Path | None = None) -> tuple[Signature, ...]:
                              fix_detail=row.get("fix_detail", ""), sources=tuple(row["sources"]),
                              logs=tuple(row.get("logs", ())), at_end=bool(row.get("at_end", False)),
                              category=row.get("category", ""), specificity=int(row.get("specificity", 50)),
-                             unless_same=tuple(row.get("unless_same", ()))))
+                             unless_same=tuple(row.get("unless_same", ())), rocm=tuple(row.get("rocm", ())),
+                             rocm_not=tuple(row.get("rocm_not", ()))))
     ids = [s.id for s in out]
     if len(ids) != len(set(ids)):
         raise ValueError(f"{path.name}: duplicate signature ids")
@@ -120,4 +123,21 @@ def match_log(text: str, signatures: tuple[Signature, ...]) -> list[Match]:
         line = text.splitlines()[line_no - 1] if text else ""
         found.append(Match(sig, line_no, line.strip()[:400], groups))
     found.sort(key=lambda m: (-m.signature.specificity, m.line))
+    return found
+
+
+_ROCM_IN_LOG = re.compile(r"/opt/rocm-(\d+\.\d+(?:\.\d+)?)|\bROCm[ -](?:version:?\s*)?(\d+\.\d+(?:\.\d+)?)|\brocm-(\d+\.\d+\.\d+)",
+                          re.IGNORECASE)
+
+
+def rocm_in_log(text: str) -> str | None:
+    """The ROCm release a log names (an install path, "ROCm 7.0.1", "rocm-6.4.3"), the last one said.
+
+    >>> rocm_in_log("-L/opt/rocm-6.0.0/lib -lamdhip64"), rocm_in_log("* ROCm 7.0.1.70001-42~24.04"), rocm_in_log("x")
+    ('6.0.0', '7.0.1', None)
+    """
+    found = None
+    for line in text.splitlines():
+        for match in _ROCM_IN_LOG.finditer(line[:4000]):
+            found = next(g for g in match.groups() if g)
     return found

@@ -13,6 +13,7 @@ from resolver.errors import InternalError
 from resolver.fs import write_text_atomic
 from resolver.knowledge.query import Knowledge
 from resolver.knowledge.rows import (
+    AmdChip,
     AmdModel,
     ArchSupport,
     BuildFix,
@@ -21,6 +22,7 @@ from resolver.knowledge.rows import (
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    NvidiaChip,
     NvidiaModel,
     OfficialGfx,
     ToolkitFloor,
@@ -249,6 +251,19 @@ def _build(raw: dict[str, dict]) -> Knowledge:
         except ValueError:
             raise row._bad("gfx", "is not a gfx target") from None
         amd.append(AmdModel(row.strs("names"), gfx, row.str("architecture"), row.confirmed(), row.str("source")))
+    nvidia_chips = []
+    for i, data in enumerate(_rows(gpus, "nvidia_chip", "gpus.toml")):
+        row = _Row(data, f"gpus.toml [[nvidia_chip]] #{i + 1}")
+        nvidia_chips.append(NvidiaChip(row.strs("chips"), row.cc("compute_capability"), row.str("architecture"),
+                                       row.str("source")))
+    amd_chips = []
+    for i, data in enumerate(_rows(gpus, "amd_chip", "gpus.toml")):
+        row = _Row(data, f"gpus.toml [[amd_chip]] #{i + 1}")
+        try:
+            gfx = GfxArch.parse(row.str("gfx"))
+        except ValueError:
+            raise row._bad("gfx", "is not a gfx target") from None
+        amd_chips.append(AmdChip(row.strs("codenames"), gfx, row.str("architecture"), row.str("source")))
 
     packages = []
     for i, data in enumerate(_rows(mamba, "package", "mamba.toml")):
@@ -314,4 +329,5 @@ def _build(raw: dict[str, dict]) -> Knowledge:
         releases=tuple(sorted(releases, key=lambda r: r.version)), mvc_floors=tuple(mvc), toolkits=tuple(toolkits),
         archs=tuple(archs), nvidia_models=tuple(nvidia), amd_models=tuple(amd), kernel_packages=tuple(packages),
         kernel_releases=tuple(kernel_releases), wheels=tuple(wheels), build_fixes=tuple(fixes),
-        header_fixes=tuple(header_fixes), official_gfx=tuple(official), conda_forge=conda_forge)
+        header_fixes=tuple(header_fixes), official_gfx=tuple(official), conda_forge=conda_forge,
+        nvidia_chips=tuple(nvidia_chips), amd_chips=tuple(amd_chips))

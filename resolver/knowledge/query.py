@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from resolver.knowledge.rows import (
+    AmdChip,
     AmdModel,
     ArchSupport,
     BuildFix,
@@ -26,6 +27,7 @@ from resolver.knowledge.rows import (
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    NvidiaChip,
     NvidiaModel,
     OfficialGfx,
     ToolkitFloor,
@@ -53,6 +55,8 @@ class Knowledge:
     header_fixes: tuple[HeaderFix, ...]
     official_gfx: tuple[OfficialGfx, ...]
     conda_forge: CondaForge
+    nvidia_chips: tuple[NvidiaChip, ...] = ()
+    amd_chips: tuple[AmdChip, ...] = ()
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, cache: bool = True) -> "Knowledge":
@@ -129,6 +133,35 @@ class Knowledge:
 
     def amd_model(self, name: str) -> AmdModel | None:
         return _best_name_match(name, ((n, m) for m in self.amd_models for n in m.names))
+
+    def nvidia_chip(self, token: str) -> NvidiaChip | None:
+        """The row of the longest listed chip ``token`` starts with (``GA107GLM`` → GA107; ``GB10B`` is its own).
+
+        >>> str(Knowledge.load().nvidia_chip("GA107GLM").compute_capability), Knowledge.load().nvidia_chip("NV43")
+        ('8.6', None)
+        """
+        best, best_len = None, 0
+        for row in self.nvidia_chips:
+            for chip in row.chips:
+                if token.upper().startswith(chip.upper()) and len(chip) > best_len:
+                    best, best_len = row, len(chip)
+        return best
+
+    def amd_chip(self, name: str) -> AmdChip | None:
+        """The row of the longest listed code name ``name`` starts with, as a whole word (``Navi 31 XT``).
+
+        >>> str(Knowledge.load().amd_chip("Navi 31 [Radeon RX 7900 XT/7900 XTX]").gfx)
+        'gfx1100'
+        """
+        best, best_len = None, 0
+        lowered = name.lower()
+        for row in self.amd_chips:
+            for codename in row.codenames:
+                c = codename.lower()
+                if lowered.startswith(c) and (len(lowered) == len(c) or not lowered[len(c)].isalnum()) \
+                        and len(c) > best_len:
+                    best, best_len = row, len(c)
+        return best
 
     # ---- mamba
 

@@ -150,6 +150,24 @@ class AmdModel(NamedTuple):
     source: str
 
 
+class NvidiaChip(NamedTuple):
+    """GPU chips (``GA102``) of one compute capability: how a PCI device id becomes a capability."""
+
+    chips: tuple[str, ...]
+    compute_capability: ComputeCapability
+    architecture: str
+    source: str
+
+
+class AmdChip(NamedTuple):
+    """AMD code names (``Navi 31``) of one gfx target, as the PCI ID Repository spells them."""
+
+    codenames: tuple[str, ...]
+    gfx: GfxArch
+    architecture: str
+    source: str
+
+
 # --------------------------------------------------------------------------------------------- mamba
 
 

@@ -16,6 +16,7 @@ from resolver.probe import amd_parse as parse
 from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
 from resolver.probe.name_table import NameTable
+from resolver.probe.pci import identify as pci_identify
 from resolver.probe.profile import AmdGpu, AmdInfo
 from resolver.probe.system import CommandResult, System
 from resolver.probe.toolkits import ROCM_HOME_VARS
@@ -79,6 +80,7 @@ _AGENT_SOURCES = (
     ("amd-smi", ["static", "--asic"], parse.parse_amd_smi_static, "no GPU in its output"),
     ("amd-smi", [], parse.parse_amd_smi_table, "no GPU table in its output"),
     ("rocm-smi", ["--showproductname"], parse.parse_rocm_smi_products, "no GPU in its output"),
+    ("rocm-smi", ["--showproductname", "--json"], parse.parse_rocm_smi_json, "no GPU in its output"),
 )
 
 
@@ -115,6 +117,7 @@ class AmdFacts:
         self.agents: list[parse.AmdAgent] = []
         self.agents_source: str | None = None
         self.sources: list[str] = []
+        self.unidentified: list[str] = []  # GPUs named (or seen by PCI id) whose gfx nothing could tell
 
     def take_version(self, version: str | None, source: str | None) -> None:
         if version and self.version is None and source:
@@ -130,23 +133,30 @@ class AmdFacts:
         label = self.agents_source
         gpus: list[AmdGpu] = []
         table_sources: list[str] = []
+        self.unidentified = []
         for agent in self.agents:
-            gfx_text = agent.gfx
+            gfx_text, name = agent.gfx, agent.name
+            pci = pci_identify("1002", agent.pci_device) if agent.pci_device and (not gfx_text or not name) else None
+            if pci is not None:
+                name = name or f"AMD {pci.name}"
             if not gfx_text:
-                if not agent.name:
-                    findings.note(f"{label}: names a GPU but not its gfx architecture")
-                    continue
-                gfx_text, why = table.gfx(agent.name)
+                why = "it prints no name"
+                if name:
+                    gfx_text, why = table.gfx(name)
+                if gfx_text is None and pci is not None and pci.arch:
+                    gfx_text, why = pci.arch, pci.source
                 if gfx_text is None:
-                    findings.note(f"AMD GPU {agent.name!r} left out: {label} gives no gfx architecture and {why}")
+                    seen = name or (f"AMD GPU 1002:{agent.pci_device}" if agent.pci_device else "AMD GPU")
+                    findings.note(f"AMD GPU {seen!r}: {label} gives no gfx architecture and {why}")
+                    self.unidentified.append(seen)
                     continue
-                table_sources.append(f"gfx of {agent.name!r}: {why}")
+                table_sources.append(f"gfx of {name or agent.pci_device!r}: {why}")
             try:
                 gfx = GfxArch.parse(gfx_text)
             except ValueError:
                 findings.note(f"{label}: {gfx_text!r} is not a gfx architecture")
                 continue
-            gpus.append(AmdGpu(agent.name or f"AMD GPU ({gfx})", gfx))
+            gpus.append(AmdGpu(name or f"AMD GPU ({gfx})", gfx))
         if gpus:
             self.sources += [s for s in dict.fromkeys([label, *table_sources]) if s and s not in self.sources]
         return gpus
@@ -201,9 +211,23 @@ def detect_amd(system: System, findings: Findings) -> AmdInfo | None:
             gpus = facts.gpus(findings)
     if facts.version is None:
         facts.take_version(*_version_from_tools(tools))
-    if facts.version is None and not gpus:
+    unidentified = tuple(facts.unidentified) if not gpus else ()
+    if not gpus and not unidentified:  # no tool answered: the PCI bus still shows the GPUs
+        gpus, unidentified = _agents_from_bus(system, facts, findings)
+    if facts.version is None and not gpus and not unidentified:
         return None
     if facts.version is None:
         findings.note("AMD GPU found but no ROCm install: no .info/version under ROCM_HOME, ROCM_PATH or /opt/rocm*")
     return AmdInfo(rocm_version=DottedVersion.parse(facts.version) if facts.version else None, gpus=tuple(gpus),
-                   rocm_root=facts.root, sources=tuple(facts.sources))
+                   rocm_root=facts.root, sources=tuple(facts.sources), unidentified_gpus=unidentified)
+
+
+def _agents_from_bus(system: System, facts: AmdFacts, findings: Findings) -> tuple[list[AmdGpu], tuple[str, ...]]:
+    """AMD display devices on the PCI bus (sysfs), placed by their device id."""
+    from resolver.probe.pci import SYSFS_DEVICES, gpus_on_bus
+
+    devices = [d for d in gpus_on_bus(system) if d.gpu_vendor == "amd"]
+    if not devices:
+        return [], ()
+    facts.take_agents([parse.AmdAgent(None, None, d.device) for d in devices], f"{SYSFS_DEVICES}/*/device")
+    return facts.gpus(findings), tuple(facts.unidentified)

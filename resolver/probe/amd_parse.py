@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 _ROCM_H = re.compile(r"#define\s+ROCM_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
@@ -23,6 +23,7 @@ class AmdAgent:
 
     name: str | None
     gfx: str | None
+    pci_device: str | None = field(default=None, repr=False, compare=False)  # the PCI device id a tool printed (rocm-smi: "0x738c")
 
 
 def parse_rocm_version_file(text: str) -> str | None:
@@ -142,13 +143,51 @@ def parse_rocm_smi_products(text: str) -> list[AmdAgent]:
     cards: dict[str, dict[str, str]] = {}
     for match in re.finditer(r"^\s*GPU\[(\d+)\]\s*:\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*?)\s*$", text, re.MULTILINE):
         cards.setdefault(match.group(1), {}).setdefault(match.group(2).lower(), match.group(3))
-    agents = []
-    for fields in cards.values():
-        names = [fields.get(k, "") for k in ("card series", "card model")]
-        name = next((n for n in names if n and not re.fullmatch(r"0x[0-9a-fA-F]+", n)), None)
-        gfx = fields.get("gfx version") or None
-        if name or gfx:
-            agents.append(AmdAgent(name, gfx))
+    return [agent for agent in (_rocm_smi_card(fields) for fields in cards.values()) if agent]
+
+
+def _rocm_smi_card(fields: dict[str, str]) -> AmdAgent | None:
+    """One card of rocm-smi (text or ``--json``; keys lower-cased): its name, gfx and PCI device id.
+    Older rocm-smi put the device id in ``Card series`` (``0x738c``, MI100) or ``Card model``; from ROCm
+    6.1 ``Device Name`` / ``Device ID`` hold the PCI ID Repository's name and the id."""
+    names = [fields.get(k, "") for k in ("device name", "card series", "card model")]
+    ids = [hex_text for hex_text in (fields.get("device id"), *names) if hex_text and re.fullmatch(r"0x[0-9a-fA-F]{1,4}", hex_text.strip())]
+    name = next((n for n in names if n and not re.fullmatch(r"0x[0-9a-fA-F]+", n.strip())), None)
+    gfx = fields.get("gfx version") or None
+    device = ids[0].strip().lower()[2:].zfill(4) if ids else None
+    if name or gfx or device:
+        return AmdAgent(name, gfx, device)
+    return None
+
+
+def parse_rocm_smi_json(text: str) -> list[AmdAgent]:
+    """``rocm-smi ... --json``: ``{"card0": {"Card Series": ..., "Card Model": "0x7408", "GFX Version":
+    "gfx9010"}, ...}`` (older keys) or ``{"card0": {"Device Name": ..., "Device ID": "0x744c"}}``. Text
+    around the JSON object (a shell prompt, a paste's prose) is skipped; the object is read once.
+
+    >>> parse_rocm_smi_json('{"card0": {"Card Series": "AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2", '
+    ...                     '"Card Model": "0x7408", "GFX Version": "gfx9010"}}')
+    [AmdAgent(name='AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2', gfx='gfx9010')]
+    """
+    import json
+
+    agents: list[AmdAgent] = []
+    start = text.find("{")
+    decoder = json.JSONDecoder()
+    while start != -1 and not agents:
+        try:
+            data, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(data, dict):
+            for key, card in data.items():
+                if str(key).startswith("card") and isinstance(card, dict):
+                    fields = {str(k).strip().rstrip(":").lower(): str(v) for k, v in card.items()}
+                    agent = _rocm_smi_card(fields)
+                    if agent:
+                        agents.append(agent)
+        start = text.find("{", end)
     return agents
 
 

@@ -80,7 +80,10 @@ class NameTable:
             return None, f"nvidia-smi cut the name {name!r} short and {why} in the {TABLE}"
         model = knowledge.nvidia_model(name)
         if model is None:
-            return None, f"{name!r} is not in the {TABLE}"
+            found = _pci_by_name("nvidia", name)
+            if found is not None and found.arch:
+                return found.arch, found.source
+            return None, f"{name!r} is not in the {TABLE} nor in the PCI ID table"
         return str(model.compute_capability), TABLE
 
     def gfx(self, name: str) -> tuple[str | None, str]:
@@ -90,5 +93,31 @@ class NameTable:
             return None, self._error or "the GPU name table is not available"
         model = knowledge.amd_model(name)
         if model is None:
-            return None, f"{name!r} is not in the {TABLE}"
+            found = _pci_by_name("amd", name)
+            if found is not None and found.arch:
+                return found.arch, found.source
+            return None, f"{name!r} is not in the {TABLE} nor in the PCI ID table"
         return str(model.gfx), TABLE
+
+    def driver_cuda(self, driver: str) -> tuple[str | None, str]:
+        """The newest CUDA an NVIDIA driver runs, from the knowledge base's toolkit driver floors."""
+        knowledge = self._load()
+        if knowledge is None:
+            return None, self._error or "the knowledge base is not available"
+        from resolver.versions import DottedVersion
+
+        try:
+            found = knowledge.newest_cuda_for_driver(DottedVersion.parse(driver))
+        except ValueError:
+            return None, f"{driver!r} is not a driver version"
+        return (str(found), "the knowledge base's CUDA toolkit driver floors (cuda.toml)") if found else \
+            (None, f"no CUDA toolkit in cuda.toml runs on driver {driver}")
+
+
+def _pci_by_name(vendor: str, name: str):
+    try:
+        from resolver.knowledge.pci_ids import by_name
+
+        return by_name(vendor, name)
+    except Exception:  # noqa: BLE001 - a broken table must not break the probe
+        return None

@@ -11,8 +11,8 @@ holds only plain ``nvidia-smi`` (or ``-q``, or ``-L``) still shows its GPUs.
 >>> (root / "sys/module/nvidia").mkdir(parents=True)
 >>> _ = (root / "sys/module/nvidia/version").write_text("550.54.15\\n")
 >>> info = detect_nvidia(SysrootSystem(root), Findings())
->>> str(info.driver_version), info.gpus, info.sources
-('550.54.15', (), ('/sys/module/nvidia/version',))
+>>> str(info.driver_version), info.gpus, info.sources[0], str(info.cuda_driver_version), info.cuda_driver_version_derived
+('550.54.15', (), '/sys/module/nvidia/version', '12.4', True)
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from resolver.probe.collect_env import captured_collect_env
 from resolver.probe.findings import Findings
 from resolver.probe.name_table import NameTable, is_truncated
 from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
+from resolver.probe.pci import SYSFS_DEVICES, PciDevice, gpus_on_bus
+from resolver.probe.pci import identify as pci_identify
 from resolver.probe.profile import NvidiaGpu, NvidiaInfo
 from resolver.probe.system import CommandResult, System
 from resolver.versions import ComputeCapability, DottedVersion
@@ -76,9 +78,17 @@ class NvidiaFacts:
         a compute capability for takes it from the GPU name table, or is left out with a note."""
         if self.driver is None and not self.gpus:
             return None
+        table = table or NameTable()
+        derived = False
+        if self.cuda is None and self.driver is not None:
+            self.cuda, why = table.driver_cuda(self.driver)
+            derived = self.cuda is not None
+            if derived:
+                self._source(f"CUDA version: derived from driver {self.driver} ({why})")
+                findings.note(f"NVIDIA: no output gave the driver's CUDA version; driver {self.driver} supports CUDA "
+                              f"{self.cuda} by {why}")
         if self.cuda is None:
             findings.note("NVIDIA: the driver's CUDA version is unknown (it comes from nvidia-smi or NVML)")
-        table = table or NameTable()
         gpus, unidentified = [], []
         for gpu in self.gpus:
             cc, source = gpu.compute_capability, None
@@ -106,7 +116,18 @@ class NvidiaFacts:
             cuda_driver_version=DottedVersion.parse(self.cuda) if self.cuda else None,
             sources=tuple(self.sources),
             unidentified_gpus=tuple(unidentified),
+            cuda_driver_version_derived=derived,
         )
+
+
+def gpus_from_ids(devices: list[PciDevice]) -> tuple[GpuSeen, ...]:
+    """NVIDIA GPUs seen only by PCI id, named and placed by the PCI ID table (or left for the name table)."""
+    seen = []
+    for device in devices:
+        gpu = pci_identify(device.vendor, device.device)
+        name = f"NVIDIA {gpu.name}" if gpu is not None else f"NVIDIA GPU {device.vendor}:{device.device}"
+        seen.append(GpuSeen(name, gpu.arch if gpu is not None else None))
+    return tuple(seen)
 
 
 class _Smi:
@@ -244,6 +265,9 @@ def detect_nvidia(system: System, findings: Findings, *, use_nvml: bool = True) 
         env, label = captured_collect_env(system)
         if env is not None:
             facts.take(NvidiaReading(env.nvidia_driver, gpus=tuple(GpuSeen(n) for n in env.nvidia_gpus)), label, findings)
+    if not facts.gpus:  # no tool named a GPU: the PCI bus still shows them (a container without nvidia-smi)
+        facts.take(NvidiaReading(gpus=gpus_from_ids([d for d in gpus_on_bus(system) if d.gpu_vendor == "nvidia"])),
+                   f"{SYSFS_DEVICES}/*/device", findings)
     if facts.driver is None and not facts.gpus and not system.exists(PROC_VERSION):
         findings.note(f"no NVIDIA driver: {PROC_VERSION} does not exist")
     return facts.info(findings)

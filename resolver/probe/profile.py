@@ -47,9 +47,11 @@ class NvidiaInfo:
     cuda_driver_version: DottedVersion | None = None  # newest CUDA the driver supports (nvidia-smi "CUDA Version")
     sources: tuple[str, ...] = ()
     unidentified_gpus: tuple[str, ...] = ()  # GPUs seen whose compute capability nothing could tell
+    cuda_driver_version_derived: bool = False  # no output said it: the knowledge base's driver floors did
 
     def to_json(self) -> dict[str, Any]:
         return {"driver_version": _s(self.driver_version), "cuda_driver_version": _s(self.cuda_driver_version),
+                "cuda_driver_version_derived": self.cuda_driver_version_derived,
                 "gpus": [g.to_json() for g in self.gpus], "unidentified_gpus": list(self.unidentified_gpus),
                 "sources": list(self.sources)}
 
@@ -69,10 +71,12 @@ class AmdInfo:
     gpus: tuple[AmdGpu, ...] = ()
     rocm_root: str | None = None
     sources: tuple[str, ...] = ()
+    unidentified_gpus: tuple[str, ...] = ()  # GPUs seen whose gfx target nothing could tell
 
     def to_json(self) -> dict[str, Any]:
         return {"rocm_version": _s(self.rocm_version), "rocm_root": self.rocm_root,
-                "gpus": [g.to_json() for g in self.gpus], "sources": list(self.sources)}
+                "gpus": [g.to_json() for g in self.gpus], "unidentified_gpus": list(self.unidentified_gpus),
+                "sources": list(self.sources)}
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,12 @@ class HardwareProfile:
     @property
     def has_gpu(self) -> bool:
         return bool((self.nvidia and self.nvidia.gpus) or (self.amd and self.amd.gpus))
+
+    @property
+    def unidentified(self) -> tuple[tuple[str, str], ...]:
+        """``(vendor, name)`` of each GPU seen whose architecture nothing could tell."""
+        return tuple([("nvidia", n) for n in (self.nvidia.unidentified_gpus if self.nvidia else ())]
+                     + [("amd", n) for n in (self.amd.unidentified_gpus if self.amd else ())])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,14 +158,16 @@ class HardwareProfile:
                     memory_mib=reader.optional_int(g, "memory_mib"),
                     uuid=reader.optional_str(g, "uuid")) for g in reader.objects(nvidia, "gpus", "nvidia.gpus")),
                 sources=reader.strings(nvidia, "sources", "nvidia.sources"),
-                unidentified_gpus=reader.strings(nvidia, "unidentified_gpus")),
+                unidentified_gpus=reader.strings(nvidia, "unidentified_gpus"),
+                cuda_driver_version_derived=bool(nvidia.get("cuda_driver_version_derived", False))),
             amd=None if amd is None else AmdInfo(
                 rocm_version=reader.version(reader.obj(amd, "amd"), "rocm_version"),
                 rocm_root=reader.optional_str(amd, "rocm_root"),
                 gpus=tuple(AmdGpu(
                     name=reader.required_str(g, "name", "amd.gpus[].name"),
                     gfx_arch=reader.parsed(g, "gfx_arch", GfxArch.parse)) for g in reader.objects(amd, "gpus", "amd.gpus")),
-                sources=reader.strings(amd, "sources", "amd.sources")),
+                sources=reader.strings(amd, "sources", "amd.sources"),
+                unidentified_gpus=reader.strings(amd, "unidentified_gpus")),
             cuda_toolkit=reader.version(data, "cuda_toolkit"),
             rocm_toolkit=reader.version(data, "rocm_toolkit"),
             wsl=bool(data.get("wsl", False)),

@@ -40,7 +40,7 @@ MAX_BYTES = 4 * 1024 * 1024
 ASSUMED_PYTHON = "3.12"
 ASSUMED_PLATFORM = ("Linux", "x86_64")
 FORMS = ("nvidia-smi (plain, -q, -L or --query-gpu csv), /proc/driver/nvidia/version, rocminfo, amd-smi, "
-         "rocm-smi --showproductname or `python -m torch.utils.collect_env`")
+         "rocm-smi --showproductname (also --json), `lspci -nn` or `python -m torch.utils.collect_env`")
 _FIX = f"paste what one of these printed on the machine: {FORMS}"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # C0/C1 controls other than tab and newline, and the bidirectional overrides that reorder a terminal line.
@@ -110,6 +110,14 @@ def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findi
         if not reading.empty:
             forms.append(form)
             facts.take(reading, f"report: {form}", findings)
+    if not facts.gpus:  # only `lspci -n`/`-nn` shows them: placed by PCI id
+        from resolver.probe.nvidia import gpus_from_ids
+        from resolver.probe.pci import parse_lspci
+
+        devices = [d for d in parse_lspci(text) if d.gpu_vendor == "nvidia"]
+        if devices:
+            forms.append("lspci -n")
+            facts.take(NvidiaReading(gpus=gpus_from_ids(devices)), "report: lspci -n (PCI ids)", findings)
     return facts.info(findings, NameTable())
 
 
@@ -125,8 +133,10 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
                          (amd_parse.parse_amd_smi_static(text), "amd-smi static --asic"),
                          (amd_parse.parse_amd_smi_table(text), "amd-smi"),
                          (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
-                         (collect, "collect_env")):
-        if any(agent.name or agent.gfx for agent in agents):  # `amd-smi metric` also prints "GPU: 0" blocks
+                         (amd_parse.parse_rocm_smi_json(text), "rocm-smi --json"),
+                         (collect, "collect_env"),
+                         (_amd_on_bus(text), "lspci -n")):
+        if any(agent.name or agent.gfx or agent.pci_device for agent in agents):  # `amd-smi metric` prints "GPU: 0" too
             forms.append(form)
             facts.take_agents(agents, f"report: {form}")
     gpus = facts.gpus(findings, NameTable())
@@ -136,13 +146,20 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
         assumed["rocm"] = (f"ROCm version not in the report: assumed {env.torch_rocm}, the ROCm PyTorch was built "
                            "with (collect_env)")
         facts.take_version(env.torch_rocm, "report: collect_env (ROCm PyTorch was built with)")
-    if facts.version is None and not gpus:
+    unidentified = tuple(facts.unidentified) if not gpus else ()
+    if facts.version is None and not gpus and not unidentified:
         return None
     if facts.version is None:
         findings.note("AMD GPU in the report but no ROCm version (amd-smi prints it; so does "
                       "`cat /opt/rocm/.info/version`)")
     return AmdInfo(rocm_version=DottedVersion.parse(facts.version) if facts.version else None, gpus=tuple(gpus),
-                   rocm_root=None, sources=tuple(facts.sources))
+                   rocm_root=None, sources=tuple(facts.sources), unidentified_gpus=unidentified)
+
+
+def _amd_on_bus(text: str) -> list[amd_parse.AmdAgent]:
+    from resolver.probe.pci import parse_lspci
+
+    return [amd_parse.AmdAgent(None, None, d.device) for d in parse_lspci(text) if d.gpu_vendor == "amd"]
 
 
 def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
