@@ -30,6 +30,7 @@ from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  
 from resolver.errors import IntegrityError, ResolverError  # noqa: E402
 from resolver.fs import sha256_of  # noqa: E402
 from resolver.knowledge import Knowledge  # noqa: E402
+from resolver.lock import current  # noqa: E402
 from resolver.lock.lockfile import read_lock  # noqa: E402
 from resolver.lock.manifest import Manifest  # noqa: E402
 from resolver.lock.sources import Sources  # noqa: E402
@@ -227,8 +228,8 @@ def test_lock_is_deterministic_and_current(locked, tmp_path, served, conda_chann
     other = make_project(tmp_path / "elsewhere", served[1].url, conda_channel)
     lock.lock_plans(other, [cpu_plan(), cuda_plan()])
     assert other.lockfile.read_bytes() == first
-    assert lock.lock_status(project, [cpu_plan(), cuda_plan()]).current
-    stale = lock.lock_status(project, [cpu_plan(python="3.12")])
+    assert current.lock_status(project, [cpu_plan(), cuda_plan()]).current
+    stale = current.lock_status(project, [cpu_plan(python="3.12")])
     assert [(r.kind, r.environment) for r in stale.reasons] == [("python-changed", "cpu")]
 
 
@@ -242,12 +243,12 @@ def test_a_relock_resolves_an_environment_whose_dependencies_changed_and_keeps_t
     manifest = Manifest.load(edited.manifest)
     del manifest.doc["feature"]["cpu"]["dependencies"]["pip"]
     manifest.save()
-    status = lock.lock_status(edited, [cuda_plan()])
+    status = current.lock_status(edited, [cuda_plan()])
     assert [(r.kind, r.environment, r.packages) for r in status.reasons] == \
         [("packages-not-required", "cpu", ("pip", "setuptools", "wheel"))]
     summary = lock.lock_plans(edited, [cuda_plan()])
     assert [e.name for e in summary.locked] == ["cpu", "cuda13"] and summary.carried_over == ("default",)
-    assert lock.lock_status(edited, [cpu_plan(), cuda_plan()]).current
+    assert current.lock_status(edited, [cpu_plan(), cuda_plan()]).current
     cpu = {e.platform.name: e for e in read_lock(edited.lockfile, edited.root)["cpu"]}
     assert all("pip" not in [r.name.normalized for r in env.conda] for env in cpu.values())
 
@@ -567,7 +568,7 @@ def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_
     assert "__cuda=13" in [str(v) for v in platform.virtual_packages]
     kernel = [p.location for p in lf.environment(plan.env_name).packages(platform) if p.name == "rt-kernel"]
     assert kernel[0].endswith("rt-kernel-1.2.0-cuda_1.conda")
-    assert lock.lock_status(project, [plan]).current
+    assert current.lock_status(project, [plan]).current
 
 
 def test_a_channel_folder_that_is_not_indexed_is_one_sentence(tmp_path, monkeypatch, conda_channel):

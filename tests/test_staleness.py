@@ -15,7 +15,7 @@ from pathlib import Path
 
 from resolver import lock
 from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
-from resolver.lock import staleness
+from resolver.lock import current, reasons, staleness
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, read_lock, render_lock
 from resolver.lock.manifest import Manifest
 from resolver.paths import ProjectPaths
@@ -89,54 +89,54 @@ def cpu_plan(python: str = "3.11", torch: str = "2.13.0", platform: str = "linux
                 kernels=KernelChoice("none"), glibc="2.28", conda_packages=(("python", f"{python}.*"),))
 
 
-def reasons(paths: ProjectPaths, plans=()) -> list[staleness.Reason]:
-    return list(lock.lock_status(paths, list(plans)).reasons)
+def found(paths: ProjectPaths, plans=()) -> list[reasons.Reason]:
+    return list(current.lock_status(paths, list(plans)).reasons)
 
 
-def only(paths: ProjectPaths, kind: type, plans=()) -> staleness.Reason:
-    found = reasons(paths, plans)
-    assert [type(r) for r in found] == [kind], [r.sentence for r in found]
-    return found[0]
+def only(paths: ProjectPaths, kind: type, plans=()) -> reasons.Reason:
+    found_here = found(paths, plans)
+    assert [type(r) for r in found_here] == [kind], [r.sentence for r in found_here]
+    return found_here[0]
 
 
 # ------------------------------------------------------------------------------------ current
 def test_a_lock_of_the_manifest_and_the_plan_is_current(tmp_path):
     paths = project(tmp_path)
-    status = lock.lock_status(paths, [cpu_plan()])
+    status = current.lock_status(paths, [cpu_plan()])
     assert status.current and status.to_json() == {"current": True, "reasons": []}
-    assert lock.lock_status(paths).current  # no plan: pixi.toml against pixi.lock only
+    assert current.lock_status(paths).current  # no plan: pixi.toml against pixi.lock only
 
 
 def test_pixi_toml_order_and_spelling_do_not_make_a_lock_stale(tmp_path):
     spelled = MANIFEST.replace('numpy = "*"', 'NumPy = "*"').replace('zlib = ">=1.2"\n', "") \
         .replace('python = "3.11.*"', 'zlib = ">=1.2"\npython = "3.11.*"')
-    assert lock.lock_status(project(tmp_path, spelled), [cpu_plan()]).current
+    assert current.lock_status(project(tmp_path, spelled), [cpu_plan()]).current
 
 
 # ------------------------------------------------------------------------------- one per reason
 def test_no_lock(tmp_path):
     paths = project(tmp_path)
     paths.lockfile.unlink()
-    assert only(paths, staleness.LockMissing).sentence == "pixi.lock does not exist"
+    assert only(paths, reasons.LockMissing).sentence == "pixi.lock does not exist"
 
 
 def test_an_unreadable_lock(tmp_path):
     paths = project(tmp_path)
     paths.lockfile.write_text("version: 7\nenvironments: [\n")
-    reason = only(paths, staleness.LockUnreadable)
+    reason = only(paths, reasons.LockUnreadable)
     assert reason.sentence.startswith("pixi.lock cannot be read (") and reason.environment is None
 
 
 def test_environment_missing(tmp_path):
     manifest = MANIFEST.replace("[environments]\n", "[feature.gpu.dependencies]\npython = \"3.11.*\"\n\n"
                                                     "[environments]\ngpu = [\"gpu\"]\n")
-    reason = only(project(tmp_path, manifest), staleness.EnvironmentMissing)
+    reason = only(project(tmp_path, manifest), reasons.EnvironmentMissing)
     assert (reason.environment, reason.sentence) == ("gpu", "environment gpu is not in pixi.lock")
 
 
 def test_environment_removed(tmp_path):
     envs = [cpu_env(), LockedEnv("old", LockedPlatform("linux-64", "linux-64", ()), (FORGE,), (record("zlib", "1.3.1"),))]
-    reason = only(project(tmp_path, envs=envs), staleness.EnvironmentRemoved)
+    reason = only(project(tmp_path, envs=envs), reasons.EnvironmentRemoved)
     assert reason.sentence == "pixi.lock holds environment old, which pixi.toml no longer declares"
 
 
@@ -146,19 +146,19 @@ def test_environment_a_plan_adds(tmp_path):
                                   local_version="cu130"),
                 kernels=KernelChoice("build", ("9.0",)), glibc="2.28", cuda_driver="13.0",
                 conda_packages=(("python", "3.11.*"),))
-    reason = only(project(tmp_path), staleness.EnvironmentNotDeclared, [plan])
+    reason = only(project(tmp_path), reasons.EnvironmentNotDeclared, [plan])
     assert reason.sentence == "pixi.toml has no environment cuda13 yet (the plan for cuda13.0 adds it)"
 
 
 def test_platform_added(tmp_path):
     manifest = MANIFEST.replace('platforms = ["linux-64"]', 'platforms = ["linux-64", "linux-aarch64"]')
-    reason = only(project(tmp_path, manifest), staleness.PlatformAdded)
+    reason = only(project(tmp_path, manifest), reasons.PlatformAdded)
     assert (reason.environment, reason.platform) == ("cpu", "linux-aarch64")
     assert reason.sentence == "environment cpu is not locked for platform linux-aarch64"
 
 
 def test_a_plan_for_a_platform_the_environment_does_not_list(tmp_path):
-    reason = only(project(tmp_path), staleness.PlatformAdded, [cpu_plan(platform="linux-aarch64")])
+    reason = only(project(tmp_path), reasons.PlatformAdded, [cpu_plan(platform="linux-aarch64")])
     assert reason.platform == "linux-aarch64" and "pixi.toml does not list for it" in reason.sentence
 
 
@@ -166,7 +166,7 @@ def test_platform_removed(tmp_path):
     envs = [cpu_env(), cpu_env(LockedPlatform("linux-aarch64", "linux-aarch64", ()),
                                conda=(record("python", "3.11.7", subdir="linux-aarch64"),
                                       record("zlib", "1.3.1", subdir="linux-aarch64")))]
-    reason = only(project(tmp_path, envs=envs), staleness.PlatformRemoved)
+    reason = only(project(tmp_path, envs=envs), reasons.PlatformRemoved)
     assert reason.sentence == "pixi.lock holds environment cpu for platform linux-aarch64, which pixi.toml no longer " \
                               "lists for it"
 
@@ -174,14 +174,14 @@ def test_platform_removed(tmp_path):
 def test_platform_changed(tmp_path):
     manifest = MANIFEST.replace('platforms = ["linux-64"]\n\n[feature',
                                 'platforms = [{ name = "linux-64", platform = "linux-64", glibc = "2.35" }]\n\n[feature', 1)
-    reason = only(project(tmp_path, manifest), staleness.PlatformChanged)
+    reason = only(project(tmp_path, manifest), reasons.PlatformChanged)
     assert reason.wanted_virtual_packages == ("__glibc=2.35",) and reason.locked_virtual_packages == ()
     assert reason.sentence == "platform linux-64 declares [__glibc=2.35] in pixi.toml but pixi.lock was solved with []"
 
 
 def test_channels_changed(tmp_path):
     manifest = MANIFEST.replace('channels = ["conda-forge"]', 'channels = ["conda-forge", "bioconda"]')
-    reason = only(project(tmp_path, manifest), staleness.ChannelsChanged)
+    reason = only(project(tmp_path, manifest), reasons.ChannelsChanged)
     assert reason.sentence == ("the channels of environment cpu were extended: https://conda.anaconda.org/conda-forge/, "
                                "https://conda.anaconda.org/bioconda/ in pixi.toml, "
                                "https://conda.anaconda.org/conda-forge/ in pixi.lock")
@@ -191,13 +191,13 @@ def test_indexes_changed_without_their_credentials_in_the_sentence(tmp_path):
     manifest = MANIFEST.replace("[environments]", '[feature.cpu.pypi-options]\n'
                                                   'extra-index-urls = ["https://user:secret@idx.example/simple"]\n\n'
                                                   "[environments]")
-    reason = only(project(tmp_path, manifest), staleness.IndexesChanged)
+    reason = only(project(tmp_path, manifest), reasons.IndexesChanged)
     assert reason.wanted == ("https://pypi.org/simple", "https://user:secret@idx.example/simple")
     assert "secret" not in reason.sentence and "https://idx.example/simple" in reason.sentence
 
 
 def test_conda_dependency_changed(tmp_path):
-    reason = only(project(tmp_path, MANIFEST.replace('zlib = ">=1.2"', 'zlib = ">=1.4"')), staleness.DependencyChanged)
+    reason = only(project(tmp_path, MANIFEST.replace('zlib = ">=1.2"', 'zlib = ">=1.4"')), reasons.DependencyChanged)
     assert (reason.ecosystem, reason.package, reason.wanted, reason.found) == ("conda", "zlib", ">=1.4", "1.3.1")
     assert reason.sentence == "pixi.toml asks for conda package zlib >=1.4 in environment cpu, but pixi.lock has " \
                               "zlib 1.3.1 (linux-64)"
@@ -205,12 +205,12 @@ def test_conda_dependency_changed(tmp_path):
 
 def test_conda_dependency_added(tmp_path):
     reason = only(project(tmp_path, MANIFEST.replace('zlib = ">=1.2"', 'zlib = ">=1.2"\ncuda-nvcc = "*"')),
-                  staleness.DependencyChanged)
+                  reasons.DependencyChanged)
     assert reason.found is None and reason.sentence.endswith("but pixi.lock has no conda package cuda-nvcc (linux-64)")
 
 
 def test_pypi_dependency_changed(tmp_path):
-    reason = only(project(tmp_path, MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"')), staleness.DependencyChanged)
+    reason = only(project(tmp_path, MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"')), reasons.DependencyChanged)
     assert (reason.ecosystem, reason.package, reason.found) == ("pypi", "numpy", "2.1.0")
     assert reason.sentence == "pixi.toml asks for PyPI package numpy >=2.2 in environment cpu, but pixi.lock has " \
                               "numpy 2.1.0 (linux-64)"
@@ -218,17 +218,17 @@ def test_pypi_dependency_changed(tmp_path):
 
 def test_pypi_dependency_added(tmp_path):
     reason = only(project(tmp_path, MANIFEST.replace('numpy = "*"', 'numpy = "*"\neinops = "*"')),
-                  staleness.DependencyChanged)
+                  reasons.DependencyChanged)
     assert reason.package == "einops" and reason.found is None
 
 
 def test_torch_build_differs_from_the_lock(tmp_path):
-    reason = only(project(tmp_path, MANIFEST.replace("==2.13.0+cpu", "==2.14.0+cpu")), staleness.TorchBuildChanged)
+    reason = only(project(tmp_path, MANIFEST.replace("==2.13.0+cpu", "==2.14.0+cpu")), reasons.TorchBuildChanged)
     assert reason.sentence == "environment cpu asks for torch ==2.14.0+cpu, but pixi.lock has torch 2.13.0+cpu (linux-64)"
 
 
 def test_torch_build_the_plan_wants_differs_from_pixi_toml(tmp_path):
-    reason = only(project(tmp_path), staleness.TorchBuildChanged, [cpu_plan(torch="2.14.0")])
+    reason = only(project(tmp_path), reasons.TorchBuildChanged, [cpu_plan(torch="2.14.0")])
     assert reason.found_in == "pixi.toml" and reason.platform is None
     assert reason.sentence == f"the plan wants torch==2.14.0+cpu from {TORCH_INDEX} for environment cpu, but " \
                               f"pixi.toml pins torch ==2.13.0+cpu from {TORCH_INDEX}"
@@ -236,18 +236,18 @@ def test_torch_build_the_plan_wants_differs_from_pixi_toml(tmp_path):
 
 def test_python_differs_from_the_lock(tmp_path):
     reason = only(project(tmp_path, MANIFEST.replace('python = "3.11.*"', 'python = "3.12.*"')),
-                  staleness.PythonChanged)
+                  reasons.PythonChanged)
     assert reason.sentence == "environment cpu asks for python 3.12.*, but pixi.lock has Python 3.11.7 (linux-64)"
 
 
 def test_python_the_plan_wants_differs_from_pixi_toml(tmp_path):
-    reason = only(project(tmp_path), staleness.PythonChanged, [cpu_plan(python="3.12")])
+    reason = only(project(tmp_path), reasons.PythonChanged, [cpu_plan(python="3.12")])
     assert reason.sentence == "the plan wants Python 3.12 for environment cpu, but pixi.toml pins python 3.11.*"
 
 
 def test_pypi_packages_nothing_requires_any_more(tmp_path):
     """numpy is torch's only under an extra nobody asks for: removed from pixi.toml, it is left over."""
-    reason = only(project(tmp_path, MANIFEST.replace('numpy = "*"\n', "")), staleness.PackagesNotRequired)
+    reason = only(project(tmp_path, MANIFEST.replace('numpy = "*"\n', "")), reasons.PackagesNotRequired)
     assert (reason.ecosystem, reason.packages) == ("pypi", ("numpy",))
     assert reason.sentence == "pixi.lock holds PyPI packages that nothing in environment cpu requires any more " \
                               "(linux-64): numpy"
@@ -257,28 +257,28 @@ def test_pypi_requirements_follow_markers_of_the_locked_python(tmp_path):
     """typing-extensions is torch's only below Python 3.12: with the lock's 3.11 it is required."""
     envs = [cpu_env(pypi=(wheel("torch", "2.13.0+cpu", ("typing-extensions ; python_version >= \"3.12\"",),
                                 TORCH_INDEX), wheel("numpy", "2.1.0"), wheel("typing-extensions", "4.12.2")))]
-    reason = only(project(tmp_path, envs=envs), staleness.PackagesNotRequired)
+    reason = only(project(tmp_path, envs=envs), reasons.PackagesNotRequired)
     assert reason.packages == ("typing-extensions",)
 
 
 def test_conda_packages_nothing_requires_any_more(tmp_path):
     envs = [cpu_env(conda=(record("python", "3.11.7", ("zlib >=1.2.13",)), record("zlib", "1.3.1"),
                            record("cuda-nvcc", "13.0.88")))]
-    reason = only(project(tmp_path, envs=envs), staleness.PackagesNotRequired)
+    reason = only(project(tmp_path, envs=envs), reasons.PackagesNotRequired)
     assert (reason.ecosystem, reason.packages) == ("conda", ("cuda-nvcc",))
 
 
 def test_a_fallback_environment_is_held_to_its_python_pin(tmp_path):
     envs = [cpu_env(conda=(), fallback=True)]
-    assert lock.lock_status(project(tmp_path, envs=envs), [cpu_plan()]).current
+    assert current.lock_status(project(tmp_path, envs=envs), [cpu_plan()]).current
     reason = only(project(tmp_path, MANIFEST.replace('python = "3.11.*"', 'python = "3.12.*"'), envs),
-                  staleness.PythonChanged)
+                  reasons.PythonChanged)
     assert reason.found == "3.11"
 
 
 def test_every_reason_says_which_environment_and_serialises(tmp_path):
     manifest = MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"').replace('python = "3.11.*"', 'python = "3.12.*"')
-    status = lock.lock_status(project(tmp_path, manifest), [cpu_plan()])
+    status = current.lock_status(project(tmp_path, manifest), [cpu_plan()])
     kinds = [r["kind"] for r in json.loads(json.dumps(status.to_json()))["reasons"]]
     assert kinds == ["python-changed", "python-changed", "dependency-changed"]
     assert status.stale_environments() == ("cpu",)
@@ -297,31 +297,31 @@ def test_the_check_reads_what_it_is_given_and_solves_nothing(tmp_path):
 # ------------------------------------------------------------------------ remembered answers
 def test_a_current_answer_is_remembered_by_its_inputs_only(tmp_path):
     paths = project(tmp_path)
-    assert lock.lock_status(paths, remember=True).current
+    assert current.lock_status(paths, remember=True).current
     stamp = json.loads(paths.lock_check_stamp.read_text())
     assert list(stamp) == ["inputs"] and len(stamp["inputs"]) == 64
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))  # the stamp no longer applies
-    assert not lock.lock_status(paths, remember=True).current
+    assert not current.lock_status(paths, remember=True).current
     paths.manifest.write_text(MANIFEST)
-    assert lock.lock_status(paths).current
+    assert current.lock_status(paths).current
 
 
 def test_a_stamp_others_could_have_written_is_not_taken(tmp_path):
     paths = project(tmp_path)
-    assert lock.lock_status(paths, remember=True).current
+    assert current.lock_status(paths, remember=True).current
     stamp = paths.lock_check_stamp.read_text()
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))
     # a stamp claiming the edited inputs are current: taken only from a file no one else can write
-    from resolver.lock import _inputs_digest
+    from resolver.lock.current import _inputs_digest
 
     paths.lock_check_stamp.write_text(json.dumps({"inputs": _inputs_digest(paths, None)}))
     os.chmod(paths.lock_check_stamp, 0o666)
-    assert not lock.lock_status(paths).current
+    assert not current.lock_status(paths).current
     os.chmod(paths.lock_check_stamp, 0o644)
     paths.lock_check_stamp.unlink()
     os.symlink(tmp_path / "elsewhere.json", paths.lock_check_stamp)
     (tmp_path / "elsewhere.json").write_text(stamp)
-    assert not lock.lock_status(paths).current
+    assert not current.lock_status(paths).current
 
 
 # ----------------------------------------------------------------------------------- the CLI

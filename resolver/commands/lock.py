@@ -96,8 +96,8 @@ def _fleet(args):
 
 
 def run(args, out) -> int:
-    from resolver import lock
     from resolver.errors import ExitCode, UsageError
+    from resolver.lock import current
     from resolver.paths import ProjectPaths
 
     project = ProjectPaths.discover()
@@ -117,7 +117,7 @@ def run(args, out) -> int:
         plans = plans_for(args.target, args.profile[0] if args.profile else None, args.compute_capability,
                           args.gfx) if explicit else None
     if args.check:
-        status = lock.lock_status(project, plans)
+        status = current.lock_status(project, plans)
         out.result({"lockfile": str(project.lockfile), "manifest": str(project.manifest), **status.to_json(),
                     "seconds": round(time.monotonic() - started, 3)}, _check_text(project, status))
         return int(ExitCode.OK if status.current else ExitCode.CHECK_FAILED)
@@ -129,7 +129,7 @@ def run(args, out) -> int:
             "conda-channels": args.channel, "torch-index": args.torch_index,
             "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
 
-    summary = lock.lock_project(project, plans, plan_here=lambda: plans_for([], None), force=args.force,
+    summary = current.lock_project(project, plans, plan_here=lambda: plans_for([], None), force=args.force,
                                 sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
                                 edit=edit, on_wait=out.info)
     data = summary.to_json()

@@ -20,27 +20,25 @@ resolve leaves the previous pair as it was, byte for byte.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.errors import BadInput, SourceUnreachable
-from resolver.fs import read_bytes_bounded, read_json, sha256_bytes, write_json_atomic
-from resolver.paths import ProjectPaths, project_lock
+from resolver.fs import read_json, sha256_bytes, write_json_atomic
+from resolver.paths import ProjectPaths
 
 if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchanged project never loads it
     from resolver.decide.model import Plan
-    from resolver.lock import staleness
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.lockfile import LockedEnv
     from resolver.lock.manifest import EnvSpec, Manifest
     from resolver.lock.pixi_platforms import PixiPlatform
+    from resolver.lock.reasons import Reason
     from resolver.lock.sources import Sources
 
 Info = Callable[[str], None]
@@ -79,7 +77,7 @@ class LockSummary:
     manifest_changed: bool = False
     sha256: str = ""
     notes: tuple[str, ...] = field(default=())
-    reasons: tuple[staleness.Reason, ...] = ()  # why pixi.lock was stale (empty: asked to lock anyway)
+    reasons: tuple[Reason, ...] = ()  # why pixi.lock was stale (empty: asked to lock anyway)
     up_to_date: bool = False  # nothing was resolved: pixi.lock already satisfied pixi.toml and the plans
 
     def to_json(self) -> dict[str, Any]:
@@ -99,121 +97,6 @@ class LockSettings:
     no_conda: bool = False
     no_pypi: bool = False
     info: Info = _quiet
-
-
-def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
-                remember: bool = False) -> staleness.LockStatus:
-    """Whether pixi.lock satisfies pixi.toml and ``plans`` (None: the plans locked here before), and
-    why not (:func:`.staleness.check` on the project's files; nothing is solved).
-
-    A "current" answer is remembered by the digest of everything it was computed from (the bytes of
-    pixi.toml, pixi.lock and the stored plans, or the plans given; the project's folder; the rules'
-    source and the resolver's version):
-    the same inputs give it again without reading any of them, so an unchanged project answers in
-    milliseconds. ``remember`` writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
-    from resolver.lock import staleness
-
-    inputs = _inputs_digest(project, plans)
-    if inputs is not None and inputs == _stamped(project):
-        return staleness.LockStatus()
-    status = _status(project, stored_plans(project) if plans is None else plans)
-    if remember and status.current and inputs is not None and _inputs_digest(project, plans) == inputs:
-        try:  # (unless something changed while it was checked)
-            write_json_atomic(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
-        except OSError:  # a read-only project: checked again next time
-            pass
-    return status
-
-
-def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
-                 plan_here: Callable[[], list[Plan]] | None = None, force: bool = False,
-                 sources: Callable[[], Sources] | None = None, no_conda: bool = False, no_pypi: bool = False,
-                 info: Info = _quiet, edit: Callable[[Manifest], None] | None = None,
-                 on_wait: Info | None = None) -> LockSummary:
-    """``lock``: nothing to do when pixi.lock already satisfies pixi.toml and ``plans`` (unless ``force``,
-    or ``edit`` changes the manifest), else :func:`lock_plans` under the project lock, with the reasons
-    it was stale. ``plans``: None for the plans locked here before, or where there are none,
-    ``plan_here()``'s (this machine's); ``sources``: how to load them (only a lock needs them)."""
-    checking = not force and edit is None
-    if checking and plans is None:
-        inputs = _inputs_digest(project, None)
-        if inputs is not None and inputs == _stamped(project):
-            return _up_to_date(project)
-    if plans is None and plan_here is not None and not stored_plans(project):
-        plans = plan_here()
-    status = None
-    if checking:
-        status = lock_status(project, plans, remember=True)
-        if status.current:
-            for plan in plans or ():
-                _keep_plan(project, plan)
-            return _up_to_date(project)
-        info(f"pixi.lock is stale: {status.reasons[0].sentence}"
-             + (f" (and {len(status.reasons) - 1} more)" if len(status.reasons) > 1 else ""))
-    with project_lock(project.stamps, on_wait=on_wait):  # one writer of pixi.toml / pixi.lock at a time
-        summary = lock_plans(project, list(stored_plans(project) if plans is None else plans),
-                             sources=sources() if sources else None, no_conda=no_conda, no_pypi=no_pypi, info=info,
-                             edit=edit)
-    return dataclasses.replace(summary, reasons=status.reasons if status else ())
-
-
-def _up_to_date(project: ProjectPaths) -> LockSummary:
-    return LockSummary(project.lockfile, project.manifest, (), sha256=sha256_bytes(project.lockfile.read_bytes()),
-                       up_to_date=True)
-
-
-def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None) -> str | None:
-    """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
-    from resolver import __version__
-    from resolver.lock.lockfile import LOCK_LIMIT
-    from resolver.lock.manifest import MANIFEST_LIMIT
-
-    try:
-        rules = sha256_bytes(Path(__file__).with_name("staleness.py").read_bytes())  # the rules, as they are now
-        manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
-        lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="the lock file")
-        if plans is None:
-            folder = project.stamps / "plans"
-            stored = sorted(p.name for p in os.scandir(folder) if p.name.endswith(".json")) if folder.is_dir() else []
-            planned: list[Any] = [[name, sha256_bytes(read_bytes_bounded(folder / name, limit=PLAN_LIMIT, what="plan"))]
-                                  for name in stored]
-        else:
-            planned = [plan_key(plan) for plan in plans]
-    except (BadInput, OSError):
-        return None
-    return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
-                                    sha256_bytes(lock), plans is None, planned], sort_keys=True).encode())
-
-
-def _stamped(project: ProjectPaths) -> str | None:
-    """The inputs digest of the last "current" answer: only from a regular file of this user's that
-    no one else can write, holding nothing but a sha256."""
-    path = project.lock_check_stamp
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022 or info.st_size > 4096:
-        return None
-    value = (read_json(path, limit=4096) or {}).get("inputs")
-    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
-
-
-def _status(project: ProjectPaths, plans: Sequence[Plan]) -> staleness.LockStatus:
-    from resolver.lock import staleness
-    from resolver.lock.lockfile import read_lock
-    from resolver.lock.manifest import Manifest
-
-    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
-        Manifest.new(project.root.name or "project", project.manifest)
-    if not os.path.lexists(project.lockfile):
-        return staleness.check(None, manifest, plans)
-    try:
-        lock = read_lock(project.lockfile, project.root)
-    except BadInput as exc:
-        missing = staleness.check(None, manifest, plans).reasons[:-1]
-        return staleness.LockStatus((*missing, staleness.LockUnreadable(problem=exc.message)))
-    return staleness.check(lock, manifest, plans)
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
@@ -295,7 +178,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
-        save_plan(project, plan)
+        _keep_plan(project, plan)
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
                        sha256_bytes(text.encode()), tuple(notes))
@@ -418,7 +301,6 @@ def _fallback_python(spec: EnvSpec, why: str, fix: str | None) -> str:
 
 def _python_of_spec(spec: EnvSpec) -> str | None:
     """``3.11`` from a ``python = "3.11.*"`` pin (what a fallback environment uses), else None."""
-    import re
 
     pin = dict(spec.conda).get("python", "")
     match = re.match(r"^=?=?(\d+\.\d+)", pin.strip())

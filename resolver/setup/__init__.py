@@ -129,10 +129,11 @@ class Setup:
 
     def _lock(self, plan: Plan) -> None:
         from resolver import lock as locking
+        from resolver.lock import current
 
         def action():
             reasons = () if self.options.force else \
-                locking.lock_status(self.project, [plan], remember=not self.options.dry_run).about(plan.env_name)
+                current.lock_status(self.project, [plan], remember=not self.options.dry_run).about(plan.env_name)
             if not self.options.force and not reasons:
                 return "skipped", f"pixi.lock is current for {plan.env_name}", None
             why = f"{reasons[0].sentence}" + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else "") \
