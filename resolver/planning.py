@@ -53,6 +53,25 @@ def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     return outcome.plan
 
 
+def plans_for(targets: list[str], profile_file: Path | None = None, compute_capability: str | None = None,
+              gfx: str | None = None) -> list[Plan]:
+    """One plan per target (default: auto) for this machine, or the one ``profile_file`` describes, its
+    GPU architecture as stated (``lock``'s plans)."""
+    from resolver.decide.model import Request, Target
+
+    parsed = [Target.parse(t) for t in targets or ["auto"]]
+    profile = None
+    if profile_file is not None:
+        from resolver.probe.profile import HardwareProfile
+
+        profile = HardwareProfile.from_file(profile_file)
+    if compute_capability or gfx:
+        from resolver.probe.overrides import apply_gpu_overrides
+
+        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
+    return [plan_for(Request(target=t), profile) for t in parsed]
+
+
 def probe_here() -> HardwareProfile:
     from resolver.probe import probe_machine
 

@@ -50,48 +50,20 @@ def add_arguments(parser) -> None:
     add_gpu_arguments(parser)
 
 
-def plans_for(targets: list[str], profile_file: Path | None, compute_capability: str | None = None,
-              gfx: str | None = None) -> list:
-    """One Plan per target (default: auto) for this machine or the one ``profile_file`` describes, its
-    GPU architecture as stated."""
-    from resolver.decide.model import Request, Target
-    from resolver.planning import plan_for
-
-    parsed = [Target.parse(t) for t in targets or ["auto"]]
-    profile = None
-    if profile_file is not None:
-        from resolver.probe.profile import HardwareProfile
-
-        profile = HardwareProfile.from_file(profile_file)
-    if compute_capability or gfx:
-        from resolver.planning import probe_here
-        from resolver.probe.overrides import apply_gpu_overrides
-
-        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
-    return [plan_for(Request(target=t), profile) for t in parsed]
-
-
 def _fleet(args):
     """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
     from resolver.decide.model import Request, Target
-    from resolver.errors import Refusal, UsageError
-    from resolver.fleet.classes import plan_fleet
+    from resolver.errors import UsageError
+    from resolver.fleet.classes import servable_fleet
     from resolver.fleet.nodes import read_nodes
     from resolver.fleet.record import write_fleet
 
     if len(args.target) > 1:
         raise UsageError("--fleet takes one --target (every node plans with it)", fix="pass one, e.g. --target cuda12.6")
-    python = None
-    if args.python:
-        from resolver.commands.setup import _python
+    from resolver.commands.setup import _python
 
-        python = _python(args.python)
-    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
-    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
-    if not fleet.classes:
-        first = fleet.unserved[0]
-        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
-                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
+    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=_python(args.python))
+    fleet = servable_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
     return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
 
 
@@ -99,6 +71,7 @@ def run(args, out) -> int:
     from resolver.errors import ExitCode, UsageError
     from resolver.lock import current
     from resolver.paths import ProjectPaths
+    from resolver.planning import plans_for
 
     project = ProjectPaths.discover()
     started = time.monotonic()
@@ -129,9 +102,9 @@ def run(args, out) -> int:
             "conda-channels": args.channel, "torch-index": args.torch_index,
             "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
 
-    summary = current.lock_project(project, plans, plan_here=lambda: plans_for([], None), force=args.force,
-                                sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
-                                edit=edit, on_wait=out.info)
+    summary = current.lock_project(project, plans, plan_here=lambda: plans_for([]), force=args.force,
+                                   sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
+                                   edit=edit, on_wait=out.info)
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = fleet.to_json()

@@ -120,16 +120,11 @@ def _human(plan, verbose: bool) -> str:
 def _fleet(args, request, out) -> int:
     from pathlib import Path
 
-    from resolver.errors import Refusal
-    from resolver.fleet.classes import plan_fleet
+    from resolver.fleet.classes import servable_fleet
     from resolver.fleet.nodes import read_nodes
 
     folder = Path(args.fleet) if args.fleet is not None else None
-    fleet = plan_fleet(read_nodes(folder, tuple(Path(p) for p in args.profile)), request)
-    if not fleet.classes:
-        first = fleet.unserved[0]
-        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
-                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
+    fleet = servable_fleet(read_nodes(folder, tuple(Path(p) for p in args.profile)), request)
     out.result(fleet.to_json(), human=fleet_text(fleet, verbose=args.trace))
     return 0
 

@@ -86,6 +86,19 @@ def plan_fleet(nodes: tuple[Node, ...], request: Request | None = None, knowledg
     return FleetPlan(classes, tuple(unserved), membership)
 
 
+def servable_fleet(nodes: tuple[Node, ...], request: Request | None = None) -> FleetPlan:
+    """:func:`plan_fleet`, refused in one sentence (the first node's blocking fact) when no class can
+    serve any node."""
+    from resolver.errors import Refusal
+
+    fleet = plan_fleet(nodes, request)
+    if not fleet.classes:
+        first = fleet.unserved[0]
+        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
+                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
+    return fleet
+
+
 def decision_inputs(profile: HardwareProfile) -> HardwareProfile:
     """``profile`` less what ``decide`` never reads (UUIDs, memory, CPU count, notes, sources): equal for two
     nodes of one kind, so one decision serves both."""
