@@ -194,6 +194,7 @@ def test_indexes_changed_without_their_credentials_in_the_sentence(tmp_path):
     reason = only(project(tmp_path, manifest), reasons.IndexesChanged)
     assert reason.wanted == ("https://pypi.org/simple", "https://user:secret@idx.example/simple")
     assert "secret" not in reason.sentence and "https://idx.example/simple" in reason.sentence
+    assert "secret" not in json.dumps(reason.to_json()) and "https://idx.example/simple" in reason.to_json()["wanted"]
 
 
 def test_conda_dependency_changed(tmp_path):

@@ -35,7 +35,8 @@ class Reason:
         raise NotImplementedError
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, **dataclasses.asdict(self), "sentence": self.sentence}
+        fields = {key: _redacted(value) for key, value in dataclasses.asdict(self).items()}
+        return {"kind": self.kind, **fields, "sentence": self.sentence}
 
     def _on(self) -> str:
         return f" ({self.platform})" if self.platform else ""
@@ -251,4 +252,13 @@ class LockStatus:
 
 def _urls(urls: Sequence[str]) -> str:
     """URLs for a sentence, without the credentials an index URL may carry."""
-    return ", ".join(re.sub(r"//[^/@\s]*@", "//", url) for url in urls)
+    return ", ".join(_redacted(url) for url in urls)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with the credentials of any URL in it left out (``https://user:token@host`` -> ``https://host``)."""
+    if isinstance(value, str):
+        return re.sub(r"(?<=://)[^/@\s]*@", "", value)
+    if isinstance(value, (list, tuple)):
+        return [_redacted(v) for v in value]
+    return value
