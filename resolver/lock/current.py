@@ -35,8 +35,9 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
 
     A "current" answer is remembered by the digest of everything it was computed from (the bytes of
     pixi.toml, pixi.lock and the stored plans, or the plans given; the project's folder; the rules'
-    source and the resolver's version): the same inputs give it again without reading any of them, so an unchanged project answers in
-    milliseconds. ``remember`` writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
+    source and the resolver's version): the same inputs give it again without reading any of them
+    through tomlkit or py-rattler, so an unchanged project answers in milliseconds. ``remember``
+    writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
     from resolver.lock import reasons
 
     inputs = _inputs_digest(project, plans)
@@ -61,12 +62,8 @@ def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
     it was stale. ``plans``: None for the plans locked here before, or where there are none,
     ``plan_here()``'s (this machine's); ``sources``: how to load them (only a lock needs them)."""
     checking = not force and edit is None
-    if checking and plans is None:
-        inputs = _inputs_digest(project, None)
-        if inputs is not None and inputs == _stamped(project):
-            return _up_to_date(project)
-    if plans is None and plan_here is not None and not stored_plans(project):
-        plans = plan_here()
+    if plans is None and plan_here is not None and not _plan_files(project):
+        plans = plan_here()  # nothing was locked here before
     status = None
     if checking:
         status = lock_status(project, plans, remember=True)
@@ -100,16 +97,22 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None) -> str |
         manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
         lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="the lock file")
         if plans is None:
-            folder = project.stamps / "plans"
-            stored = sorted(p.name for p in os.scandir(folder) if p.name.endswith(".json")) if folder.is_dir() else []
-            planned: list[Any] = [[name, sha256_bytes(read_bytes_bounded(folder / name, limit=PLAN_LIMIT, what="plan"))]
-                                  for name in stored]
+            planned: list[Any] = [[path.name, sha256_bytes(read_bytes_bounded(path, limit=PLAN_LIMIT, what="plan"))]
+                                  for path in _plan_files(project)]
         else:
             planned = [plan_key(plan) for plan in plans]
     except (BadInput, OSError):
         return None
     return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
                                     sha256_bytes(lock), plans is None, planned], sort_keys=True).encode())
+
+
+def _plan_files(project: ProjectPaths) -> list[Path]:
+    """The stored plans' files, by name."""
+    folder = project.stamps / "plans"
+    if not folder.is_dir():
+        return []
+    return sorted(folder / entry.name for entry in os.scandir(folder) if entry.name.endswith(".json"))
 
 
 def _stamped(project: ProjectPaths) -> str | None:

@@ -114,7 +114,7 @@ def resolve(request: PypiRequest, cache: Path, verified: Path, *,
     known = [pin for pin in pins if files.knows(pin) and store.knows(files.locate(pin)[1])]  # a warm lock: all
     artifacts = [artifact(pin) for pin in known]
     if len(known) < len(pins):  # the others ask an index or download a wheel: in parallel
-        with ThreadPoolExecutor(max_workers=16) as pool:  # network round trips, mostly
+        with ThreadPoolExecutor(max_workers=8) as pool:
             artifacts += pool.map(artifact, [pin for pin in pins if pin not in known])
     files.save()
     store.save()
