@@ -6,11 +6,14 @@ same cache state, medians of several interleaved runs, ratios printed.
 The CPU environment (torch 2.13.0+cpu, numpy, transformers, safetensors, einops, packaging, ninja and
 their dependencies) through this machine's pip configuration:
 
-* lock:    the cold lock: ``resolver lock --target cpu`` in a fresh checkout (pixi.toml only: no
-           pixi.lock, no .resolver/), which solves both environments of the workspace (cpu and the
-           default one: their conda python, then their PyPI parts) vs ``uv pip compile
-           --generate-hashes`` of the same two sets of requirements, same sources, uv's cache warm on
-           both sides (``uv-cpu``: uv for the cpu environment alone, a second ratio);
+* cold:    the first lock of a machine: ``resolver lock --target cpu`` in a fresh checkout (pixi.toml
+           only: no pixi.lock, no .resolver/) with empty caches (uv's, the resolver's), which solves
+           both environments of the workspace (cpu and the default one: their conda python, then
+           their PyPI parts) vs ``uv pip compile --generate-hashes`` of the same two sets of
+           requirements, same sources, uv's cache empty too;
+* lock:    the same fresh checkout on a machine that has locked before (uv's cache and the
+           resolver's user caches warm, the project's own caches empty) vs the same two compiles, uv's
+           cache warm (``uv-cpu``: uv for the cpu environment alone, a second ratio);
 * relock:  ``resolver lock --target cpu --force`` in the locked project (the cpu environment resolved
            again, every cache warm, the default environment carried over) vs ``uv pip compile`` of the
            cpu requirements;
@@ -41,7 +44,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-STEPS = ("lock", "relock", "no-op", "check", "install", "again", "plan")
+STEPS = ("cold", "lock", "relock", "no-op", "check", "install", "again", "plan")
 REQUIREMENTS = ("torch==2.13.0+cpu", "numpy", "transformers", "safetensors", "einops", "packaging", "ninja")
 
 
@@ -153,6 +156,19 @@ def main() -> int:
                 "resolver": ([*resolver, "lock", "--target", "cpu", "--channel", str(channel), "--json"],
                              fresh_checkout, cold_env),
                 "uv": (both, None), "uv-cpu": (cpu_compile, None)}, args.runs, env)
+            shutil.rmtree(cold, ignore_errors=True)
+        if "cold" in wanted:  # nothing cached anywhere: a fresh checkout, empty uv and resolver caches
+            caches = tmp / "caches"
+            cold_caches = dict(cold_env, UV_CACHE_DIR=str(caches / "uv"), XDG_CACHE_HOME=str(caches / "user"))
+
+            def nothing_cached():
+                shutil.rmtree(caches, ignore_errors=True)
+                fresh_checkout()
+            results["cold"] = medians({
+                "resolver": ([*resolver, "lock", "--target", "cpu", "--channel", str(channel), "--json"],
+                             nothing_cached, cold_caches),
+                "uv": (both, nothing_cached, dict(env, UV_CACHE_DIR=str(caches / "uv")))}, args.runs, env)
+            shutil.rmtree(caches, ignore_errors=True)
             shutil.rmtree(cold, ignore_errors=True)
         if "relock" in wanted:
             results["relock"] = medians({

@@ -213,25 +213,27 @@ def _resolved(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> 
 def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, tuple[str, ...]]:
     """Resolve one environment (``spec``: merged for ``platform``'s subdir) for one platform: its conda
     packages, then its PyPI packages for the conda python the solve gave (its exact version decides
-    markers)."""
+    markers); which PyPI indexes answer is asked while conda solves."""
     from concurrent.futures import ThreadPoolExecutor
 
     from resolver.lock.lockfile import LockedEnv, LockedPlatform
     from resolver.lock.sources import channel_url
 
     requirements = [] if settings.no_pypi else spec.pypi_requirements()
-    records, python, python_full, fallback = _solve_conda(settings, spec, platform)
     artifacts: tuple = ()
     skipped: tuple[str, ...] = ()
-    if requirements:
-        if python is None:
-            raise BadInput(f"environment {spec.name} has PyPI dependencies but no python (neither a conda python nor a "
-                           "python pin in its [dependencies])",
-                           fix=f"add python = \"3.11.*\" to [feature.{spec.name}.dependencies] in pixi.toml")
-        resolution = _resolve_pypi(settings, spec, platform, requirements, python_full or python)
-        with ThreadPoolExecutor(max_workers=8) as pool:  # a location PyPI is asked about is a network round trip
-            artifacts = tuple(pool.map(lambda a: settings.canonical.pypi_artifact(a, spec), resolution.artifacts))
-        skipped = resolution.skipped_indexes
+    with ThreadPoolExecutor(max_workers=1) as side:
+        answering = side.submit(_answering_indexes, settings, spec) if requirements else None
+        records, python, python_full, fallback = _solve_conda(settings, spec, platform)
+        if answering is not None:
+            if python is None:
+                raise BadInput(f"environment {spec.name} has PyPI dependencies but no python (neither a conda python "
+                               "nor a python pin in its [dependencies])",
+                               fix=f"add python = \"3.11.*\" to [feature.{spec.name}.dependencies] in pixi.toml")
+            resolution = _resolve_pypi(settings, spec, platform, requirements, python_full or python, answering.result())
+            with ThreadPoolExecutor(max_workers=8) as pool:  # a location PyPI is asked about is a network round trip
+                artifacts = tuple(pool.map(lambda a: settings.canonical.pypi_artifact(a, spec), resolution.artifacts))
+            skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
     locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))
     return LockedEnv(spec.name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts,
@@ -265,20 +267,34 @@ def _solve_conda(settings: LockSettings, spec: EnvSpec,
     return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
 
 
-def _resolve_pypi(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform, requirements: list[str], python: str):
-    from resolver.lock import pypi
-
-    settings.info(f"resolving PyPI packages for {spec.name} ({platform.name}, Python {python}) with uv")
+def _pypi_indexes(settings: LockSettings, spec: EnvSpec) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    """(index-url, extra index URLs, wheelhouses) of ``spec``'s PyPI part, mirrors applied: the
+    manifest's, the PyTorch index of each pinned package, and ``[tool.resolver]``'s."""
     sources = settings.sources
     pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
     extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
+    return (sources.mirror(spec.index_url) if spec.index_url else None,
+            tuple(dict.fromkeys(u.rstrip("/") for u in [*(u for u in extra if u), *sources.extra_index_urls,
+                                                        *(sources.mirror(u) for u in spec.extra_index_urls)])),
+            tuple(dict.fromkeys([*sources.find_links, *spec.find_links])))
+
+
+def _answering_indexes(settings: LockSettings, spec: EnvSpec):
+    from resolver.lock import pypi
+
+    return pypi.uv_sources(*_pypi_indexes(settings, spec), info=settings.info)
+
+
+def _resolve_pypi(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform, requirements: list[str], python: str,
+                  sources=None):
+    from resolver.lock import pypi
+
+    settings.info(f"resolving PyPI packages for {spec.name} ({platform.name}, Python {python}) with uv")
+    index_url, extra_index_urls, find_links = _pypi_indexes(settings, spec)
     return pypi.resolve(pypi.PypiRequest(
         requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
-        index_url=sources.mirror(spec.index_url) if spec.index_url else None,
-        extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
-            *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
-        find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-        settings.project.cache / "pypi", settings.project.verified, info=settings.info)
+        index_url=index_url, extra_index_urls=extra_index_urls, find_links=find_links),
+        settings.project.cache / "pypi", settings.project.verified, info=settings.info, sources=sources)
 
 
 def _fallback_python(spec: EnvSpec, why: str, fix: str | None) -> str:
