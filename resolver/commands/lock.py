@@ -53,9 +53,9 @@ def add_arguments(parser) -> None:
 def _fleet(args):
     """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
     from resolver.decide.model import Request, Target
-    from resolver.errors import UsageError
-    from resolver.fleet.classes import servable_fleet
-    from resolver.fleet.nodes import read_nodes
+    from resolver.errors import Refusal, UsageError
+    from resolver.fleet.classes import plan_fleet
+    from resolver.fleet.nodes import iter_nodes
     from resolver.fleet.record import write_fleet
 
     if len(args.target) > 1:
@@ -63,8 +63,42 @@ def _fleet(args):
     from resolver.commands.setup import _python
 
     request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=_python(args.python))
-    fleet = servable_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
+    fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
+    if not fleet.classes:
+        first = fleet.unserved[0]
+        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
+                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
     return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
+
+
+def _write_node_list(project, fleet) -> None:
+    """The fleet's node list beside pixi.toml when pixi.toml counts the nodes instead of listing them; one
+    written before and no longer needed goes."""
+    from resolver.fleet.record import NODE_LIST, node_list
+    from resolver.fs import write_text_atomic
+
+    text = node_list(fleet)
+    path = project.root / NODE_LIST
+    if text is not None:
+        write_text_atomic(path, text, label="fleet-nodes")
+    elif path.is_file() and not path.is_symlink():
+        path.unlink()
+
+
+def _lock_fleet(project, edit, fleet, sources, args, out):
+    """Only the classes that changed are solved; (the summary, what happened to each class)."""
+    from resolver import lock
+    from resolver.fleet import relock
+    from resolver.paths import project_lock
+
+    with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
+        changes = relock.compare(*relock.project_state(project), fleet, edit)
+        solve = relock.to_solve(changes)
+        summary = lock.lock_plans(project, [c.plan for c in fleet.classes if c.name in solve], sources=sources(),
+                                  no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info, edit=edit)
+        changes = relock.settled(changes, {env.name for env in summary.locked})
+        _write_node_list(project, fleet)
+    return summary, changes
 
 
 def run(args, out) -> int:
@@ -102,14 +136,18 @@ def run(args, out) -> int:
             "conda-channels": args.channel, "torch-index": args.torch_index,
             "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
 
-    summary = current.lock_project(project, plans, plan_here=lambda: plans_for([]), force=args.force,
-                                   sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
-                                   edit=edit, on_wait=out.info)
+    changes = ()
+    if fleet is not None:
+        summary, changes = _lock_fleet(project, edit, fleet, sources, args, out)
+    else:
+        summary = current.lock_project(project, plans, plan_here=lambda: plans_for([]), force=args.force,
+                                       sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
+                                       on_wait=out.info)
     data = summary.to_json()
     if fleet is not None:
-        data["fleet"] = fleet.to_json()
+        data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}
     data["seconds"] = round(time.monotonic() - started, 3)
-    out.result(data, _summary_text(summary, fleet))
+    out.result(data, _summary_text(project, summary, fleet, changes))
     return 0
 
 
@@ -120,7 +158,7 @@ def _check_text(project, status) -> str:
                       "fix: python -m resolver lock"])
 
 
-def _summary_text(summary, fleet) -> str:
+def _summary_text(project, summary, fleet, changes) -> str:
     if summary.up_to_date:
         return f"{summary.lockfile} is current: it satisfies pixi.toml and the plans (nothing resolved; " \
                "--force resolves again)"
@@ -135,8 +173,14 @@ def _summary_text(summary, fleet) -> str:
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:
-        lines += [f"  class {c.name}: {', '.join(c.nodes)}" for c in fleet.classes]
-        lines += [f"  no class for {u.node} ({u.file}): {u.reason}" for u in fleet.unserved]
+        from resolver.commands.plan import unserved_lines
+        from resolver.fleet.record import NODE_LIST, lists_nodes
+
+        done = {"new": "solved", "changed": "solved", "unlocked": "solved", "kept": "kept", "gone": "removed"}
+        lines += [f"  class {c.environment}: {done[c.status]}: {c.why}" for c in changes]
+        lines += [f"  no class for {line}" for line in unserved_lines(fleet)]
+        if not lists_nodes(fleet):
+            lines.append(f"  every node's class: {project.root / NODE_LIST}")
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
         lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))

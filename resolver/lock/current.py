@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from resolver.errors import BadInput
-from resolver.fs import read_bytes_bounded, read_json, sha256_bytes, write_json_atomic
+from resolver.fs import read_bytes_bounded, sha256_bytes, write_json_atomic
 from resolver.lock import PLAN_LIMIT, Info, LockSummary, _keep_plan, _quiet, lock_plans, plan_key, stored_plans
 from resolver.paths import ProjectPaths, project_lock
 
@@ -125,7 +125,11 @@ def _stamped(project: ProjectPaths) -> str | None:
         return None
     if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022 or info.st_size > 4096:
         return None
-    value = (read_json(path, limit=4096) or {}).get("inputs")
+    try:
+        value = json.loads(read_bytes_bounded(path, limit=4096, what="the lock check", follow_symlinks=False))
+    except (BadInput, ValueError, RecursionError):
+        return None
+    value = value.get("inputs") if isinstance(value, dict) else None
     return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
 
 
