@@ -277,6 +277,12 @@ def test_a_fallback_environment_is_held_to_its_python_pin(tmp_path):
     assert reason.found == "3.11"
 
 
+def test_a_lock_without_its_pypi_part_satisfies_only_a_no_pypi_lock(tmp_path):
+    paths = project(tmp_path, envs=[cpu_env(pypi=())])
+    assert [r.kind for r in found(paths)] == ["torch-build-changed", "dependency-changed"]
+    assert current.lock_status(paths, pypi=False).current  # what `lock --no-pypi` (and --check --no-pypi) asks
+
+
 def test_every_reason_says_which_environment_and_serialises(tmp_path):
     manifest = MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"').replace('python = "3.11.*"', 'python = "3.12.*"')
     status = current.lock_status(project(tmp_path, manifest), [cpu_plan()])

@@ -124,7 +124,7 @@ def run(args, out) -> int:
         plans = plans_for(args.target, args.profile[0] if args.profile else None, args.compute_capability,
                           args.gfx) if explicit else None
     if args.check:
-        status = current.lock_status(project, plans)
+        status = current.lock_status(project, plans, pypi=not args.no_pypi)
         out.result({"lockfile": str(project.lockfile), "manifest": str(project.manifest), **status.to_json(),
                     "seconds": round(time.monotonic() - started, 3)}, _check_text(project, status))
         return int(ExitCode.OK if status.current else ExitCode.CHECK_FAILED)

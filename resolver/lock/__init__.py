@@ -138,7 +138,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                      for name in wanted for platform in manifest.environment(name).platforms}
         existing = _existing_lock(project, notes, info)
         others = [name for name in manifest.environment_names() if name not in wanted]
-        status = staleness.check(existing, manifest, environments=[name for name in others if name in existing])
+        status = staleness.check(existing, manifest, environments=[name for name in others if name in existing],
+                                 pypi=not no_pypi)
         entries: list[tuple[str, LockedEnv | Future]] = []  # in the manifest's order: carried over, or resolving
         for name in manifest.environment_names():
             spec = manifest.environment(name)

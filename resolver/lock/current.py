@@ -28,10 +28,11 @@ if TYPE_CHECKING:
     from resolver.lock.sources import Sources
 
 
-def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
-                remember: bool = False) -> reasons.LockStatus:
+def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, remember: bool = False,
+                pypi: bool = True) -> reasons.LockStatus:
     """Whether pixi.lock satisfies pixi.toml and ``plans`` (None: the plans locked here before), and
-    why not (:func:`.staleness.check` on the project's files; nothing is solved).
+    why not (:func:`.staleness.check` on the project's files; nothing is solved); ``pypi=False``: as
+    ``lock --no-pypi`` sees it (the PyPI packages are not held to pixi.toml).
 
     A "current" answer is remembered by the digest of everything it was computed from (the bytes of
     pixi.toml, pixi.lock and the stored plans, or the plans given; the project's folder; the rules'
@@ -40,11 +41,11 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
     writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
     from resolver.lock import reasons
 
-    inputs = _inputs_digest(project, plans)
+    inputs = _inputs_digest(project, plans, pypi)
     if inputs is not None and inputs == _stamped(project):
         return reasons.LockStatus()
-    status = _status(project, stored_plans(project) if plans is None else plans)
-    if remember and status.current and inputs is not None and _inputs_digest(project, plans) == inputs:
+    status = _status(project, stored_plans(project) if plans is None else plans, pypi)
+    if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
         try:  # (unless something changed while it was checked)
             write_json_atomic(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
         except OSError:  # a read-only project: checked again next time
@@ -66,7 +67,7 @@ def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
         plans = plan_here()  # nothing was locked here before
     status = None
     if checking:
-        status = lock_status(project, plans, remember=True)
+        status = lock_status(project, plans, remember=True, pypi=not no_pypi)
         if status.current:
             for plan in plans or ():
                 _keep_plan(project, plan)
@@ -85,7 +86,7 @@ def _up_to_date(project: ProjectPaths) -> LockSummary:
                        up_to_date=True)
 
 
-def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None) -> str | None:
+def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bool = True) -> str | None:
     """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
     from resolver import __version__
     from resolver.lock.lockfile import LOCK_LIMIT
@@ -104,7 +105,7 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None) -> str |
     except (BadInput, OSError):
         return None
     return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
-                                    sha256_bytes(lock), plans is None, planned], sort_keys=True).encode())
+                                    sha256_bytes(lock), plans is None, planned, pypi], sort_keys=True).encode())
 
 
 def _plan_files(project: ProjectPaths) -> list[Path]:
@@ -133,7 +134,7 @@ def _stamped(project: ProjectPaths) -> str | None:
     return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
 
 
-def _status(project: ProjectPaths, plans: Sequence[Plan]) -> reasons.LockStatus:
+def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons.LockStatus:
     from resolver.lock import reasons, staleness
     from resolver.lock.lockfile import read_lock
     from resolver.lock.manifest import Manifest
@@ -141,12 +142,12 @@ def _status(project: ProjectPaths, plans: Sequence[Plan]) -> reasons.LockStatus:
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
         Manifest.new(project.root.name or "project", project.manifest)
     if not os.path.lexists(project.lockfile):
-        return staleness.check(None, manifest, plans)
+        return staleness.check(None, manifest, plans, pypi=pypi)
     try:
         lock = read_lock(project.lockfile, project.root)
     except BadInput as exc:
         missing = staleness.check(None, manifest, plans).reasons[:-1]
         return reasons.LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
-    return staleness.check(lock, manifest, plans)
+    return staleness.check(lock, manifest, plans, pypi=pypi)
 
 

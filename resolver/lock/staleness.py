@@ -57,9 +57,10 @@ if TYPE_CHECKING:
 
 # ------------------------------------------------------------------------------------------ check
 def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, plans: Iterable[Plan] = (), *,
-          environments: Iterable[str] | None = None) -> LockStatus:
+          environments: Iterable[str] | None = None, pypi: bool = True) -> LockStatus:
     """Whether ``lock`` (None: there is no pixi.lock) satisfies ``manifest`` and ``plans``, and every
-    reason it does not; ``environments``: only whether these still do (what a relock may carry over)."""
+    reason it does not; ``environments``: only whether these still do (what a relock may carry over);
+    ``pypi=False``: the PyPI packages are not held to pixi.toml (a lock made with ``--no-pypi``)."""
     reasons: list[Reason] = []
     names = manifest.environment_names()
     for plan in plans:
@@ -70,7 +71,7 @@ def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, pl
         if name not in lock:
             reasons.append(EnvironmentMissing(environment=name))
         else:
-            reasons += _environment_reasons(manifest, name, lock[name])
+            reasons += _environment_reasons(manifest, name, lock[name], pypi)
     if environments is None:
         reasons += [EnvironmentRemoved(environment=name) for name in sorted(lock) if name not in names]
     return LockStatus(tuple(reasons))
@@ -108,7 +109,7 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
         yield PlatformAdded(environment=name, platform=platform.name, found_in=MANIFEST)
 
 
-def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv]) -> Iterator[Reason]:
+def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv], pypi: bool) -> Iterator[Reason]:
     from resolver.lock.sources import channel_url
 
     spec = manifest.environment(name)
@@ -134,7 +135,8 @@ def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedE
                                   locked_virtual_packages=tuple(sorted(env.platform.virtual_packages)))
             continue
         yield from _conda_reasons(merged, env)
-        yield from _pypi_reasons(merged, env)
+        if pypi:
+            yield from _pypi_reasons(merged, env)
     declared = {p.name for p in spec.platforms}
     for platform_name in sorted(by_platform):
         if platform_name not in declared:
