@@ -2,7 +2,7 @@
 
 Every stage that touches conda packages (lock, install, the kernel build) comes through here.
 py-rattler 0.28 can abort at interpreter exit after a solve/index/install (a tokio worker thread
-touching Python while it finalises; ../shared/notes/py-rattler.md §0.1): :func:`rattler` imports it
+touching Python while it finalises): :func:`rattler` imports it
 and registers a short sleep at exit, the workaround measured to remove the crash, so in-process
 callers (tests, benchmarks, other tools) are safe too; the CLI additionally leaves via ``os._exit``.
 
