@@ -22,6 +22,8 @@ their dependencies) through this machine's pip configuration:
 * install: ``resolver install --env cpu --no-cache`` into a fresh prefix (conda python linked, the locked
            wheels installed) vs ``uv venv`` + ``uv pip sync`` of the same pinned set, with the same
            byte-compile setting (none; then all, fewer runs);
+* recreate: the environment's folder deleted, the lock unchanged: ``resolver install --bytecode all`` (linked
+           from its cached build, bytecode included) vs ``uv venv`` + ``uv pip sync --compile-bytecode``;
 * again:   ``resolver install`` of the unchanged lock (target ≤ 2 s);
 * plan:    ``resolver plan`` vs ``python -c pass`` (bytecode cached, as a user runs it).
 
@@ -207,6 +209,11 @@ def main() -> int:
                 "uv": (sync(False), fresh_venv)}, args.runs, env)
             results["install-bytecode"] = medians({
                 "resolver": ([*resolver, "install", "--env", "cpu", "--no-cache", "--bytecode", "all"], fresh_env),
+                "uv": (sync(True), fresh_venv)}, max(2, args.runs // 3), env)
+            # the environment's folder deleted, the lock unchanged: linked from the cached build of the same lock
+            # (bytecode included) vs uv making it again with the same bytecode setting (uv keeps no bytecode)
+            results["recreate"] = medians({
+                "resolver": ([*resolver, "install", "--env", "cpu", "--bytecode", "all"], fresh_env),
                 "uv": (sync(True), fresh_venv)}, max(2, args.runs // 3), env)
         if "again" in wanted:
             results["again"] = medians({"resolver": ([*resolver, "install", "--env", "cpu"], None)}, args.runs, env)

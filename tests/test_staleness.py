@@ -13,12 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from resolver import lock
+from resolver.conda import CondaRecord
 from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, read_lock, render_lock
 from resolver.lock.manifest import Manifest
 from resolver.paths import ProjectPaths
+from resolver.planning import save_plan
 
 FORGE = "https://conda.anaconda.org/conda-forge/"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -44,15 +45,12 @@ cpu = { features = ["cpu"], solve-group = "cpu", no-default-feature = true }
 """
 
 
-def record(name: str, version: str, depends: tuple[str, ...] = (), subdir: str = "linux-64"):
-    from rattler.package import BuildString
-
-    from resolver.conda import rattler
-
-    r = rattler()
+def record(name: str, version: str, depends: tuple[str, ...] = (), subdir: str = "linux-64") -> CondaRecord:
     file_name = f"{name}-{version}-h0_0.conda"
-    return r.RepoDataRecord(r.PackageRecord(name, version, BuildString("h0_0"), 0, subdir, depends=list(depends)),
-                            file_name=file_name, url=f"{FORGE}{subdir}/{file_name}", channel=FORGE)
+    fields = {"build": "h0_0", "build_number": 0, "depends": list(depends), "name": name, "subdir": subdir,
+              "version": version}
+    return CondaRecord(name, version, "h0_0", subdir, f"{FORGE}{subdir}/{file_name}", FORGE, None, None,
+                       json.dumps(fields, sort_keys=True))
 
 
 def wheel(name: str, version: str, requires: tuple[str, ...] = (), index: str | None = None) -> PypiArtifact:
@@ -172,11 +170,16 @@ def test_platform_removed(tmp_path):
 
 
 def test_platform_changed(tmp_path):
-    manifest = MANIFEST.replace('platforms = ["linux-64"]\n\n[feature',
-                                'platforms = [{ name = "linux-64", platform = "linux-64", glibc = "2.35" }]\n\n[feature', 1)
-    reason = only(project(tmp_path, manifest), reasons.PlatformChanged)
-    assert reason.wanted_virtual_packages == ("__glibc=2.35",) and reason.locked_virtual_packages == ()
-    assert reason.sentence == "platform linux-64 declares [__glibc=2.35] in pixi.toml but pixi.lock was solved with []"
+    """pixi.toml's platform now declares a glibc the lock's platform of that name was not solved with."""
+    glibc = '{ name = "linux-64-glibc", platform = "linux-64", glibc = "2.35" }'
+    declared = MANIFEST.replace('platforms = ["linux-64"]\n\n[feature', f'platforms = [{glibc}]\n\n[feature', 1) \
+        .replace('[feature.cpu]\nplatforms = ["linux-64"]', '[feature.cpu]\nplatforms = ["linux-64-glibc"]')
+    was = LockedPlatform("linux-64-glibc", "linux-64", ("__glibc=2.31", "__unix=0=0", "__linux=4.18",
+                                                       "__archspec=0=x86_64"))
+    reason = only(project(tmp_path, declared, [cpu_env(was)]), reasons.PlatformChanged)
+    assert reason.platform == "linux-64-glibc" and "__glibc=2.35" in reason.wanted_virtual_packages
+    assert reason.sentence.startswith("platform linux-64-glibc declares [__glibc=2.35") and \
+        "but pixi.lock was solved with [__glibc=2.31" in reason.sentence
 
 
 def test_channels_changed(tmp_path):
@@ -359,7 +362,7 @@ def test_a_no_op_lock_answers_without_rattler_or_tomlkit(tmp_path):
     """An unchanged project: `lock` says so from the remembered answer, loading neither py-rattler nor
     tomlkit (most of what a full check costs)."""
     paths = project(tmp_path)
-    lock.save_plan(paths, cpu_plan())  # what an earlier lock of --target cpu left
+    save_plan(paths, cpu_plan(), Manifest.load(paths.manifest))  # what an earlier lock of --target cpu left
     done = cli(paths, "lock", "--json")  # a full check of the stored plan: current, remembered
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "up-to-date"

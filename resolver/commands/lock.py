@@ -121,8 +121,8 @@ def run(args, out) -> int:
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
         # no target: the plans locked here before (none: this machine's)
         explicit = args.target or args.profile or args.compute_capability or args.gfx
-        plans = plans_for(args.target, args.profile[0] if args.profile else None, args.compute_capability,
-                          args.gfx) if explicit else None
+        plans = plans_for(project, args.target, args.profile[0] if args.profile else None,
+                          compute_capability=args.compute_capability, gfx=args.gfx) if explicit else None
     if args.check:
         status = current.lock_status(project, plans, pypi=not args.no_pypi)
         out.result({"lockfile": str(project.lockfile), "manifest": str(project.manifest), **status.to_json(),
@@ -140,7 +140,7 @@ def run(args, out) -> int:
     if fleet is not None:
         summary, changes = _lock_fleet(project, edit, fleet, sources, args, out)
     else:
-        summary = current.lock_project(project, plans, plan_here=lambda: plans_for([]), force=args.force,
+        summary = current.lock_project(project, plans, plan_here=lambda: plans_for(project, []), force=args.force,
                                        sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
                                        on_wait=out.info)
     data = summary.to_json()
@@ -170,6 +170,8 @@ def _summary_text(project, summary, fleet, changes) -> str:
         for url in env.skipped_indexes:
             lines.append(f"    note: {url} could not be reached and was left out")
     lines += [f"  note: {note}" for note in summary.notes]
+    if summary.added:
+        lines.append(f"  added to pixi.toml: {', '.join(summary.added)}")
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:

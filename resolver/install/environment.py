@@ -19,8 +19,17 @@ from resolver.errors import EnvironmentProblem
 from resolver.names import is_env_name
 from resolver.paths import ProjectPaths
 from resolver.proc import Completed
+from resolver.records import SHA256, Fields, ListOf, Text, read_record
 
 READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
+_READY = Fields({"environment": Text(max_len=64), "kind": Text("conda|venv"), "python": Text(max_len=32),
+                 "platform": Text(max_len=64), "lock_digest": SHA256, "conda": ListOf(Text(max_len=1024)),
+                 "pypi": ListOf(Text(max_len=1024))})
+
+
+def ready_record(folder: Path) -> dict | None:
+    """What install wrote into ``folder``'s ready marker (None: no marker, or not one install wrote)."""
+    return read_record(folder / READY_MARKER, _READY)
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,17 @@ class Environment:
 
     @classmethod
     def find(cls, project: ProjectPaths, name: str | None = None) -> "Environment":
-        """The named environment, or the only one there is; one clear error otherwise."""
+        """The named environment, else the project's default (pixi.toml ``[tool.resolver.upgrade]``), else the
+        only one there is; one clear error otherwise."""
+        if name is None:
+            from resolver.upgrade_record import default_environment
+
+            name = default_environment(project)
+            if name is not None and cls.kind_of(project.env(name)) is None:
+                raise EnvironmentProblem(f"the project's default environment '{name}' (pixi.toml "
+                                         "[tool.resolver.upgrade]) is not installed",
+                                         fix=f"run `python -m resolver setup` (or `install --env {name}`), or choose "
+                                             "another environment with --env")
         if name is None:
             names = sorted(p.name for p in project.envs.iterdir() if is_env_name(p.name) and cls.kind_of(p)) \
                 if project.envs.is_dir() else []

@@ -1,16 +1,20 @@
 """``lock``: pixi.toml environments → one pixi.lock (v7) that pixi itself calls up to date.
 
 Every environment the manifest declares is locked, for every platform it declares (pixi requires
-both): the requested ones are (re)resolved, the others keep their entries while they still satisfy
-pixi.toml (:mod:`.staleness`, which also says why a lock is stale). For one environment on one
-platform:
+it): the requested ones are (re)resolved, the others keep their entries as text when the lock still
+holds them as pixi.toml asks (:func:`carry_over`: platforms matched by identity as pixi matches them,
+environments by name; and no package left that nothing requires, :mod:`.staleness`), and are resolved
+again only when the resolver can lock all of them; a workspace it cannot lock is refused before
+anything runs. Each (environment, platform) is resolved on its own, side by side. For one
+environment on one platform:
 
 1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)
    against its channels, mirrors applied, with the platform's virtual packages as the manifest declares
    them (pixi's defaults otherwise), so a laptop can lock for a GPU cluster. When no channel answers,
    the environment falls back, explicitly, to a virtual environment of the host's Python: the lock
    says so in its header and ``setup`` in its summary;
-2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
+2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`); which
+   indexes answer is asked while conda solves;
 3. locations are canonical: the channel and index a package canonically comes from, never this
    machine's mirror or wheelhouse (:mod:`.canonical`); install applies the mirrors again.
 
@@ -20,7 +24,6 @@ resolve leaves the previous pair as it was, byte for byte.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -29,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.errors import BadInput, SourceUnreachable
-from resolver.fs import read_json, sha256_bytes, write_json_atomic
 from resolver.paths import ProjectPaths
+from resolver.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
 
 if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchanged project never loads it
     from resolver.decide.model import Plan
@@ -42,7 +45,6 @@ if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchang
     from resolver.lock.sources import Sources
 
 Info = Callable[[str], None]
-PLAN_LIMIT = 1 << 20  # a stored plan is a few kB
 
 
 def _quiet(text: str) -> None:
@@ -77,6 +79,7 @@ class LockSummary:
     manifest_changed: bool = False
     sha256: str = ""
     notes: tuple[str, ...] = field(default=())
+    added: tuple[str, ...] = ()  # what pixi.toml gained ("environment cpu (...)", "platform linux-64-cuda13")
     reasons: tuple[Reason, ...] = ()  # why pixi.lock was stale (empty: asked to lock anyway)
     up_to_date: bool = False  # nothing was resolved: pixi.lock already satisfied pixi.toml and the plans
 
@@ -84,7 +87,7 @@ class LockSummary:
         return {"lockfile": str(self.lockfile), "manifest": str(self.manifest), "sha256": self.sha256,
                 "status": "up-to-date" if self.up_to_date else "locked", "reasons": [r.to_json() for r in self.reasons],
                 "manifest_changed": self.manifest_changed, "locked": [e.to_json() for e in self.locked],
-                "carried_over": list(self.carried_over), "notes": list(self.notes)}
+                "carried_over": list(self.carried_over), "notes": list(self.notes), "added": list(self.added)}
 
 
 @dataclass(frozen=True)
@@ -103,17 +106,17 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                no_conda: bool = False, no_pypi: bool = False, info: Info = _quiet,
                edit: Callable[[Manifest], None] | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
-    (kept from the existing lock while it still satisfies pixi.toml, else resolved); write pixi.toml
+    (kept from the existing lock while it holds them as pixi.toml asks, else resolved); write pixi.toml
     and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
     its classes)."""
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
-    from resolver.fs import write_text_atomic
-    from resolver.lock import staleness
+    from resolver.fs import sha256_text, write_text_atomic
     from resolver.lock.canonical import Canonicalizer
-    from resolver.lock.lockfile import LockedEnv, LockedPlatform, render_lock
+    from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, realigned
     from resolver.lock.manifest import Manifest
-    from resolver.lock.sources import Sources, channel_url
+    from resolver.lock.sources import Sources
+    from resolver.planning import save_plan
 
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
@@ -121,51 +124,35 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     before = project.manifest.read_bytes() if project.manifest.is_file() else b""
     if edit is not None:
         edit(manifest)
-    wanted = {manifest.ensure_environment(plan): plan for plan in plans}
-    changed = manifest.dumps().encode() != before
     notes: list[str] = []
-    settings = LockSettings(project, sources, Canonicalizer(sources, project.cache, project.root), no_conda=no_conda,
-                            no_pypi=no_pypi, info=info)
-    envs: list[LockedEnv] = []
-    reports: list[EnvLockReport] = []
-    carried: list[str] = []
-    # every (environment, platform) is resolved on its own, side by side: the wanted ones at once, the
-    # others once the old lock says which of them no longer satisfy pixi.toml
+    existing = existing_lock(project, manifest, notes, info)
+    keep = held(existing, manifest, {plan.env_name for plan in plans})
+    wanted = {manifest.ensure_environment(plan, keep): plan for plan in plans}
+    existing = realigned(existing, manifest)  # with the platforms the plans added, as pixi aligns them on load
+    changed = manifest.dumps().encode() != before
+    for note in manifest.notes:
+        notes.append(note)
+        info(f"note: {note}")
+    again = _no_longer_required(project, manifest, set(wanted), no_pypi) if existing is not None else set()
+    kept, todo = carry_over(existing, manifest, set(wanted) | again, no_conda=no_conda, no_pypi=no_pypi)  # refusals
+    settings = LockSettings(project, sources, Canonicalizer(sources, project), no_conda=no_conda, no_pypi=no_pypi,
+                            info=info)
+    # every (environment, platform) is resolved on its own, side by side
     pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
     try:
-        resolving = {(name, platform.name): pool.submit(_resolved, settings, manifest.environment(name, platform.subdir),
-                                                        platform)
-                     for name in wanted for platform in manifest.environment(name).platforms}
-        existing = _existing_lock(project, notes, info)
-        others = [name for name in manifest.environment_names() if name not in wanted]
-        status = staleness.check(existing, manifest, environments=[name for name in others if name in existing],
-                                 pypi=not no_pypi)
-        entries: list[tuple[str, LockedEnv | Future]] = []  # in the manifest's order: carried over, or resolving
-        for name in manifest.environment_names():
-            spec = manifest.environment(name)
-            old = {e.platform.name: e for e in existing.get(name, [])}
-            for platform in spec.platforms:
-                kept = old.get(platform.name)
-                if kept is None and name in existing and not spec.conda and not spec.pypi:
-                    kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
-                                                          tuple(platform.lock_virtual_packages())),
-                                     tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
-                if name not in wanted and kept is not None and status.fits(name, platform.name):
-                    entries.append((name, kept.with_manifest(spec)))
-                    continue
-                key = (name, platform.name)
-                if key not in resolving:
-                    resolving[key] = pool.submit(_resolved, settings, manifest.environment(name, platform.subdir),
-                                                 platform)
-                entries.append((name, resolving[key]))
-        for name, entry in entries:
-            if isinstance(entry, Future):
-                env, report = entry.result()
-                envs.append(env)
-                reports.append(report)
-            else:
-                envs.append(entry)
-                carried.append(name)
+        resolving = [(name, platform, pool.submit(_resolved, settings, manifest.environment(name, platform.name),
+                                                   platform)) for name, platform in todo]
+        envs: list[LockedEnv] = []
+        reports: list[EnvLockReport] = []
+        for name, platform, future in resolving:
+            env, report = future.result()
+            if env.fallback and name not in wanted and locked_normally(existing, name, platform):
+                raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
+                                        "channel answers: pixi.toml and pixi.lock are left as they were",
+                                        fix="lock where its channels answer, or name a mirror (--channel, "
+                                            "RESOLVER_CONDA_CHANNELS)")
+            envs.append(env)
+            reports.append(report)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)  # the error now, not after the other resolves end
         raise
@@ -174,32 +161,34 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         if note not in notes:
             notes.append(note)
             info(f"note: {note}")
-    text = render_lock(envs, project.root)
+    text = compose_lock(project, manifest, envs, existing, kept)
     write_text_atomic(project.lockfile, text, label="lock")  # the pair: the lock first, then the manifest
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
-        _keep_plan(project, plan)
+        save_plan(project, plan, manifest, {e.platform.name: python for e in envs
+                                            if e.name == plan.env_name and (python := _conda_python(e))})
+    carried = [name for name, _, _ in kept]
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
-                       sha256_bytes(text.encode()), tuple(notes))
+                       sha256_text(text), tuple(notes), tuple(manifest.added))
 
 
-def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[str, list[LockedEnv]]:
-    """The lock there is, or {}; one that cannot be read is kept as a backup before it is replaced."""
+def _no_longer_required(project: ProjectPaths, manifest: Manifest, wanted: set[str], no_pypi: bool) -> set[str]:
+    """The environments pixi.lock holds with packages nothing in pixi.toml requires any more (a
+    dependency removed): the carry-over would keep them, so they are resolved again, where the
+    resolver can lock them."""
+    from resolver.lock import staleness
     from resolver.lock.lockfile import read_lock
 
-    if not project.lockfile.is_file():
-        return {}
     try:
-        return read_lock(project.lockfile, project.root)
-    except BadInput as exc:
-        backup = project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
-        backup.write_bytes(project.lockfile.read_bytes())
-        notes.append(f"the previous pixi.lock could not be read ({exc.message}); it is kept as {backup.name} and "
-                     "only the environments resolvable now are in the new one")
-        info(f"note: {notes[-1]}")
-        return {}
+        parsed = read_lock(project.lockfile, project.root, manifest.platforms().values())
+    except BadInput:
+        return set()
+    others = [name for name in manifest.environment_names() if name not in wanted and name in parsed]
+    status = staleness.check(parsed, manifest, environments=others, pypi=not no_pypi)
+    return {r.environment for r in status.reasons if r.kind == "packages-not-required" and r.environment
+            and not any(manifest.unlockable(r.environment, p) for p in manifest.environment(r.environment).platforms)}
 
 
 def _resolved(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, EnvLockReport]:
@@ -212,7 +201,7 @@ def _resolved(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> 
 
 
 def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, tuple[str, ...]]:
-    """Resolve one environment (``spec``: merged for ``platform``'s subdir) for one platform: its conda
+    """Resolve one environment (``spec``: merged for ``platform``) for one platform: its conda
     packages, then its PyPI packages for the conda python the solve gave (its exact version decides
     markers); which PyPI indexes answer is asked while conda solves."""
     from concurrent.futures import ThreadPoolExecutor
@@ -264,7 +253,7 @@ def _solve_conda(settings: LockSettings, spec: EnvSpec,
                       "machine's Python (not installable by pixi until locked where a conda channel answers)")
         return [], _fallback_python(spec, exc.message, exc.fix), None, True
     records = [settings.canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
-    python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
+    python_full = next((r.version for r in records if r.name == "python"), None)
     return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
 
 
@@ -295,7 +284,7 @@ def _resolve_pypi(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform,
     return pypi.resolve(pypi.PypiRequest(
         requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
         index_url=index_url, extra_index_urls=extra_index_urls, find_links=find_links),
-        settings.project.cache / "pypi", settings.project.verified, info=settings.info, sources=sources)
+        settings.project, info=settings.info, sources=sources)
 
 
 def _fallback_python(spec: EnvSpec, why: str, fix: str | None) -> str:
@@ -329,42 +318,8 @@ def _variant_of(index_url: str) -> str:
     return index_url.rstrip("/").rsplit("/", 1)[-1]
 
 
-# -- the plans behind the lock -------------------------------------------------------------------
-def plan_key(plan: Plan) -> dict[str, Any]:
-    """What in a plan decides the lock (trace, warnings and kernels do not)."""
-    return {"environment": plan.env_name, "platform": plan.platform, "python": plan.python,
-            "torch": plan.torch.requirement, "index": plan.torch.source.url,
-            "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
-
-
-def save_plan(project: ProjectPaths, plan: Plan) -> Path:
-    """The plan behind an environment: ``lock`` with no target checks and locks the stored plans again."""
-    path = project.stamps / "plans" / f"{plan.env_name}.json"
-    write_json_atomic(path, {"plan": plan.to_json()}, label="plan")
-    return path
-
-
-def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
-    """:func:`save_plan`, unless that plan is stored already."""
-    path = project.stamps / "plans" / f"{plan.env_name}.json"
-    if (read_json(path, limit=PLAN_LIMIT) or {}).get("plan") != json.loads(json.dumps(plan.to_json(), default=str)):
-        save_plan(project, plan)
-
-
-def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
-    from resolver.decide.model import Plan
-
-    data = read_json(project.stamps / "plans" / f"{env_name}.json", limit=PLAN_LIMIT)
-    try:
-        return Plan.from_json(data["plan"]) if data else None
-    except (ValueError, KeyError, TypeError, AttributeError, BadInput):
+def _conda_python(env: LockedEnv | None) -> str | None:
+    """The exact version of the conda python an environment was locked with."""
+    if env is None or env.fallback:
         return None
-
-
-def stored_plans(project: ProjectPaths) -> list[Plan]:
-    """The stored plans of the environments pixi.toml declares."""
-    from resolver.lock.manifest import environment_names_in
-
-    if not project.manifest.is_file() or not (project.stamps / "plans").is_dir():
-        return []
-    return [plan for name in environment_names_in(project.manifest) if (plan := stored_plan(project, name))]
+    return next((r.version for r in env.conda if r.name == "python"), None)

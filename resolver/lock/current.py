@@ -11,15 +11,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from resolver.errors import BadInput
-from resolver.fs import read_bytes_bounded, sha256_bytes, write_json_atomic
-from resolver.lock import PLAN_LIMIT, Info, LockSummary, _keep_plan, _quiet, lock_plans, plan_key, stored_plans
+from resolver.fs import read_bytes_bounded, sha256_bytes
+from resolver.lock import Info, LockSummary, _quiet, lock_plans
 from resolver.paths import ProjectPaths, project_lock
+
+PLAN_LIMIT = 1 << 20  # a stored plan is a few kB
 
 if TYPE_CHECKING:
     from resolver.decide.model import Plan
@@ -46,11 +46,15 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, r
         return reasons.LockStatus()
     status = _status(project, stored_plans(project) if plans is None else plans, pypi)
     if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
-        try:  # (unless something changed while it was checked)
-            write_json_atomic(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
-        except OSError:  # a read-only project: checked again next time
-            pass
+        from resolver.records import write_record  # (unless an input changed while it was checked)
+
+        write_record(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
     return status
+
+
+def holds(project: ProjectPaths, plan: Plan) -> bool:
+    """Whether pixi.lock holds ``plan``'s environment as ``plan`` would lock it (no reason concerns it)."""
+    return not lock_status(project, [plan]).about(plan.env_name)
 
 
 def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
@@ -101,6 +105,8 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
             planned: list[Any] = [[path.name, sha256_bytes(read_bytes_bounded(path, limit=PLAN_LIMIT, what="plan"))]
                                   for path in _plan_files(project)]
         else:
+            from resolver.planning import plan_key
+
             planned = [plan_key(plan) for plan in plans]
     except (BadInput, OSError):
         return None
@@ -110,28 +116,38 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
 
 def _plan_files(project: ProjectPaths) -> list[Path]:
     """The stored plans' files, by name."""
-    folder = project.stamps / "plans"
-    if not folder.is_dir():
+    if not project.plans.is_dir():
         return []
-    return sorted(folder / entry.name for entry in os.scandir(folder) if entry.name.endswith(".json"))
+    return sorted(project.plans / entry.name for entry in os.scandir(project.plans) if entry.name.endswith(".json"))
+
+
+def stored_plans(project: ProjectPaths) -> list[Plan]:
+    """The plans the environments pixi.toml declares were locked from here."""
+    from resolver.lock.manifest import environment_names_in
+    from resolver.planning import stored_plan
+
+    if not project.manifest.is_file() or not project.plans.is_dir():
+        return []
+    return [plan for name in environment_names_in(project.manifest) if (plan := stored_plan(project, name))]
+
+
+def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
+    """Store ``plan`` as the one its environment was locked from, unless it is stored already."""
+    from resolver.lock.manifest import Manifest
+    from resolver.planning import locked_plan_record, save_plan
+
+    stored = locked_plan_record(project, plan.env_name)
+    if stored is None or stored["plan"] != json.loads(json.dumps(plan.to_json(), default=str)):
+        save_plan(project, plan, Manifest.load(project.manifest))
 
 
 def _stamped(project: ProjectPaths) -> str | None:
-    """The inputs digest of the last "current" answer: only from a regular file of this user's that
-    no one else can write, holding nothing but a sha256."""
-    path = project.lock_check_stamp
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022 or info.st_size > 4096:
-        return None
-    try:
-        value = json.loads(read_bytes_bounded(path, limit=4096, what="the lock check", follow_symlinks=False))
-    except (BadInput, ValueError, RecursionError):
-        return None
-    value = value.get("inputs") if isinstance(value, dict) else None
-    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
+    """The inputs digest of the last "current" answer (read as every record is: a regular file of this
+    user's that no one else can write, holding nothing but a sha256)."""
+    from resolver.records import Fields, Text, read_record
+
+    data = read_record(project.lock_check_stamp, Fields({"inputs": Text(r"[0-9a-f]{64}")}), limit=4096)
+    return data["inputs"] if data is not None else None
 
 
 def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons.LockStatus:
@@ -144,7 +160,7 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons
     if not os.path.lexists(project.lockfile):
         return staleness.check(None, manifest, plans, pypi=pypi)
     try:
-        lock = read_lock(project.lockfile, project.root)
+        lock = read_lock(project.lockfile, project.root, manifest.platforms().values())
     except BadInput as exc:
         missing = staleness.check(None, manifest, plans).reasons[:-1]
         return reasons.LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))

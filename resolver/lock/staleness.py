@@ -17,7 +17,9 @@ relock can carry over exactly the environments that still fit:
 * a plan: :class:`EnvironmentNotDeclared`, and the torch build, Python, conda packages, PyTorch index
   or platform it wants that pixi.toml does not have yet (the same types, ``found_in="pixi.toml"``).
 
-As in pixi (``crates/pixi_core/src/lock_file/satisfiability/``), platforms are matched by name,
+As in pixi (``crates/pixi_core/src/lock_file/satisfiability/``), platforms are matched by name (the
+lock's names aligned with the manifest's by identity when it is read, as pixi aligns them) and
+compared by identity (subdir and customised virtual packages),
 channels by their URLs in order, PyPI indexes as recorded, and a requirement is satisfied when the
 locked version of the package matches it; the packages of an environment must be exactly what its
 requirements reach (conda ``depends``, PyPI ``Requires-Dist`` with markers evaluated for the
@@ -110,6 +112,7 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
 
 
 def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv], pypi: bool) -> Iterator[Reason]:
+    from resolver.lock.pixi_platforms import lock_identity
     from resolver.lock.sources import channel_url
 
     spec = manifest.environment(name)
@@ -118,7 +121,7 @@ def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedE
     if found_channels != channels:
         yield ChannelsChanged(environment=name, wanted=channels, locked=found_channels)
     indexes = tuple(spec.pypi_indexes())
-    if spec.pypi and locked and locked[0].indexes != indexes:
+    if spec.pypi and any(env.pypi for env in locked) and locked[0].indexes != indexes:  # written with wheels only
         yield IndexesChanged(environment=name, wanted=indexes, locked=locked[0].indexes)
     by_platform = {env.platform.name: env for env in locked}
     for platform in spec.platforms:
@@ -128,11 +131,11 @@ def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedE
             if merged.conda or merged.pypi:  # an environment with nothing to lock has no entry
                 yield PlatformAdded(environment=name, platform=platform.name)
             continue
-        wanted_vps = tuple(sorted(platform.lock_virtual_packages()))
-        if env.platform.subdir != platform.subdir or tuple(sorted(env.platform.virtual_packages)) != wanted_vps:
+        if lock_identity(env.platform.subdir, env.platform.virtual_packages) != platform.identity:  # as pixi matches
             yield PlatformChanged(environment=name, platform=platform.name, wanted_subdir=platform.subdir,
-                                  locked_subdir=env.platform.subdir, wanted_virtual_packages=wanted_vps,
-                                  locked_virtual_packages=tuple(sorted(env.platform.virtual_packages)))
+                                  locked_subdir=env.platform.subdir,
+                                  wanted_virtual_packages=tuple(platform.lock_virtual_packages()),
+                                  locked_virtual_packages=tuple(env.platform.virtual_packages))
             continue
         yield from _conda_reasons(merged, env)
         if pypi:
@@ -153,7 +156,7 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
         return
     from resolver.conda import depends_names, record_matches
 
-    records = {r.name.normalized: r for r in env.conda}
+    records = {r.name.lower(): r for r in env.conda}
     unmet = False
     for package, version in spec.conda:
         record = records.get(package.lower())
@@ -161,7 +164,7 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
         if record is not None and record_matches(record, text):
             continue
         unmet = True
-        found = str(record.version) if record is not None else None
+        found = record.version if record is not None else None
         if package == "python":
             yield PythonChanged(**where, wanted=version, found=found)
         else:
@@ -243,7 +246,7 @@ def _marker_environment(env: LockedEnv) -> dict[str, str]:
     from resolver.platforms import PLATFORMS
 
     platform = PLATFORMS.get(env.platform.subdir)
-    full = next((str(r.version) for r in env.conda if r.name.normalized == "python"), None) or f"{env.python}.0"
+    full = next((r.version for r in env.conda if r.name == "python"), None) or f"{env.python}.0"
     os_name = platform.os if platform else "linux"
     return {"python_version": env.python or ".".join(full.split(".")[:2]), "python_full_version": full,
             "implementation_name": "cpython", "implementation_version": full,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ class Setup:
         self.options = options
         self.log = log
         self.out = out
-        self.stamps = Stamps(project.stamps / "steps")
+        self.stamps = Stamps(project.step_stamps)
         self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
         self.kernel_channel: str | None = None  # a fleet node's: kernels are fetched from it, not compiled
         self.fleet_class: str | None = None  # the fleet class this node set up, when pixi.toml records a fleet
@@ -110,12 +110,21 @@ class Setup:
             from resolver.decide import decide
             from resolver.knowledge import Knowledge
 
-            outcome = decide(profile, self.options.request, Knowledge.load())
+            request, chosen = self.options.request, None
+            if self.options.profile_file is None and request == Request():
+                from resolver.upgrade_record import default_choice
+
+                chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
+                request = chosen.request() if chosen is not None else request
+            outcome = decide(profile, request, Knowledge.load())
             if outcome.plan is None:
                 raise outcome.refusal
             plan = outcome.plan
             fleet = ""
-            if self.options.profile_file is None and self.options.request.target.backend == "auto":
+            if chosen is not None and chosen.environment != plan.env_name:
+                plan = replace(plan, environment=chosen.environment)
+                fleet = f"the project's default environment {chosen.environment}"
+            elif chosen is None and self.options.profile_file is None and request.target.backend == "auto":
                 from resolver.fleet.node import join_fleet
 
                 plan, self.kernel_channel, fleet = join_fleet(self.project, plan, profile,
@@ -148,8 +157,12 @@ class Setup:
                 return "would-run", f"relock: {why}", None
             self._detail("lock")(f"pixi.lock is stale: {why}")
             summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
-            return "done", f"locked environment {plan.env_name} into pixi.lock ({why})", \
-                jsonable(dataclasses.replace(summary, reasons=reasons))
+            detail = f"locked environment {plan.env_name} into pixi.lock ({why})"
+            if summary.added:
+                detail += f"; added to pixi.toml: {', '.join(summary.added)}"
+            if summary.carried_over:
+                detail += f"; kept as they were: {', '.join(summary.carried_over)}"
+            return "done", detail, jsonable(dataclasses.replace(summary, reasons=reasons))
         self.log.timed("lock", action)
 
     def _check_fallback(self, plan: Plan, profile: HardwareProfile) -> None:
@@ -216,7 +229,15 @@ class Setup:
                 return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
             from resolver.kernels import build_for_plan
 
-            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel)
+            fetch = None
+            if self.kernel_channel:
+                from functools import partial
+
+                from resolver.fleet.channel import fetch_package
+
+                fetch = partial(fetch_package, self.kernel_channel)
+            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel,
+                                     fetch_variant=fetch)
             self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
             compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
             return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "
