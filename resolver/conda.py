@@ -242,7 +242,7 @@ class LockView:
                                        sha.hex() if isinstance(sha, (bytes, bytearray)) else (sha or ""),
                                        tuple(str(x) for x in (pkg.requires_dist or ())),
                                        str(pkg.requires_python) if pkg.requires_python else None))
-            elif not hasattr(pkg, "package_record"):
+            elif getattr(pkg, "package_record", None) is None:  # a package pixi builds from source
                 sources.append(str(pkg.name))
             else:
                 url = locate(str(pkg.location))

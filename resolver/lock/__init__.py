@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from resolver.conda import solve
 from resolver.errors import BadInput, SourceUnreachable
 from resolver.paths import ProjectPaths
 from resolver.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
@@ -233,7 +234,6 @@ def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatfo
 def _solve_conda(settings: LockSettings, spec: EnvSpec,
                  platform: PixiPlatform) -> tuple[list[Any], str | None, str | None, bool]:
     """(records, python X.Y, the conda python's X.Y.Z or None, whether the environment falls back)."""
-    from resolver.conda import solve
     from resolver.lock.sources import channel_url
 
     channels = tuple(channel_url(c) for c in spec.channels)

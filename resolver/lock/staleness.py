@@ -157,11 +157,12 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
     from resolver.conda import depends_names, record_matches
 
     records = {r.name.lower(): r for r in env.conda}
+    built = {name.lower() for name in env.sources}  # packages pixi builds from source: locked, not ours to match
     unmet = False
     for package, version in spec.conda:
         record = records.get(package.lower())
         text = package if version in ("", "*") else f"{package} {version}"
-        if record is not None and record_matches(record, text):
+        if package.lower() in built or (record is not None and record_matches(record, text)):
             continue
         unmet = True
         found = record.version if record is not None else None
@@ -169,7 +170,7 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
             yield PythonChanged(**where, wanted=version, found=found)
         else:
             yield DependencyChanged(**where, ecosystem="conda", package=package, wanted=version, found=found)
-    if unmet:
+    if unmet or built:  # (what a source package depends on is not in the lock to follow)
         return
     reached: set[str] = set()
     todo = [package.lower() for package, _ in spec.conda]
