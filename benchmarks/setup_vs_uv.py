@@ -134,7 +134,7 @@ def main() -> int:
         from resolver.lock.lockfile import read_lock
 
         (locked, *_) = read_lock(project / "pixi.lock", project)["cpu"]
-        python_version = next(str(r.version) for r in locked.conda if r.name.normalized == "python")
+        python_version = next(r.version for r in locked.conda if r.name == "python")
 
         def compile_cmd(wanted: tuple[str, ...], name: str) -> list[str]:
             (tmp / f"{name}.in").write_text("".join(f"{r}\n" for r in wanted))

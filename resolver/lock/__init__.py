@@ -39,7 +39,7 @@ from resolver.planning import stored_plan as stored_plan  # the locked plans liv
 if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchanged project never loads it
     from resolver.decide.model import Plan
     from resolver.lock.canonical import Canonicalizer
-    from resolver.lock.lockfile import LockedEnv
+    from resolver.lock.lockfile import ExistingLock, LockedEnv
     from resolver.lock.manifest import EnvSpec, Manifest
     from resolver.lock.pixi_platforms import PixiPlatform
     from resolver.lock.reasons import Reason
@@ -134,19 +134,30 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     for note in manifest.notes:
         notes.append(note)
         info(f"note: {note}")
-    again = _no_longer_required(project, manifest, set(wanted), no_pypi) if existing is not None else set()
-    kept, todo = carry_over(existing, manifest, set(wanted) | again, no_conda=no_conda, no_pypi=no_pypi)  # refusals
+    kept, todo = carry_over(existing, manifest, set(wanted), no_conda=no_conda, no_pypi=no_pypi)  # refusals: here
     settings = LockSettings(project, sources, Canonicalizer(sources, project), no_conda=no_conda, no_pypi=no_pypi,
                             info=info)
-    # every (environment, platform) is resolved on its own, side by side
+    # every (environment, platform) is resolved on its own, side by side; meanwhile the ones kept are checked
+    # for packages nothing requires any more (the carry-over does not look for them), which are resolved too
     pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
     try:
-        resolving = [(name, platform, pool.submit(_resolved, settings, manifest.environment(name, platform.name),
-                                                   platform)) for name, platform in todo]
+        resolving = {(name, platform.name): pool.submit(_resolved, settings, manifest.environment(name, platform.name),
+                                                        platform) for name, platform in todo}
+        again = _no_longer_required(existing, project, manifest, {name for name, _, _ in kept}, no_pypi)
+        kept = [entry for entry in kept if entry[0] not in again]
+        for name in sorted(again):
+            for platform in manifest.environment(name).platforms:
+                if (name, platform.name) in resolving:
+                    continue
+                todo.append((name, platform))
+                resolving[(name, platform.name)] = pool.submit(_resolved, settings,
+                                                               manifest.environment(name, platform.name), platform)
+        order = {name: i for i, name in enumerate(manifest.environment_names())}
+        todo.sort(key=lambda item: order[item[0]])  # reported in pixi.toml's order
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
-        for name, platform, future in resolving:
-            env, report = future.result()
+        for name, platform in todo:
+            env, report = resolving[(name, platform.name)].result()
             if env.fallback and name not in wanted and locked_normally(existing, name, platform):
                 raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
                                         "channel answers: pixi.toml and pixi.lock are left as they were",
@@ -175,19 +186,17 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                        sha256_text(text), tuple(notes), tuple(manifest.added))
 
 
-def _no_longer_required(project: ProjectPaths, manifest: Manifest, wanted: set[str], no_pypi: bool) -> set[str]:
-    """The environments pixi.lock holds with packages nothing in pixi.toml requires any more (a
-    dependency removed): the carry-over would keep them, so they are resolved again, where the
-    resolver can lock them."""
-    from resolver.lock import staleness
-    from resolver.lock.lockfile import read_lock
-
-    try:
-        parsed = read_lock(project.lockfile, project.root, manifest.platforms().values())
-    except BadInput:
+def _no_longer_required(existing: ExistingLock | None, project: ProjectPaths, manifest: Manifest, kept: set[str],
+                        no_pypi: bool) -> set[str]:
+    """Of the environments ``kept``, the ones pixi.lock holds with packages nothing in pixi.toml requires
+    any more (a dependency removed), where the resolver can lock them."""
+    if existing is None or not kept:
         return set()
-    others = [name for name in manifest.environment_names() if name not in wanted and name in parsed]
-    status = staleness.check(parsed, manifest, environments=others, pypi=not no_pypi)
+    from resolver.lock import staleness
+    from resolver.lock.lockfile import locked_envs
+
+    status = staleness.check(locked_envs(existing, project.root), manifest, environments=sorted(kept),
+                             pypi=not no_pypi)
     return {r.environment for r in status.reasons if r.kind == "packages-not-required" and r.environment
             and not any(manifest.unlockable(r.environment, p) for p in manifest.environment(r.environment).platforms)}
 

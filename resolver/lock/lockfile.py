@@ -488,10 +488,18 @@ def read_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> dict[str
     from resolver.lock.pixi_platforms import align
 
     text, view = _read(path)
-    fallbacks = _fallbacks_in_header(text)
+    return _locked_envs(view, root, align(view.platforms(), platforms), _fallbacks_in_header(text), _indexes(text))
+
+
+def locked_envs(existing: ExistingLock, root: Path) -> dict[str, list[LockedEnv]]:
+    """:func:`read_lock` of a lock already read (:func:`load_lock`)."""
+    return _locked_envs(existing.view, root, existing.renames, existing.fallbacks,
+                        {name: env.indexes() for name, env in existing.raw.envs.items()})
+
+
+def _locked_envs(view: LockView, root: Path, renames: dict[str, str], fallbacks: dict[tuple[str, str], str | None],
+                 indexes: dict[str, tuple[str, ...]]) -> dict[str, list[LockedEnv]]:
     lock_platforms = view.platforms()
-    renames = align(lock_platforms, platforms)
-    indexes = _indexes(text)
     result: dict[str, list[LockedEnv]] = {}
     for name in view.environments():
         channels = tuple(absolute_location(c, root) for c in view.channels(name))

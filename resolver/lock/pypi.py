@@ -163,7 +163,9 @@ def parse_pins(text: str) -> list[Pin]:
 
 
 _URL = Text(r"(?:https?|file)://[^/\s@]*(?:/\S*)?", 8192)  # a remote or local file, never credentials or a flag
-_FILE_ENTRY = Fields({"url": _URL, "file": Text(r"[^/\\\s]+\.whl", 512)})
+# the files of a release an index lists: its wheels, and its sdist (uv names the sdist's hash too, so a pin is
+# known, with no index asked, only when every one of its files is)
+_FILE_ENTRY = Fields({"url": _URL, "file": Text(r"[^/\\\s]+\.(?:whl|tar\.gz|zip|tar\.bz2)", 512)})
 _REQUIRES_ENTRY = Fields({"requires_dist": ListOf(Text(max_len=2048), 10_000),
                           "requires_python": optional(Text(max_len=512))})
 
