@@ -242,7 +242,7 @@ class LockView:
                                        sha.hex() if isinstance(sha, (bytes, bytearray)) else (sha or ""),
                                        tuple(str(x) for x in (pkg.requires_dist or ())),
                                        str(pkg.requires_python) if pkg.requires_python else None))
-            elif not hasattr(pkg, "package_record"):
+            elif getattr(pkg, "package_record", None) is None:  # a package pixi builds from source
                 sources.append(str(pkg.name))
             else:
                 url = locate(str(pkg.location))
@@ -408,6 +408,27 @@ def version_matches(spec: str, version: str) -> bool:
     """Whether a conda version ``spec`` (``>=3.10,<3.14``, ``3.11.*``) admits ``version``."""
     r = rattler()
     return r.VersionSpec(spec).matches(r.Version(version))
+
+
+def record_matches(record: CondaRecord, spec: str) -> bool:
+    """Whether a locked conda ``record`` satisfies the match spec ``spec`` (``python 3.11.*``, rattler's
+    matching); a spec rattler cannot parse is satisfied by nothing."""
+    r = rattler()
+    from rattler.package import BuildString
+
+    try:
+        build_number = int(json.loads(record.fields).get("build_number") or 0)
+        native = r.PackageRecord(record.name, record.version, BuildString(record.build), build_number, record.subdir)
+        return r.MatchSpec(spec).matches(native)
+    except Exception:  # rattler.exceptions.InvalidMatchSpecError and its kin
+        return False
+
+
+def depends_names(record: CondaRecord) -> list[str]:
+    """The package names ``record`` depends on (virtual packages such as ``__glibc`` left out)."""
+    depends = json.loads(record.fields).get("depends") or []
+    names = (re.match(r"\s*([A-Za-z0-9_.+-]+)", str(text)) for text in depends)
+    return [m.group(1).lower() for m in names if m and not m.group(1).startswith("__")]
 
 
 # --------------------------------------------------------------------------------- solve and link

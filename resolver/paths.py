@@ -9,7 +9,7 @@ Layout (all under the project root, the folder holding pixi.toml):
     .resolver/cache/             downloads (sdists, wheels), what the lock found out, cached builds
     .resolver/logs/              one log file per run of a long step
     .resolver/state/             content-hash stamps of finished setup steps, the plans, an upgrade's state,
-                                 the project lock
+                                 the inputs pixi.lock was last found current for, the project lock
     .resolver/reports/           reports written for people (upgrades)
 
 and in the user's cache (``~/.cache/mamba-resolver``): verified artefacts by sha256, unpacked conda
@@ -186,6 +186,11 @@ class ProjectPaths:
         return self.plans / f"{check_env_name(env_name)}.json"
 
     @property
+    def lock_check_stamp(self) -> Path:
+        """The digest of the inputs (pixi.toml, pixi.lock, the plans) pixi.lock was last found to satisfy."""
+        return self.stamps / "lock-check.json"
+
+    @property
     def step_stamps(self) -> Path:
         """setup's record per finished step: the hash of its inputs and its result."""
         return self.stamps / "steps"
@@ -223,6 +228,7 @@ RECORD_KINDS = {
     "env-facts": "ProjectPaths.env_facts_record (resolver.kernels.envfacts)",
     "verify-model": "ProjectPaths.verify_models/verify-model-<key> (resolver.verify.checkpoint)",
     "plan-record": "ProjectPaths.plan_record (resolver.planning)",
+    "lock-check": "ProjectPaths.lock_check_stamp (resolver.lock.current)",
     "upgrade-state": "ProjectPaths.upgrade_state (resolver.upgrade.journey)",
     "step-stamp": "ProjectPaths.step_stamps/<step>.json (resolver.setup.pipeline)",
     "sources": "ProjectPaths.sources_record (resolver.lock.sources)",

@@ -319,6 +319,36 @@ class PlanRecord(Kind):
         return stored_plan(self.project, "cpu")
 
 
+class LockCheck(Kind):
+    """The remembered "pixi.lock is current" answer: a planted one for a stale lock is not taken."""
+
+    name = "lock-check"
+
+    def __init__(self, tmp: Path, monkeypatch) -> None:
+        super().__init__(tmp, monkeypatch)
+        from resolver.lock.lockfile import LockedEnv, LockedPlatform, render_lock
+
+        root = self.project.root
+        (root / "pixi.toml").write_text('[workspace]\nname = "t"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
+                                        '\n[dependencies]\npython = "3.11.*"\n')  # the lock holds no python: stale
+        platform = LockedPlatform("linux-64", "linux-64", ())
+        (root / "pixi.lock").write_text(render_lock([LockedEnv("default", platform, ("https://conda.anaconda.org/"
+                                                                                     "conda-forge/",))], root))
+
+    def path(self) -> Path:
+        return self.project.lock_check_stamp
+
+    def planted(self) -> Any:
+        from resolver.lock.current import _inputs_digest
+
+        return {"inputs": _inputs_digest(self.project, None)}  # "these very inputs are current"
+
+    def use(self) -> Any:
+        from resolver.lock.current import lock_status
+
+        return [r.kind for r in lock_status(self.project).reasons]
+
+
 class UpgradeState(Kind):
     name = "upgrade-state"
 
@@ -541,7 +571,7 @@ class ToolAnswers(Kind):
 
 
 KINDS = [PypiFiles, PypiRequires, CanonicalUrls, CanonicalMisses, EnvBuild, ReadyMarker, KernelImport, EnvFacts,
-         VerifyModel, PlanRecord, UpgradeState, StepStamp, SourcesRecord, OverlayRecord, PatchRecord, VerifiedRecord, PlanMemo,
+         VerifyModel, PlanRecord, LockCheck, UpgradeState, StepStamp, SourcesRecord, OverlayRecord, PatchRecord, VerifiedRecord, PlanMemo,
          KnowledgeCache, ToolAnswers]
 
 

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
                         help="compile every module now (all), or leave it to the first import (none); auto: now "
                              "only where Python would not keep it (PYTHONDONTWRITEBYTECODE set)")
     parser.add_argument("--no-cache", action="store_true",
-                        help="do not reuse the cached build of the same lock content (run pip again)")
+                        help="do not reuse the cached build of the same lock content (uv installs the wheels again)")
 
 
 def run(args, out) -> int:

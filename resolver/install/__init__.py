@@ -5,7 +5,7 @@
   checked, and only that copy is installed (:mod:`.fetch`); a mismatch is an :class:`IntegrityError`
   naming the file.
 * Kinds: a conda prefix when the lock has a conda ``python`` (its own interpreter, py-rattler links the
-  conda packages; the wheels go in with ``pip install --no-deps`` run for that interpreter); otherwise
+  conda packages; the wheels go in with ``uv pip install --no-deps`` run for that interpreter); otherwise
   the explicit fallback, a virtual environment of this machine's interpreter for the locked Python.
 * The environment is built in ``.resolver/envs/.<name>.tmp-<pid>`` with the final path patched into
   its files, the ready marker written, then renamed to ``.resolver/envs/<name>``: an interrupted

@@ -18,6 +18,7 @@ What none of these places is kept as it is, and ``lock`` says so in one line wit
 from __future__ import annotations
 
 import re
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -45,6 +46,7 @@ class Canonicalizer:
         self.known = RecordMap(project.canonical_urls, Text(r"https?://[^/\s@]+/\S*", 8192))
         self.misses = RecordMap(project.canonical_misses, Number())  # sha256 -> when PyPI last did not have it
         self.notes: list[str] = []
+        self._lock = threading.Lock()  # environments and their wheels are made canonical side by side
 
     # ---- conda
     def conda_record(self, record: CondaRecord, solved_from: list[str], canonical: list[str]) -> CondaRecord:
@@ -77,10 +79,11 @@ class Canonicalizer:
         return self.root is not None and path is not None and path.resolve().is_relative_to(self.root)
 
     def _from_pypi(self, art: PypiArtifact) -> str | None:
-        if art.sha256 in self.known:
-            return self.known.get(art.sha256)
-        if 0 <= time.time() - self.misses.get(art.sha256, 0.0) < MISS_TTL_S:
-            return None
+        with self._lock:
+            if art.sha256 in self.known:
+                return self.known.get(art.sha256)
+            if 0 <= time.time() - self.misses.get(art.sha256, 0.0) < MISS_TTL_S:
+                return None
         from resolver.net import fetch_json
 
         page = PYPI_SIMPLE.format(name=re.sub(r"[-_.]+", "-", art.name).lower())
@@ -88,14 +91,15 @@ class Canonicalizer:
         if not isinstance(data, dict):
             return None  # PyPI did not answer: asked again next time
         file_name = art.file_name
-        for entry in data.get("files") or []:
-            if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
-                url = without_credentials(urllib.parse.urljoin(page, str(entry["url"])))
-                self.known.put(art.sha256, url)
-                self.known.save()
-                return url
-        self.misses.put(art.sha256, time.time())  # a local build (torch's +cpu) is not on PyPI: not asked again today
-        self.misses.save()
+        with self._lock:
+            for entry in data.get("files") or []:
+                if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
+                    url = without_credentials(urllib.parse.urljoin(page, str(entry["url"])))
+                    self.known.put(art.sha256, url)
+                    self.known.save()
+                    return url
+            self.misses.put(art.sha256, time.time())  # a local build (torch's +cpu) is not on PyPI: not asked again
+            self.misses.save()
         return None
 
     def _note_local(self, art: PypiArtifact, index: str | None) -> None:
@@ -105,5 +109,6 @@ class Canonicalizer:
         else:
             fix = ("lock where PyPI (https://pypi.org) answers, so the file's PyPI address can be recorded, or map its "
                    f"canonical address to {folder} under [tool.resolver.mirrors]")
-        self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock records "
-                          f"a path of this machine. Fix: {fix}")
+        with self._lock:
+            self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock "
+                              f"records a path of this machine. Fix: {fix}")

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -71,14 +70,19 @@ class PypiResolution:
     skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached (credentials redacted)
 
 
-def resolve(request: PypiRequest, project: ProjectPaths, *,
-            info: Callable[[str], None] = lambda text: None, speculation: uv.Speculation | None = None,
-            label: str = "") -> PypiResolution:
-    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (the project's
-    cache keeps where files are and their METADATA; a wheel downloaded to read it goes to the verified
-    store, where install looks first). ``speculation``: uv runs already started for the inputs the
-    last lock had (``label``: which environment and platform this resolve is)."""
-    requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
+@dataclass(frozen=True)
+class UvSources:
+    """Where uv looks, as its flags (pip's configuration included), and the remote indexes left out
+    because they do not answer."""
+
+    flags: tuple[str, ...]
+    skipped: tuple[str, ...]
+
+
+def uv_sources(index_url: str | None, extra_index_urls: tuple[str, ...], find_links: tuple[str, ...], *,
+               info: Callable[[str], None] = lambda text: None) -> UvSources:
+    """The sources of a request, then pip's configuration, as uv flags; a remote index that does not
+    answer is left out with a note (uv would retry it for minutes)."""
     pip = read_pip_config()
     skipped: list[str] = []
 
@@ -90,25 +94,32 @@ def resolve(request: PypiRequest, project: ProjectPaths, *,
             return False
         return True
 
-    index_url = request.index_url or pip.index_url
+    index_url = index_url or pip.index_url
     if index_url and not answers(index_url):
         index_url = None
-    extra = [u for u in dict.fromkeys([*request.extra_index_urls, *pip.extra_index_urls]) if answers(u)]
+    extra = [u for u in dict.fromkeys([*extra_index_urls, *pip.extra_index_urls]) if answers(u)]
     flags = uv.source_flags(index_url=index_url, extra_index_urls=extra,
-                            find_links=tuple(dict.fromkeys([*request.find_links, *pip.find_links])),
+                            find_links=tuple(dict.fromkeys([*find_links, *pip.find_links])),
                             constraints=pip.constraints, no_index=pip.no_index)
-    job = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc), tuple(flags),
-                    os.environ.get("UV_CACHE_DIR"))
-    run = (speculation.take(job, label) if speculation is not None else None) or job.start()
-    done, text = run.finish()
+    return UvSources(tuple(flags), tuple(skipped))
+
+
+def resolve(request: PypiRequest, project: ProjectPaths, *, info: Callable[[str], None] = lambda text: None,
+            sources: UvSources | None = None) -> PypiResolution:
+    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (the project's
+    cache keeps where files are and their METADATA; a wheel downloaded to read it goes to the verified
+    store, where install looks first). ``sources``: :func:`uv_sources` of the request, when the
+    caller asked already."""
+    requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
+    sources = sources or uv_sources(request.index_url, request.extra_index_urls, request.find_links, info=info)
+    done, text = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc),
+                              sources.flags).run()
     if done.timed_out:
         raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
                                 "minutes", fix="check that the configured indexes answer, or point the sources "
                                                "at a mirror ([tool.resolver])")
     if done.returncode != 0 or text is None:
-        raise _resolution_failure(done.stderr or done.stdout, skipped)
-    if speculation is not None:
-        speculation.ran(job, label)
+        raise _resolution_failure(done.stderr or done.stdout, list(sources.skipped))
     pins = parse_pins(text)
     verified = project.verified_store
     files = _Files(project.pypi_files, verified, python=request.python, platform=request.platform,
@@ -126,7 +137,7 @@ def resolve(request: PypiRequest, project: ProjectPaths, *,
             artifacts += pool.map(artifact, [pin for pin in pins if pin not in known])
     files.save()
     store.save()
-    return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped))
+    return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), sources.skipped)
 
 
 @dataclass(frozen=True)
@@ -152,7 +163,9 @@ def parse_pins(text: str) -> list[Pin]:
 
 
 _URL = Text(r"(?:https?|file)://[^/\s@]*(?:/\S*)?", 8192)  # a remote or local file, never credentials or a flag
-_FILE_ENTRY = Fields({"url": _URL, "file": Text(r"[^/\\\s]+\.whl", 512)})
+# the files of a release an index lists: its wheels, and its sdist (uv names the sdist's hash too, so a pin is
+# known, with no index asked, only when every one of its files is)
+_FILE_ENTRY = Fields({"url": _URL, "file": Text(r"[^/\\\s]+\.(?:whl|tar\.gz|zip|tar\.bz2)", 512)})
 _REQUIRES_ENTRY = Fields({"requires_dist": ListOf(Text(max_len=2048), 10_000),
                           "requires_python": optional(Text(max_len=512))})
 

@@ -8,6 +8,7 @@ says what remains to be done on the target machine.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -137,27 +138,31 @@ class Setup:
 
     def _lock(self, plan: Plan) -> None:
         from resolver import lock as locking
+        from resolver.lock import current
 
         def action():
-            if not self.options.force and self.project.lockfile.is_file() and locking.lock_is_current(self.project, plan):
+            reasons = () if self.options.force else \
+                current.lock_status(self.project, [plan], remember=not self.options.dry_run).about(plan.env_name)
+            if not self.options.force and not reasons:
                 return "skipped", f"pixi.lock is current for {plan.env_name}", None
+            why = f"{reasons[0].sentence}" + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else "") \
+                if reasons else "--force"
             if self.fleet_class:  # a node never relocks the fleet's shared lock on its own
                 from resolver.errors import BadInput
 
-                raise BadInput(f"pixi.lock does not hold fleet class {plan.env_name} as this node plans it",
+                raise BadInput(f"pixi.lock does not hold fleet class {plan.env_name} as this node plans it ({why})",
                                fix="lock the fleet again (`python -m resolver lock --fleet DIR`) and share pixi.toml "
                                    "and pixi.lock")
             if self.options.dry_run:
-                reason = "pixi.lock is missing" if not self.project.lockfile.is_file() else \
-                    f"pixi.lock is stale for environment {plan.env_name}"
-                return "would-run", reason, None
+                return "would-run", f"relock: {why}", None
+            self._detail("lock")(f"pixi.lock is stale: {why}")
             summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
-            detail = f"locked environment {plan.env_name} into pixi.lock"
+            detail = f"locked environment {plan.env_name} into pixi.lock ({why})"
             if summary.added:
                 detail += f"; added to pixi.toml: {', '.join(summary.added)}"
             if summary.carried_over:
                 detail += f"; kept as they were: {', '.join(summary.carried_over)}"
-            return "done", detail, jsonable(summary)
+            return "done", detail, jsonable(dataclasses.replace(summary, reasons=reasons))
         self.log.timed("lock", action)
 
     def _check_fallback(self, plan: Plan, profile: HardwareProfile) -> None:

@@ -183,6 +183,7 @@ class _Journey:
 
     def _lock(self, step: UpgradeStep) -> None:
         from resolver import lock
+        from resolver.lock.current import holds
         from resolver.lock.lockfile import read_lock
         from resolver.lock.sources import Sources
         from resolver.upgrade.lockdiff import entries_unchanged, lock_diff
@@ -196,7 +197,7 @@ class _Journey:
         before_lock = project.lockfile.read_bytes() if project.lockfile.is_file() else b""
         before_manifest = project.manifest.read_bytes()
         status = "locked"
-        if lock.lock_is_current(project, step.new.plan):
+        if holds(project, step.new.plan):
             status = "current"
             if record != old:
                 record.write(manifest)
