@@ -14,11 +14,12 @@ HELP = "throughput and latency (prompt, decode); --compare OTHER_ENV checks nume
 
 
 def add_arguments(parser) -> None:
+    from resolver.commands.flags import add_env_argument
+
+    add_env_argument(parser, "to measure")
+    parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (default: the tiny one)")
     from resolver.names import env_name_arg  # light: the name rule only
 
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to measure (default: the only one installed)")
-    parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (default: the tiny one)")
     parser.add_argument("--compare", metavar="OTHER_ENV", type=env_name_arg,
                         help="run the same inputs in OTHER_ENV and compare")
     parser.add_argument("--batch", type=int, default=1, help="sequences per batch (default 1)")

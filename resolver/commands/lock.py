@@ -13,20 +13,15 @@ HELP = "resolve environments (conda via py-rattler, PyPI via pip) into pixi.toml
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", "-t", action="append", default=[], metavar="T",
-                        help="target to lock (cpu, cudaX.Y, rocmX.Y, auto); repeatable. Default: relock the "
+    from resolver.commands.flags import add_source_arguments, add_target_argument
+
+    add_target_argument(parser, repeatable=True,
+                        help="target to lock (cpu, cudaX.Y, rocmX.Y[.Z], auto); repeatable. Default: relock the "
                              "environments locked before, else auto")
     parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of this one "
                              "(repeatable: each is a node of a fleet, with or without --fleet)")
-    parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                        help="a mirror of the manifest's conda channel (repeatable, in the channels' order); the lock "
-                             "records the manifest's channel")
-    parser.add_argument("--torch-index", metavar="URL", help="PyTorch wheel index; {variant} becomes cu126, cpu …")
-    parser.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
-                        help="another PyPI-style index (repeatable)")
-    parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
-                        help="a local wheelhouse (repeatable)")
+    add_source_arguments(parser)
     parser.add_argument("--no-conda", action="store_true",
                         help="lock without the conda part; the environment falls back to a virtual environment of "
                              "this machine's Python (pixi cannot install it)")

@@ -57,13 +57,9 @@ class InstallSummary:
     @property
     def enter(self) -> dict[str, str | None]:
         """How to enter the environment: with pixi (None for a fallback, which pixi cannot install) and
-        without it (what ``pixi shell`` does: the prefix first on PATH, its activation scripts run)."""
-        bin_dir = self.path / "bin"
-        if self.kind == "venv":
-            return {"pixi": None, "shell": f"source {bin_dir / 'activate'}"}
-        return {"pixi": f"pixi shell -e {self.environment}",
-                "shell": (f"export CONDA_PREFIX={self.path} PATH={bin_dir}:$PATH; "
-                          f"for s in {self.path}/etc/conda/activate.d/*.sh; do [ -e \"$s\" ] && . \"$s\"; done")}
+        without it (its ``bin/activate``: for a conda prefix, what ``pixi shell`` does)."""
+        shell = f"source {self.path / 'bin' / 'activate'}"
+        return {"pixi": None if self.kind == "venv" else f"pixi shell -e {self.environment}", "shell": shell}
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "path": str(self.path), "kind": self.kind, "python": self.python,
@@ -71,6 +67,15 @@ class InstallSummary:
                 "pypi_packages": self.pypi_packages, "status": self.status, "seconds": round(self.seconds, 3),
                 "lock_digest": self.digest, "built_from": self.built_from, "bytecode": self.bytecode,
                 "enter": self.enter}
+
+
+def seeded_pip(prefix: Path, kind: str, env: LockedEnv) -> list[str]:
+    """``pip==X`` when a fallback virtual environment holds the pip its Python seeds (the lock does not
+    list it), so doctor does not count it as installed by hand."""
+    if kind != "venv" or any(a.name == "pip" for a in env.pypi):
+        return []
+    found = sorted(prefix.glob("lib/python3*/site-packages/pip-*.dist-info"))
+    return [f"pip=={found[-1].name[len('pip-'):-len('.dist-info')]}"] if found else []
 
 
 def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
@@ -156,9 +161,18 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     info(f"checking {len(env.conda) + len(env.pypi)} locked artefacts")
     finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels)
     store = project.verified
-    conda_files = [verified_copy(r.url, r.sha256.hex() if r.sha256 else "", store, finder, progress=progress)
+    fetched, count, fetch_started = 0, len(env.conda) + len(env.pypi), time.monotonic()
+
+    def one_more(path: Path) -> Path:  # files verified of the total: a download's own bytes show while it runs
+        nonlocal fetched
+        fetched += 1
+        if progress is not None:
+            progress("verifying the locked files", fetched, count, fetch_started)
+        return path
+    conda_files = [one_more(verified_copy(r.url, r.sha256.hex() if r.sha256 else "", store, finder, progress=progress))
                    for r in env.conda]
-    wheels = [verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress) for a in env.pypi]
+    wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
+              for a in env.pypi]
     project.envs.mkdir(parents=True, exist_ok=True)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     ahead, why = bytecode_ahead(bytecode)
@@ -178,14 +192,14 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
         else:
             info(f"bytecode: {'compiled now' if ahead else 'on first import'} ({why})")
             build_environment(env, kind, python, interpreter, conda_files, wheels, tmp, final, project, info,
-                              bytecode=ahead)
+                              bytecode=ahead, progress=progress)
             if use_cache:
                 save_template(tmp, template, final)
         (tmp / READY_MARKER).write_text(json.dumps({
             "environment": env.name, "kind": kind, "python": python, "platform": env.platform.subdir,
             "lock_digest": digest, "conda": [f"{r.name.normalized}-{r.version}-{r.build}" for r in env.conda],
-            "pypi": [f"{a.name}=={a.version}" for a in env.pypi]}, indent=2, sort_keys=True) + "\n",
-            encoding="utf-8")
+            "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, kind, env)},
+            indent=2, sort_keys=True) + "\n", encoding="utf-8")
         swap_into_place(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -142,13 +142,7 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
                      "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
             work_dir=project.cache / "build" / f"{package.name}-{digest[:12]}",
             log_path=project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
-        label_started = time.monotonic()
-
-        def progress(done: int, total: int) -> None:
-            if out is not None:
-                out.progress(f"{package.name}: translation units", done, total, label_started)
-
-        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
+        built, seconds = _compile(project, run, package, len(kept), out)
         in_channel = publish(built, project.channel)
         shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
         outcome.status = "prebuilt" if wheel else "built"
@@ -171,6 +165,34 @@ def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: K
         outcome.installed = True
     outcome.seconds = outcome.seconds or (time.monotonic() - started)
     return outcome
+
+
+def _compile(project: ProjectPaths, run: RecipeRun, package: KernelRecipe, archs: int, out) -> tuple[Path, float]:
+    """Run the recipe with its progress shown: translation units compiled of the total (ninja's count),
+    the time so far and an estimate from the last build of this package (scaled by the number of
+    architectures); the same line every 10 s in a log. The time taken is remembered for the next one."""
+    from resolver.timings import Timings
+
+    timings = Timings(project.cache / "timings.json")
+    key = f"build {package.name}"
+    units: list = [0, None]  # ninja's last [done/total]
+
+    def on_progress(done: int, total: int) -> None:
+        units[:] = [done, total]
+
+    def poll() -> tuple:
+        return (units[0], units[1]) if units[1] else (0, None, "preparing the build (sources, the build environment)")
+
+    expected = timings.expected(key, scale=max(archs, 1))
+    label = f"{package.name}: translation units"
+    if out is None:
+        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=on_progress)
+    else:
+        with out.heartbeat(label, poll, expected_s=expected):
+            built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}",
+                                        on_progress=on_progress)
+    timings.record(key, seconds, scale=max(archs, 1))
+    return built, seconds
 
 
 def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str, toolkit: str) -> tuple[str, ...]:
