@@ -160,5 +160,5 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
         lines += [f"  no class for {u.node} ({u.file}): {u.reason}" for u in fleet.unserved]
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
-        lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
+        lines.append(f"next: python -m resolver install --env {summary.locked[0].name if summary.locked else 'NAME'}")
     return data, "\n".join(lines)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver import proc
+from resolver.decide.model import Target
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER
@@ -90,13 +91,14 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
         name = next(iter(envs))
     if name not in envs:
         raise EnvironmentProblem(f"pixi.lock has no environment '{name}' (it has: {', '.join(sorted(envs)) or 'none'})",
-                                 fix=f"run `python -m resolver lock --target <target for {name}>` first")
+                                 fix=f"run `python -m resolver lock --target {Target.for_environment(name)}` first")
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
         have = ", ".join(e.platform.subdir for e in envs[name])
         raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target ...` on this machine)")
+                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
+                                     "machine)")
     return matching[0]
 
 
@@ -135,7 +137,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     if env.pypi and not has_conda_python and not env.fallback:
         raise BadInput(f"pixi.lock's environment '{env.name}' has PyPI packages but no conda python, and is not "
                        "marked as a fallback (the lock was edited, or written by an older resolver)",
-                       fix=f"lock it again: `python -m resolver lock --target <target for {env.name}>`")
+                       fix=f"lock it again: `python -m resolver lock --target {Target.for_environment(env.name)}`")
     kind = "conda" if has_conda_python else "venv"
     python = env.python or f"{sys.version_info.major}.{sys.version_info.minor}"
     for folder, pattern in ((project.envs, f".{env.name}.tmp-*"), (project.envs, f".{env.name}.old-*"),

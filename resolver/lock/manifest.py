@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resolver.decide.model import Plan
+from resolver.decide.model import Plan, Target
 from resolver.errors import BadInput
 from resolver.fs import read_bytes_bounded, write_text_atomic
 from resolver.lock.pixi_platforms import PixiPlatform
@@ -180,7 +180,7 @@ class Manifest:
         if name != "default" and name not in envs:
             known = ", ".join(self.environment_names())
             raise BadInput(f"pixi.toml has no environment '{name}' (known: {known})",
-                           fix=f"run `python -m resolver lock --target <target for {name}>` to add it")
+                           fix=f"run `python -m resolver lock --target {Target.for_environment(name)}` to add it")
         entry = envs.get(name, [])
         if not isinstance(entry, (list, dict)):
             raise BadInput(f"pixi.toml: environment '{name}' must be a list of features or a table", fix=_FIX)
