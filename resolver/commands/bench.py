@@ -74,40 +74,6 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     return values
 
 
-def _fmt_by_len(by_len: dict) -> list[str]:
-    def rate(b: dict, key: str) -> str:
-        v = (b or {}).get(key)
-        return f"{v:,.0f}" if isinstance(v, (int, float)) else "n/a"
-
-    def ratio(v) -> str:
-        return f"x{v:.1f}" if isinstance(v, (int, float)) else "n/a"
-
-    lines = []
-    for length, b in by_len.items():
-        lib, ref = b.get("library") or {}, b.get("reference") or {}
-        lines.append(f"  prompt {length:>6}: library {rate(lib, 'prefill_tokens_per_s')} prompt tok/s, "
-                     f"{rate(lib, 'decode_tokens_per_s')} decode tok/s; reference {rate(ref, 'prefill_tokens_per_s')} / "
-                     f"{rate(ref, 'decode_tokens_per_s')}; speed-up prompt {ratio(b.get('speedup_prefill'))}, "
-                     f"decode {ratio(b.get('speedup_decode'))}")
-    return lines
-
-
-def _fmt(r: dict) -> list[str]:
-    lines = [f"{r['env']}: torch {r['torch']}, {r['library']} on {r['device']} ({r['dtype']})"]
-    if r.get("by_prompt_len"):
-        lines += _fmt_by_len(r["by_prompt_len"])
-    for label, b in (r.get("bench") or {}).items():
-        if isinstance(b, dict):
-            decode = (f"decode {b['decode_tokens_per_s']:9.1f} tok/s ({b['per_token_latency_ms']:.2f} ms/token)"
-                      if b.get("decode_tokens_per_s") else "decode: too noisy to measure, run again")
-            lines.append(f"  {label:9s} prompt {b['prefill_tokens_per_s']:10.1f} tok/s ({b['prefill_latency_ms']:.2f} ms)   {decode}")
-    bench = r.get("bench") or {}
-    if bench.get("speedup_prefill"):
-        decode = f"x{bench['speedup_decode']:.2f}" if bench.get("speedup_decode") else "n/a"
-        lines.append(f"  library vs reference: prompt x{bench['speedup_prefill']:.2f}, decode {decode}")
-    return lines
-
-
 def run(args, out) -> int:
     import tempfile
     from pathlib import Path
@@ -159,19 +125,8 @@ def run(args, out) -> int:
             doc["compare"] = {"env": env.name, "other": other.name, "numerics": numerics, "speed_ratio_other_over_env": ratio}
     ok = all(r["ok"] for r in results) and (doc.get("compare", {}).get("numerics", {}).get("ok", True))
     doc["ok"] = ok
-    lines = [line for r in results for line in _fmt(r)]
-    for r in results:
-        lines += [f"  [FAIL] {c['name']}: {c['detail']}" for c in r["checks"] if c["status"] == "fail"]
-    if "compare" in doc:
-        c = doc["compare"]
-        n = c["numerics"]
-        lines.append(f"compare {other.name} vs {env.name}: " + (
-            f"logits max abs err {n['max_abs_err']:.3g} (rel {n['rel_err']:.3g}, tolerance {n['tolerance']}), "
-            f"generations {'equal' if n['tokens_equal'] else 'DIFFER'}" if "rel_err" in n else n.get("why", "")))
-        if c["speed_ratio_other_over_env"]:
-            r = c["speed_ratio_other_over_env"]
-            decode = f"x{r['decode']:.2f}" if r["decode"] else "n/a (too noisy)"
-            lines.append(f"  speed {other.name}/{env.name}: prompt x{r['prefill']:.2f}, decode {decode}")
-    lines.append("PASSED" if ok else "FAILED")
+    from resolver.verify.bench_text import render
+
+    lines = render(doc)
     out.result(doc, "\n".join(lines))
     return int(ExitCode.OK if ok else ExitCode.CHECK_FAILED)

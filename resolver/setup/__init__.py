@@ -368,7 +368,10 @@ def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = Fal
     if not options.dry_run:
         project.logs.mkdir(parents=True, exist_ok=True)
         log_file = project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log"
-        append_to_log(log_file, f"mamba-resolver setup in {project.root} ({time.strftime('%Y-%m-%d %H:%M:%S')})")
+        from resolver.names import printable
+
+        append_to_log(log_file, f"mamba-resolver setup in {printable(str(project.root))}\n"
+                                f"(started {time.strftime('%Y-%m-%d %H:%M:%S')})")
     log = StepLog(quiet=quiet, to_stderr=json_mode, log_file=log_file)
     out = Output(json_mode=json_mode, quiet=quiet, log_file=log_file)
     try:
