@@ -151,6 +151,8 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
     'fetching: 50.0 MiB/200.0 MiB (25%) 12s elapsed, ~36s left'
     >>> progress_text("mamba-ssm: translation units", 2, 40, 130.0, expected_s=1200.0)
     'mamba-ssm: translation units: 2/40 (5%) 2m10s elapsed, ~17m50s left (last time: 20m00s)'
+    >>> progress_text("installing wheels", 0, 40, 10.0)
+    'installing wheels: 0/40 (0%) 10s elapsed'
     >>> progress_text("installing", 7, None, 3.0)
     'installing: 7 3s elapsed'
     >>> progress_text("installing wheels", 300 << 20, 900 << 20, 10.0, unit="bytes", detail="23/40 files")
@@ -172,9 +174,10 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
         if share > 0.5 and done < total:  # past half-way the work's own pace says more than last time
             left = elapsed / share * (1 - share)
         tail = f", ~{duration_text(left)} left (last time: {duration_text(expected_s)})"
+    elif done:
+        tail = f", ~{duration_text(elapsed / done * (total - done))} left"
     else:
-        left = elapsed / done * (total - done) if done else 0.0
-        tail = f", ~{duration_text(left)} left"
+        tail = ""  # nothing done yet: no pace to tell what is left from
     return f"{label} {count(done)}/{count(total)} ({100 * done // total}%) {duration_text(elapsed)} elapsed{tail}"
 
 

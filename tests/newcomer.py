@@ -12,7 +12,7 @@ from pathlib import Path
 # a suggested command ends where the prose around it does: a backtick, a quote, a parenthesis, a
 # semicolon, a shell redirection or comment, a bracketed usage synopsis
 COMMAND = re.compile(r"python -m resolver(?: [^`'\"\n;()#>|\[]*)?")
-DOUBLED = re.compile(r"\b([A-Za-z]{2,})\s+\1(?=[\d.]*\b)", re.IGNORECASE)
+DOUBLED = re.compile(r"\b([A-Za-z]{2,}) \1(?=[\d.]*\b)", re.IGNORECASE)  # in prose: a table's columns may repeat
 TEMPORARY = re.compile(r"\.[\w-]+\.(?:tmp|old)-\d+|\.part-\d+|resolver-uv-\w{6,}")
 
 
