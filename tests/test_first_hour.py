@@ -282,3 +282,18 @@ def test_the_summary_says_how_to_enter_add_to_and_check_the_environment(tmp_path
     assert "`pixi add --feature cpu --pypi NAME`" in text and "[feature.cpu.pypi-dependencies]" in text
     assert "`python -m resolver doctor --env cpu`" in text
     assert not refused_suggestions(text) and not doubled_words(text)
+
+
+def test_quiet_keeps_its_meaning_the_result_and_errors_only(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
+    env = dict(os.environ, RESOLVER_PROJECT=str(project))
+    done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "rocm6.0", "--dry-run", "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "probe    done" not in done.stdout and "mamba-resolver setup" not in done.stdout
+    assert "Prepared here; to finish on the target machine:" in done.stdout  # the result stays
+    failed = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "cuda99.0", "--quiet"],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 2 and failed.stdout == "" and failed.stderr.startswith("error: ")

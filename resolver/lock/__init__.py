@@ -107,10 +107,13 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
         carried: list[str] = []
+        pairs = sum(len(manifest.environment(name).platforms) for name in manifest.environment_names())
+        position = 0
         for name in manifest.environment_names():
             spec = manifest.environment(name)
             old = {e.platform.name: e for e in existing.get(name, [])}
             for platform in spec.platforms:
+                position += 1
                 kept = old.get(platform.name)
                 if kept is None and name in existing and not spec.conda and not spec.pypi:
                     kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
@@ -119,6 +122,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                 if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
                     envs.append(kept.with_manifest(spec))
                     carried.append(name)
+                    info(f"[{position}/{pairs}] {name} ({platform.name}): kept as locked")
                     continue
                 guess = early.get((name, platform.name))
                 if guess is None and not no_pypi and not no_conda:
@@ -132,6 +136,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                 torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
                 reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
                                              skipped, time.monotonic() - started, env.fallback))
+                info(f"[{position}/{pairs}] {name} ({platform.name}): locked in {reports[-1].seconds:.1f}s, "
+                     f"{len(env.conda)} conda + {len(env.pypi)} PyPI packages")
     except BaseException:
         ahead.shutdown(wait=False, cancel_futures=True)  # the error now, not after a guessed resolve ends
         raise
