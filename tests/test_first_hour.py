@@ -136,9 +136,13 @@ def test_setup_lines_repeat_no_word(tmp_path, target):
     assert not (project / ".resolver" / "logs").exists()  # a dry run writes nothing, not even a log
 
 
-def test_install_help_names_uv_not_pip():
-    code, out, _ = run("install", "--help")
-    assert code == 0 and "pip again" not in out and "uv" in out
+def test_no_help_text_says_pip_where_uv_runs():
+    from resolver.cli import COMMANDS
+
+    for command in COMMANDS:
+        code, out, _ = run(command, "--help")
+        assert code == 0 and not re.search(r"via pip|pip again|run pip", out), command
+    assert "uv" in run("install", "--help")[1] and "uv" in run("lock", "--help")[1]
 
 
 # ---- caveats are visible -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-HELP = "resolve environments (conda via py-rattler, PyPI via pip) into pixi.toml + pixi.lock"
+HELP = "resolve environments (conda via py-rattler, PyPI via uv) into pixi.toml + pixi.lock"
 
 
 def add_arguments(parser) -> None:
