@@ -45,19 +45,23 @@ class Output:
             print(printable(text, keep_newlines=True), file=sys.stderr if self.json_mode else self.stream)
 
     def progress(self, label: str, done: int, total: int | None, started: float, *, unit: str = "",
-                 expected_s: float | None = None, detail: str = "") -> None:
+                 expected_s: float | None = None, detail: str = "", pace_started: float | None = None,
+                 expected_from: str = "the last run") -> None:
         """Progress of long work: one overwriting line on a terminal; in a log (not a terminal) a line
         every 10 s while it runs and one when it ends, and nothing for work that took under a second.
 
         ``unit="bytes"`` shows the counts as sizes; ``expected_s``, how long the same work took last
         time, makes the estimate of what is left (a linear estimate from the first units misleads when
-        the slow units come last); ``detail`` is said before the counts ("23/40 files")."""
+        the slow units come last; ``expected_from`` names that run); ``detail`` is said before the counts ("23/40 files");
+        ``pace_started``: when the counted work began, if later than ``started`` (a later phase of it)."""
         if self.quiet or self.json_mode:
             return
         now = time.monotonic()
         elapsed = now - started
         finished = bool(total) and done >= total
-        text = printable(progress_text(label, done, total, elapsed, unit=unit, expected_s=expected_s, detail=detail))
+        text = printable(progress_text(label, done, total, elapsed, unit=unit, expected_s=expected_s, detail=detail,
+                                       pace_s=now - pace_started if pace_started is not None else None,
+                                       expected_from=expected_from))
         if sys.stderr.isatty():
             print("\r\033[K" + text, end="\n" if finished else "", file=sys.stderr, flush=True)
             if finished and elapsed >= 1.0:
@@ -70,10 +74,11 @@ class Output:
             self._log(text)
 
     def heartbeat(self, label: str, poll: Callable[[], tuple], *, unit: str = "",
-                  expected_s: float | None = None, every_s: float = 1.0) -> "Heartbeat":
+                  expected_s: float | None = None, expected_from: str = "the last run",
+                  every_s: float = 1.0) -> "Heartbeat":
         """See :class:`Heartbeat`; nothing runs under ``--quiet`` or ``--json``."""
-        return Heartbeat(self.progress, label, poll, unit=unit, expected_s=expected_s, every_s=every_s,
-                         enabled=not (self.quiet or self.json_mode))
+        return Heartbeat(self.progress, label, poll, unit=unit, expected_s=expected_s, expected_from=expected_from,
+                         every_s=every_s, enabled=not (self.quiet or self.json_mode))
 
     def _log(self, text: str) -> None:
         if self.log_file is not None:
@@ -85,17 +90,21 @@ class Output:
 
 
 class Heartbeat:
-    """A context manager that reports ``poll()`` (done, total[, detail[, unit]]) through ``progress`` (an
+    """A context manager that reports ``poll()`` (done, total[, detail[, unit[, phase]]]) through ``progress`` (an
     :meth:`Output.progress`) every ``every_s`` while its block runs, for work whose own output says
     nothing (uv installing wheels), and once more when the block ends. Not on a terminal,
-    :meth:`Output.progress` turns that into a line every 10 s: the heartbeat of a log. The polling
-    thread only reads (counts files); a poll that fails is skipped."""
+    :meth:`Output.progress` turns that into a line every 10 s: the heartbeat of a log. When the poll
+    names a new ``phase`` (unpacking, then installing, then byte-compiling), the estimate is made from
+    the pace since that phase began. The polling thread only reads (counts files); a poll that fails is
+    skipped."""
 
     def __init__(self, progress: Callable[..., None], label: str, poll: Callable[[], tuple], *,
-                 unit: str = "", expected_s: float | None = None, every_s: float = 1.0, enabled: bool = True) -> None:
-        self.progress, self.label, self.poll = progress, label, poll
+                 unit: str = "", expected_s: float | None = None, expected_from: str = "the last run",
+                 every_s: float = 1.0, enabled: bool = True) -> None:
+        self.progress, self.label, self.poll, self.expected_from = progress, label, poll, expected_from
         self.unit, self.expected_s, self.every_s, self.enabled = unit, expected_s, every_s, enabled
         self.started = time.monotonic()
+        self._phase: tuple[object, float] | None = None  # (the poll's phase, when it was first seen)
         self._stop = None
         self._thread = None
 
@@ -123,12 +132,15 @@ class Heartbeat:
             return False
         detail = rest[0] if rest else ""
         unit = rest[1] if len(rest) > 1 else self.unit
+        phase = rest[2] if len(rest) > 2 else None
+        if self._phase is None or self._phase[0] != phase:
+            self._phase = (phase, time.monotonic() if self._phase is not None else self.started)
         if final and total:
             done = total
         elif total and done >= total:
             done = total - 1  # "all done" is said once, when the work has really ended
         self.progress(self.label, max(done, 0), total, self.started, unit=unit, expected_s=self.expected_s,
-                      detail=detail)
+                      detail=detail, pace_started=self._phase[1], expected_from=self.expected_from)
         return bool(final and total)
 
     def __exit__(self, kind, value, traceback) -> None:
@@ -141,8 +153,12 @@ class Heartbeat:
             print(file=sys.stderr, flush=True)  # keep the overwritten line; what follows starts on its own
 
 
+MIN_SHARE = 0.02  # a linear estimate from less of the work than this is noise ("~8h left" after 0.3%)
+
+
 def progress_text(label: str, done: int, total: int | None, elapsed: float, *, unit: str = "",
-                  expected_s: float | None = None, detail: str = "") -> str:
+                  expected_s: float | None = None, detail: str = "", pace_s: float | None = None,
+                  expected_from: str = "the last run") -> str:
     """The words of one progress report.
 
     >>> progress_text("compiling", 3, 14, 25.0)
@@ -150,7 +166,7 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
     >>> progress_text("fetching", 50 << 20, 200 << 20, 12.0, unit="bytes")
     'fetching: 50.0 MiB/200.0 MiB (25%) 12s elapsed, ~36s left'
     >>> progress_text("mamba-ssm: translation units", 2, 40, 130.0, expected_s=1200.0)
-    'mamba-ssm: translation units: 2/40 (5%) 2m10s elapsed, ~17m50s left (last time: 20m00s)'
+    'mamba-ssm: translation units: 2/40 (5%) 2m10s elapsed, ~17m50s left (20m00s expected from the last run)'
     >>> progress_text("installing wheels", 0, 40, 10.0)
     'installing wheels: 0/40 (0%) 10s elapsed'
     >>> progress_text("installing", 7, None, 3.0)
@@ -159,6 +175,10 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
     'installing wheels: 23/40 files, 300.0 MiB/900.0 MiB (33%) 10s elapsed, ~20s left'
     >>> progress_text("tiny-ext: translation units", 0, None, 4.0, detail="preparing the build")
     'tiny-ext: translation units: preparing the build, 4s elapsed'
+    >>> progress_text("installing", 26, 10160, 75.0, detail="byte-compiling", pace_s=1.0)  # too little done to tell
+    'installing: byte-compiling, 26/10160 (0%) 75s elapsed'
+    >>> progress_text("installing", 2600, 10160, 95.0, detail="byte-compiling", pace_s=20.0)  # the phase's own pace
+    'installing: byte-compiling, 2600/10160 (25%) 95s elapsed, ~58s left'
     """
     if not total and detail:
         return f"{label}: {detail}, {duration_text(elapsed)} elapsed"
@@ -173,11 +193,12 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
         left = max(expected_s - elapsed, 0.0) if done < total else 0.0
         if share > 0.5 and done < total:  # past half-way the work's own pace says more than last time
             left = elapsed / share * (1 - share)
-        tail = f", ~{duration_text(left)} left (last time: {duration_text(expected_s)})"
-    elif done:
-        tail = f", ~{duration_text(elapsed / done * (total - done))} left"
+        tail = f", ~{duration_text(left)} left ({duration_text(expected_s)} expected from {expected_from})"
+    elif done and share >= MIN_SHARE:
+        pace = elapsed if pace_s is None else pace_s
+        tail = f", ~{duration_text(pace / done * (total - done))} left"
     else:
-        tail = ""  # nothing done yet: no pace to tell what is left from
+        tail = ""  # too little done yet to tell what is left from its pace
     return f"{label} {count(done)}/{count(total)} ({100 * done // total}%) {duration_text(elapsed)} elapsed{tail}"
 
 

@@ -200,27 +200,32 @@ def test_a_heartbeat_reports_quiet_work_with_an_estimate_from_last_time(capsys, 
         time.sleep(1.1)  # the closing line is said for work that took a second or more
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) >= 2  # not on a terminal: a line every HEARTBEAT_S, and the last one
-    assert all("(last time: 10m00s)" in line for line in lines)
+    assert all("(10m00s expected from the last run)" in line for line in lines)
     assert lines[-1].startswith("tiny-ext: translation units: compiling, 10/10 (100%)")
     with ui.Output(quiet=True).heartbeat("x", poll):
         pass
     assert capsys.readouterr().err == ""
 
 
-def test_the_install_poll_counts_wheels_bytes_then_modules(tmp_path):
+def test_the_install_poll_counts_unpacked_wheels_then_installed_bytes_then_modules(tmp_path):
     from resolver.install.progress import wheels_heartbeat
 
     site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
+    cache = tmp_path / "uv-cache"
+    (cache / "archive-v0" / "unpacked-before").mkdir(parents=True)
     wheels = []
     for name, size in (("a_b", 1000), ("c", 3000)):
         wheel = tmp_path / f"{name}-1.0-py3-none-any.whl"
         wheel.write_bytes(b"x" * size)
         wheels.append(wheel)
-    beat = wheels_heartbeat(lambda *a, **k: None, tmp_path / "env", wheels, bytecode=True, expected_s=None)
-    assert beat.poll() == (0, 4000, "0/2 wheels", "bytes")
+    beat = wheels_heartbeat(lambda *a, **k: None, tmp_path / "env", wheels, bytecode=True, expected_s=None,
+                            uv_cache=cache)
+    assert beat.poll() == (0, None, "uv unpacks 2 wheels (3.9 KiB) into its cache first, 0 unpacked so far", "", "unpack")
+    (cache / "archive-v0" / "new-one").mkdir()
+    assert beat.poll()[2].endswith("1 unpacked so far")
     (site / "A.B-1.0.dist-info").mkdir()
-    assert beat.poll() == (1000, 4000, "1/2 wheels", "bytes")
+    assert beat.poll() == (1000, 4000, "1/2 wheels", "bytes", "install")
     (site / "c-1.0.dist-info").mkdir()
     (site / "c").mkdir()
     (site / "c" / "__init__.py").write_text("")
@@ -228,7 +233,7 @@ def test_the_install_poll_counts_wheels_bytes_then_modules(tmp_path):
     assert beat.poll()[:2] == (0, 2)
     (site / "c" / "__pycache__").mkdir()
     (site / "c" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"")
-    assert beat.poll() == (1, 2, "2/2 wheels in, byte-compiling the modules", "")
+    assert beat.poll() == (1, 2, "2/2 wheels in, byte-compiling the modules", "", "compile")
 
 
 # ---- an environment to live in -----------------------------------------------------------------

@@ -44,7 +44,8 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
         info(f"installing {len(wheels)} wheels with uv" + (" and byte-compiling them" if bytecode else ""))
         timings, key = Timings(project.cache / "timings.json"), f"install {env.name} wheels bytecode={bytecode}"
         started = time.monotonic()
-        with wheels_heartbeat(progress, tmp, wheels, bytecode=bytecode, expected_s=timings.expected(key)):
+        with wheels_heartbeat(progress, tmp, wheels, bytecode=bytecode, expected_s=timings.expected(key),
+                              uv_cache=uv.cache_dir() if progress is not None else None):
             done = uv.install_wheels(tmp / "bin" / "python", wheels, compile_bytecode=bytecode)
         if done.ok:
             timings.record(key, time.monotonic() - started)

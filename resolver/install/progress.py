@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
 
-from resolver.ui import Heartbeat
+from resolver.ui import Heartbeat, size_text
 
 
 def _canonical(name: str) -> str:
@@ -76,9 +76,31 @@ class ModuleCount:
         return done
 
 
+class Unpacked:
+    """The wheels uv has unpacked into its cache since it started: each lands as one new folder of
+    ``archive-v0`` (a wheel unpacked earlier is linked from the cache without one)."""
+
+    def __init__(self, cache: Path | None) -> None:
+        self.folder = cache / "archive-v0" if cache is not None else None
+        self.before = self._entries()
+
+    def _entries(self) -> set[str]:
+        if self.folder is None:
+            return set()
+        try:
+            return set(os.listdir(self.folder))
+        except OSError:
+            return set()
+
+    def count(self) -> int:
+        return len(self._entries() - self.before)
+
+
 def wheels_heartbeat(progress: Callable[..., None] | None, prefix: Path, wheels: list[Path], *, bytecode: bool,
-                     expected_s: float | None):
-    """A :class:`resolver.ui.Heartbeat` over ``uv pip install`` of ``wheels`` into ``prefix``."""
+                     expected_s: float | None, uv_cache: Path | None = None):
+    """A :class:`resolver.ui.Heartbeat` over ``uv pip install`` of ``wheels`` into ``prefix``: first the
+    wheels uv unpacks into its cache (those it has not unpacked before), then the wheels installed of the
+    total with their bytes, then the modules byte-compiled of the total."""
     if progress is None or not wheels:
         return nullcontext()
     sizes = {}
@@ -89,14 +111,20 @@ def wheels_heartbeat(progress: Callable[..., None] | None, prefix: Path, wheels:
             continue
     total = sum(sizes.values()) or None
     modules: list[ModuleCount] = []
+    unpacked = Unpacked(uv_cache)
 
     def poll() -> tuple:
         present = installed_keys(prefix) & sizes.keys()
         wheels_done = f"{len(present)}/{len(sizes)} wheels"
+        if not present:
+            new = unpacked.count()
+            return 0, None, (f"uv unpacks {len(sizes)} wheels ({size_text(total or 0)}) into its cache first, "
+                             f"{new} unpacked so far"), "", "unpack"
         if not (bytecode and len(present) == len(sizes)):
-            return sum(sizes[k] for k in present), total, wheels_done, "bytes"
+            return sum(sizes[k] for k in present), total, wheels_done, "bytes", "install"
         if not modules:  # every wheel is in: uv byte-compiles now
             modules.append(ModuleCount(prefix))
-        return modules[0].compiled(), modules[0].total, f"{wheels_done} in, byte-compiling the modules", ""
+        return modules[0].compiled(), modules[0].total, f"{wheels_done} in, byte-compiling the modules", "", "compile"
 
-    return Heartbeat(progress, "installing", poll, unit="bytes", expected_s=expected_s)
+    return Heartbeat(progress, "installing", poll, unit="bytes", expected_s=expected_s,
+                     expected_from="the last install")

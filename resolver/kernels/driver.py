@@ -188,7 +188,7 @@ def _compile(project: ProjectPaths, run: RecipeRun, package: KernelRecipe, archs
     if out is None:
         built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=on_progress)
     else:
-        with out.heartbeat(label, poll, expected_s=expected):
+        with out.heartbeat(label, poll, expected_s=expected, expected_from="the last build"):
             built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}",
                                         on_progress=on_progress)
     timings.record(key, seconds, scale=max(archs, 1))
