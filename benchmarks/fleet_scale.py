@@ -1,15 +1,17 @@
-"""How long planning and locking a fleet of N node profiles take (issue 17: seconds, not minutes).
+"""How planning and locking a fleet grow with its size: time and peak memory at 1,000, 10,000 and 100,000 nodes.
 
-    python benchmarks/fleet_scale.py [--nodes 1000] [--runs 3] [--json]
-    python benchmarks/fleet_scale.py --resolve CHANNEL   # also lock with real solves (see below)
+    python benchmarks/fleet_scale.py [--nodes 1000,10000,100000] [--runs 3] [--json]
+    python benchmarks/fleet_scale.py --nodes 1000 --resolve CHANNEL   # also lock with real solves (see below)
 
 The nodes are generated from tests/machines: each captured machine is probed once (as
 `probe --sysroot DIR --json` does), then node k is a copy of machine k mod M with its own GPU UUIDs,
 memory and GPU count (1 to 8 of the machine's GPUs), written as `node-0001.json` …, so no two files
 are alike and every one is read, checked and planned.
 
-Measured, as processes, the median of --runs:
-- `plan --fleet DIR --json`: read and check every file, decide per node, group into classes;
+Measured, as processes, the median of --runs: wall time, CPU time (user + system) and peak memory (the
+process's maximum resident set, from wait4), for each fleet size:
+- `plan --fleet DIR --json`: read and check every file, decide per node, group into classes, print every
+  node's class;
 - `lock --fleet DIR --no-conda --no-pypi`: the same, plus pixi.toml (one environment per class, the
   fleet's table) and pixi.lock written. Solving is per class, not per node, and needs the channels and
   indexes (conda-forge, PyPI, PyTorch's), which this machine cannot reach for every class of
@@ -69,67 +71,94 @@ def generate(folder: Path, bases: list[dict], count: int, seed: int = 17) -> Non
         (folder / f"node-{k:05d}.json").write_text(json.dumps(profile))
 
 
-def timed(command: list[str], env: dict, runs: int) -> tuple[float, subprocess.CompletedProcess]:
-    times, done = [], None
+def timed(command: list[str], env: dict, runs: int) -> tuple[dict, str]:
+    """The median wall and CPU seconds of ``runs`` runs of ``command`` and its largest peak memory (MiB); its
+    last stdout."""
+    walls, cpus, peaks, out = [], [], [], ""
     for _ in range(runs):
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        times.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(command[2:])} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
-    return statistics.median(times), done
+        with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+            started = time.perf_counter()
+            process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
+            _, status, usage = os.wait4(process.pid, 0)
+            walls.append(time.perf_counter() - started)
+            process.returncode = os.waitstatus_to_exitcode(status)
+            stdout.seek(0)
+            stderr.seek(0)
+            out = stdout.read().decode()
+            if process.returncode != 0:
+                raise SystemExit(f"{' '.join(command[2:])} failed ({process.returncode}): "
+                                 f"{stderr.read().decode().strip()[-400:]}")
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
+    return {"wall_s": round(statistics.median(walls), 2), "cpu_s": round(statistics.median(cpus), 2),
+            "peak_mib": round(max(peaks))}, out
+
+
+def scale(root: Path, nodes: int, runs: int, bases: list[dict]) -> dict:
+    """plan --fleet and lock --fleet (no solves) of ``nodes`` generated profiles."""
+    python = [sys.executable, "-m", "resolver"]
+    fleet = root / f"fleet-{nodes}"
+    started = time.perf_counter()
+    generate(fleet, bases, nodes)
+    figures: dict[str, object] = {"nodes": nodes, "generate_s": round(time.perf_counter() - started, 2)}
+    project = root / f"project-{nodes}"
+    project.mkdir()
+    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    env = dict(os.environ, RESOLVER_PROJECT=str(project))
+    figures["plan"], out = timed([*python, "plan", "--fleet", str(fleet), "--json"], env, runs)
+    planned = json.loads(out)
+    figures.update(classes=len(planned["classes"]), unserved=len(planned["unserved"]))
+    figures["lock"], _ = timed([*python, "lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json"], env, runs)
+    figures["pixi_toml_bytes"] = (project / "pixi.toml").stat().st_size
+    shutil.rmtree(fleet)
+    return figures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--nodes", default="1000,10000,100000", help="fleet sizes, comma-separated")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--resolve", metavar="CHANNEL", help="also lock a fleet of the doubles with real solves")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    sizes = [int(n) for n in args.nodes.split(",")]
     python = [sys.executable, "-m", "resolver"]
-    figures: dict[str, object] = {"nodes": args.nodes}
+    results: list[dict] = []
+    solved: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        fleet = root / "fleet"
-        started = time.perf_counter()
-        generate(fleet, machine_profiles("machines"), args.nodes)
-        figures["generate_s"] = round(time.perf_counter() - started, 2)
-        project = root / "project"
-        project.mkdir()
-        shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-        env = dict(os.environ, RESOLVER_PROJECT=str(project))
-        seconds, done = timed([*python, "plan", "--fleet", str(fleet), "--json"], env, args.runs)
-        planned = json.loads(done.stdout)
-        figures.update(plan_s=round(seconds, 2), classes=len(planned["classes"]), unserved=len(planned["unserved"]))
-        seconds, _ = timed([*python, "lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json"], env, args.runs)
-        figures["lock_without_solves_s"] = round(seconds, 2)
+        bases = machine_profiles("machines")
+        for nodes in sizes:
+            results.append(scale(root, nodes, args.runs, bases))
         if args.resolve:
             sys.path.insert(0, str(REPO / "tests"))
             from conftest import conda_workspace
 
             doubles = root / "doubles"
-            generate(doubles, machine_profiles("doubles"), args.nodes)
-            solved = root / "solved"
-            solved.mkdir()
-            (solved / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), Path(args.resolve)))
-            env = dict(os.environ, RESOLVER_PROJECT=str(solved), RESOLVER_CONDA_CHANNELS=str(Path(args.resolve)))
-            seconds, done = timed([*python, "lock", "--fleet", str(doubles), "--target", "cuda13.0", "--json"], env, 1)
-            locked = json.loads(done.stdout)
-            figures.update(lock_with_solves_s=round(seconds, 2), lock_with_solves_classes=len(locked["fleet"]["classes"]),
-                           lock_with_solves_environments=len(locked["locked"]))
+            generate(doubles, machine_profiles("doubles"), sizes[0])
+            project = root / "solved"
+            project.mkdir()
+            (project / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), Path(args.resolve)))
+            env = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_CONDA_CHANNELS=str(Path(args.resolve)))
+            figures, out = timed([*python, "lock", "--fleet", str(doubles), "--target", "cuda13.0", "--json"], env, 1)
+            locked = json.loads(out)
+            solved = {"nodes": sizes[0], **figures, "classes": len(locked["fleet"]["classes"]),
+                      "environments": len(locked["locked"])}
     if args.json:
-        print(json.dumps(figures, indent=2))
+        print(json.dumps({"sizes": results, "lock_with_solves": solved or None}, indent=2))
         return 0
-    print(f"{figures['nodes']} node profiles from tests/machines (generated in {figures['generate_s']} s)")
-    print(f"  plan --fleet:                        {figures['plan_s']:6.2f} s  → {figures['classes']} classes, "
-          f"{figures['unserved']} nodes no class serves")
-    print(f"  lock --fleet --no-conda --no-pypi:   {figures['lock_without_solves_s']:6.2f} s  (pixi.toml + pixi.lock, "
-          f"{figures['classes']} environments; the solves are per class)")
-    if "lock_with_solves_s" in figures:
-        print(f"  lock --fleet, {figures['nodes']} nodes of the doubles, real solves: {figures['lock_with_solves_s']:6.2f} s "
-              f"→ {figures['lock_with_solves_classes']} class(es), {figures['lock_with_solves_environments']} "
-              "environment-platform entries solved")
+    print(f"node profiles from tests/machines ({results[0]['classes']} classes, the rest no class serves); "
+          f"median of {args.runs} runs; CPU = user + system; peak = maximum resident set")
+    print(f"{'nodes':>8}  {'command':<34} {'wall s':>7} {'CPU s':>7} {'peak MiB':>9}")
+    for figures in results:
+        for label, key in (("plan --fleet --json", "plan"), ("lock --fleet --no-conda --no-pypi", "lock")):
+            row = figures[key]
+            print(f"{figures['nodes']:>8,}  {label:<34} {row['wall_s']:>7.2f} {row['cpu_s']:>7.2f} {row['peak_mib']:>9}")
+    print("pixi.toml: " + ", ".join(f"{f['nodes']:,} nodes {f['pixi_toml_bytes']:,} bytes" for f in results))
+    if solved:
+        print(f"lock --fleet, {solved['nodes']:,} nodes of the doubles, real solves: {solved['wall_s']:.2f} s wall, "
+              f"{solved['cpu_s']:.2f} s CPU, peak {solved['peak_mib']} MiB → {solved['classes']} class(es), "
+              f"{solved['environments']} environment-platform entries solved")
     return 0
 
 

@@ -186,38 +186,49 @@ def _fsync_dir(folder: Path) -> None:
 # -------------------------------------------------------------------------------------------- reads
 
 
-def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> bytes:
+def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
+                       follow_symlinks: bool = True) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
     read through here: a FIFO or device file (``/dev/zero``) is refused without reading, and a file
-    past the bound is refused instead of filling memory.
+    past the bound is refused instead of filling memory. ``follow_symlinks=False`` refuses a symbolic
+    link (a file in a folder others write to). The file is read in chunks sized by its length, so a
+    small file costs one small read whatever the bound.
     """
-    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise BadInput(f"{what} {path} does not exist", fix="check the path") from None
     except IsADirectoryError:
         raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file") from None
     except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise BadInput(f"{what} {path} is a symbolic link", fix=fix or "put the file itself there, not a link to it") \
+                from None
         raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
     try:
         info = os.fstat(fd)
-    except OSError:
+        if not stat.S_ISREG(info.st_mode):
+            if stat.S_ISDIR(info.st_mode):
+                raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
+            raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                           fix=fix or "pass a regular file (save the text to a file first)")
+        chunks, size = [], 0
+        want = min(info.st_size, limit) + 1  # one byte past the size: a file that grew is read on
+        while size <= limit:
+            asked = min(max(want - size, 1 << 16), limit + 1 - size)
+            chunk = os.read(fd, asked)
+            chunks.append(chunk)
+            size += len(chunk)
+            if len(chunk) < asked:  # a regular file reads short only at its end
+                break
+    finally:
         os.close(fd)
-        raise
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
-        raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
-                       fix=fix or "pass a regular file (save the text to a file first)")
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
+    if size > limit:
         raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> int:

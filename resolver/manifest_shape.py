@@ -143,13 +143,16 @@ def check_manifest(data: Any, where: str = "pixi.toml") -> None:
 
 def _check_fleet(check, value) -> None:
     """``[tool.resolver.fleet]`` (written by ``lock --fleet``): a kernel-channel string and one table of strings
-    and lists of strings per class, each named as an environment is."""
+    and lists of strings per class (and its node count), each named as an environment is."""
     fleet = check.table(value, "tool.resolver.fleet")
-    for key in ("kernel-channel", "target", "python"):
+    for key in ("kernel-channel", "target", "python", "node-list"):
         check.string(fleet.get(key), f"tool.resolver.fleet.{key}")
     for name, entry in check.table(fleet.get("classes"), "tool.resolver.fleet.classes").items():
         check_env_name(name, where="[tool.resolver.fleet.classes]",
                        fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")
         for key, item in check.table(entry, f"tool.resolver.fleet.classes.{name}").items():
-            if not isinstance(item, str):
+            if key == "node-count":
+                if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+                    raise check.bad(f"tool.resolver.fleet.classes.{name}.{key}", "a number of nodes", item)
+            elif not isinstance(item, str):
                 check.strings(item, f"tool.resolver.fleet.classes.{name}.{key}", "a string or a list of strings")

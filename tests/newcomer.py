@@ -17,9 +17,10 @@ TEMPORARY = re.compile(r"\.[\w-]+\.(?:tmp|old)-\d+|\.part-\d+|resolver-uv-\w{6,}
 
 
 def suggested_commands(text: str) -> list[str]:
-    """Every ``python -m resolver ...`` command in ``text``, one per ``&&`` part."""
+    """Every ``python -m resolver ...`` command in ``text``, one per ``&&`` part (a quoted shell variable,
+    ``"$VARIANT"`` in a CI file, stands for its value)."""
     found = []
-    for match in COMMAND.finditer(text):
+    for match in COMMAND.finditer(re.sub(r'"\$\{?(\w+)\}?"', r"\1", text)):
         for part in match.group(0).split("&&"):
             part = part.strip().rstrip(".,:")
             found.append(part if part.startswith("python -m resolver") else f"python -m resolver {part}")
@@ -65,12 +66,17 @@ def _render(node: ast.expr) -> str:
         return _render(node.body)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _render(node.left) + _render(node.right)
-    return "x"
+    return RUN_TIME
+
+
+RUN_TIME = "x"  # what a value known only at run time reads as in :func:`commands_in_source`
 
 
 def commands_in_source(folder: Path) -> list[tuple[str, int, str]]:
-    """(file, line, command) of every command the code under ``folder`` writes into a message.
-    Templates (``{env}``, rendered elsewhere) and usage synopses are left to their own tests."""
+    """(file, line, command) of every command the code under ``folder`` writes into a message, each
+    value known only at run time read as ``x`` (a choice among fixed values is then left to the tests
+    that print it). Templates (``{env}``, rendered elsewhere) and usage synopses are left to their own
+    tests."""
     found = []
     for path in sorted(folder.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))

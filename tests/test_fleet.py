@@ -233,28 +233,6 @@ def test_a_variant_the_lock_does_not_hold_is_one_sentence(fleet_dir, tmp_path):
     assert not (project / ".resolver" / "envs").exists()
 
 
-def test_the_example_workflow_uses_only_what_the_matrix_entries_carry(fleet_dir, tmp_path):
-    import re
-
-    import yaml
-
-    text = (REPO / "docs" / "fleet.md").read_text()
-    (block,) = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
-    workflow = yaml.safe_load(block)
-    assert set(workflow["jobs"]) == {"matrix", "build", "publish"}
-    steps = workflow["jobs"]["matrix"]["steps"]
-    assert any("python -m resolver build --matrix --json" in (s.get("run") or "") for s in steps)
-    assert any("python -m resolver channel publish --from built --to site" in (s.get("run") or "")
-               for s in workflow["jobs"]["publish"]["steps"])
-    project = tmp_path / "project"
-    project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    assert cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", project=project).returncode == 0
-    entries = json.loads(cli("build", "--matrix", "--json", project=project).stdout)["include"]
-    used = set(re.findall(r"(?<![.\w])matrix\.([a-z-]+)", block))  # not needs.matrix.outputs (the job)
-    assert used and used <= set(entries[0]), used - set(entries[0])
-
-
 def test_several_profiles_without_a_folder_are_a_fleet_too(fleet_dir):
     done = cli("plan", "--profile", str(fleet_dir / "a100-gcp-ubuntu2404.json"),
                "--profile", str(fleet_dir / "l4-plain-nvidia-smi-only.json"), "--json")

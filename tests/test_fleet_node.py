@@ -9,6 +9,10 @@ from the environment, no GPU), `channel publish --to` a folder that a real HTTP 
 serves. A second checkout, given only pixi.toml and pixi.lock, plays the H100 node: `setup` finds its
 class, installs it, fetches the variant (sha256 from the channel's index), compiles nothing, verifies.
 
+A Slurm array job does CI's part in its checkout (`build --matrix --format slurm`, run for real on a
+one-node cluster of Debian's slurm-wlm started by the test): one task per variant, then `channel publish` as a
+job that depends on them all; skipped, saying why, where Slurm is not installed or cannot start.
+
 Disk: a torch 2.14.1 environment is its wheels (kept verified in .resolver/cache) plus uv's extraction
 of them, which uv keys by the wheels' paths. So the node is a fresh checkout at the path the CI checkout
 had (CI's is moved aside first), starting with a hard-linked copy of CI's download cache (.resolver/cache
@@ -24,6 +28,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,16 +49,21 @@ NEEDS_GIB = 10  # measured: 9.1 GiB (the wheels verified once, uv's extraction o
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the variant build compiles C++/CUDA: needs g++")
 
 
-def resolver(project: Path, *args: str, channel: Path | None = None, double: Path | None = None,
-             timeout: float = 900) -> subprocess.CompletedProcess:
-    env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_KERNEL_RECIPES=str(TINY_RECIPE)))
+def resolver_env(project: Path, channel: Path | None = None, double: Path | None = None,
+                 recipes: str = str(TINY_RECIPE)) -> dict[str, str]:
+    env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_KERNEL_RECIPES=recipes))
     env.pop("RESOLVER_KERNEL_CHANNEL", None)
     if channel is not None:
         env["RESOLVER_CONDA_CHANNELS"] = str(channel)  # the toolchain channel stands in for conda-forge
     if double is not None:
         env["RESOLVER_SYSROOT"] = str(double)
-    return subprocess.run([sys.executable, "-m", "resolver", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return env
+
+
+def resolver(project: Path, *args: str, channel: Path | None = None, double: Path | None = None,
+             timeout: float = 900, recipes: str = str(TINY_RECIPE)) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "resolver", *args], env=resolver_env(project, channel, double, recipes),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -227,3 +237,60 @@ def test_the_fleet_lock_is_what_pixi_reads(fleet, conda_channel, tmp_path):
     ws = rules.Workspace.read((project / "pixi.toml").read_text(), (project / "pixi.lock").read_text(), project)
     assert {name: problems for name, problems in rules.check(ws).items() if problems} == {}
     assert CLASS in ws.lock["environments"] and "torch-2.14.1-" in (project / "pixi.lock").read_text()
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A one-node Slurm cluster (tests/slurm_cluster.py) for this module's tests; a skip saying why where none starts."""
+    import slurm_cluster
+
+    try:
+        cluster = slurm_cluster.start(tmp_path_factory.mktemp("slurm"), cpus=2, memory_mib=4096)
+    except slurm_cluster.Unavailable as exc:
+        pytest.skip(str(exc))
+    yield cluster
+    cluster.stop()
+
+
+def test_a_slurm_array_builds_each_variant_and_a_dependent_job_publishes_them(tmp_path_factory, request, tmp_path):
+    """The CI checkout's variants, built by the array job `build --matrix --format slurm` writes: the tiny
+    extension and a twin of it (a second package, so two tasks share the checkout and its environment), one task
+    each, at once; the publish job starts when both succeeded and leaves both packages indexed in the channel
+    folder."""
+    if _free_gib(tmp_path_factory.getbasetemp()) < NEEDS_GIB:
+        pytest.skip(f"the CI checkout installs torch 2.14.1 (CUDA 13.0): it needs ~{NEEDS_GIB} GiB free")
+    cluster = request.getfixturevalue("slurm")  # skips before anything is installed where Slurm cannot run
+    ci = request.getfixturevalue("ci")  # the checkout there is (the node journey may have taken CI's place: alike)
+    conda_channel = request.getfixturevalue("conda_channel")
+    twin = tmp_path / "tiny-ext-twin"
+    twin.mkdir()
+    (twin / "recipe.yaml").write_text((TINY_RECIPE / "recipe.yaml").read_text().replace("name: tiny-ext\n",
+                                                                                        "name: tiny-ext-twin\n", 1))
+    (twin / "resolver.toml").write_text((TINY_RECIPE / "resolver.toml").read_text().replace(
+        'source_dir = "../src"', f'source_dir = "{TINY_RECIPE.parent / "src"}"'))
+    recipes = f"{TINY_RECIPE},{twin}"
+    script = resolver(ci, "build", "--matrix", "--format", "slurm", recipes=recipes)
+    assert script.returncode == 0, script.stderr[-2000:]
+    (ci / "kernels.sbatch").write_text(script.stdout)
+    published = tmp_path / "published"
+    published.mkdir()
+    env = {**resolver_env(ci, conda_channel, recipes=recipes), **cluster.env, "KERNEL_CHANNEL_DIR": str(published),
+           "RESOLVER_PYTHON": sys.executable}
+    # the build lines ask for 8 CPUs and 32 GiB; this cluster's one node has 2 and 4 GiB: one CPU and 1 GiB a task
+    submitted = subprocess.run(["bash", "kernels.sbatch", "--cpus-per-task=1", "--mem=1G"], cwd=ci, env=env,
+                               capture_output=True, text=True, timeout=120)
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    builds, publish = re.search(r"array job (\d+) \(linux-64: tasks 0,1\), then job (\d+) publishing to",
+                                submitted.stdout).groups()
+    cluster.wait_for([builds, publish], timeout=1500)
+    logs = {p.name: p.read_text(errors="replace") for p in ci.glob("slurm-kernels-*.out")}
+    assert cluster.state(builds) == ["COMPLETED", "COMPLETED"], (logs, cluster.logs())
+    assert cluster.state(publish) == ["COMPLETED"], (logs, cluster.logs())
+    tasks = {name: text for name, text in logs.items() if name.startswith(f"slurm-kernels-{builds}_")}
+    assert sorted(text.splitlines()[0] for text in tasks.values()) == [
+        f"task 0: tiny-ext@{CLASS}", f"task 1: tiny-ext-twin@{CLASS}"]
+    repodata = json.loads((published / "linux-64" / "repodata.json").read_text())
+    names = sorted(record["name"] for record in repodata["packages.conda"].values())
+    assert names == ["tiny-ext", "tiny-ext-twin"]
+    for file in repodata["packages.conda"]:
+        assert (published / "linux-64" / file).is_file()

@@ -136,6 +136,10 @@ def test_lock_and_build_matrix(fleet_project):
     matrix = cli(fleet_project, "build", "--matrix", "--json")
     assert matrix.returncode == 0, matrix.stderr[-2000:]
     assert set(validate_output("build", matrix.stdout, 0)) == {"include"}  # GitHub's form, no more
+    for engine in ("github", "gitlab", "slurm"):
+        done = cli(fleet_project, "build", "--matrix", "--format", engine, "--json")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert validate_output("build", done.stdout, 0)["format"] == engine
 
 
 def test_install_and_build_in_an_installed_environment(cpu_project):

@@ -2,7 +2,8 @@
 project's channel, and install them into the environment (cached per variant).
 
 `build --matrix`: the kernel variants a fleet's lock needs, each once, as a GitHub Actions
-``strategy.matrix.include`` list; `build --variant KEY`: build one of them (installs the class's
+``strategy.matrix.include`` list (`--format github|gitlab|slurm`: as the file that engine reads, a
+workflow, a child pipeline, an array job script); `build --variant KEY`: build one of them (installs the class's
 environment from pixi.lock, compiles into .resolver/channel; no GPU needed). See docs/fleet.md."""
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-install", action="store_true", help="only build into the channel")
     parser.add_argument("--matrix", action="store_true",
                         help="print the fleet's kernel variants (one per package per class) as a CI matrix")
+    parser.add_argument("--format", choices=("github", "gitlab", "slurm"), default=None,
+                        help="with --matrix: write it as the file that engine reads (a GitHub Actions workflow, a "
+                             "GitLab CI child pipeline, a Slurm array job script)")
     parser.add_argument("--variant", metavar="KEY",
                         help="build one variant of the fleet's matrix (PACKAGE@ENVIRONMENT) into .resolver/channel")
     parser.add_argument("--recipe", action="append", default=[], metavar="DIR",
@@ -52,6 +56,10 @@ def run(args, out) -> int:
 
         raise UsageError(f"--package {args.package!r} is not a kernel package",
                          fix=f"use one of {', '.join(known_packages())} or all")
+    if args.format is not None and not args.matrix:
+        from resolver.errors import UsageError
+
+        raise UsageError("--format applies to --matrix", fix="write it as `build --matrix --format github|gitlab|slurm`")
     if args.matrix or args.variant:
         from resolver.fleet.ci import run_fleet
 

@@ -75,7 +75,7 @@ def _fleet(args):
     from resolver.decide.model import Request, Target
     from resolver.errors import Refusal, UsageError
     from resolver.fleet.classes import plan_fleet
-    from resolver.fleet.nodes import read_nodes
+    from resolver.fleet.nodes import iter_nodes
     from resolver.fleet.record import write_fleet
 
     if len(args.target) > 1:
@@ -86,12 +86,26 @@ def _fleet(args):
 
         python = _python(args.python)
     request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
-    fleet = plan_fleet(read_nodes(args.fleet, tuple(args.profile)), request)
+    fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
         raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
                       fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
     return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
+
+
+def _write_node_list(project, fleet) -> None:
+    """The fleet's node list beside pixi.toml when pixi.toml counts the nodes instead of listing them; one
+    written before and no longer needed goes."""
+    from resolver.fleet.record import NODE_LIST, node_list
+    from resolver.fs import write_text_atomic
+
+    text = node_list(fleet)
+    path = project.root / NODE_LIST
+    if text is not None:
+        write_text_atomic(path, text, label="fleet-nodes")
+    elif path.is_file() and not path.is_symlink():
+        path.unlink()
 
 
 def run(args, out) -> int:
@@ -140,12 +154,22 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
         "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
     from resolver.paths import project_lock
 
+    changes = ()
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
+        if fleet is not None:  # only the classes that changed are solved
+            from resolver.fleet import relock
+
+            changes = relock.compare(*relock.project_state(project), fleet, edit)
+            solve = relock.to_solve(changes)
+            plans = [c.plan for c in fleet.classes if c.name in solve]
         summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
                                   info=out.info, edit=edit, speculation=speculation)
+        if fleet is not None:
+            changes = relock.settled(changes, {env.name for env in summary.locked})
+            _write_node_list(project, fleet)
     data = summary.to_json()
     if fleet is not None:
-        data["fleet"] = fleet.to_json()
+        data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
     for env in summary.locked:
         lines.append(f"  {env.name} [{env.platform}]: {env.conda_packages} conda + {env.pypi_packages} PyPI packages"
@@ -156,8 +180,15 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:
-        lines += [f"  class {c.name}: {', '.join(c.nodes)}" for c in fleet.classes]
-        lines += [f"  no class for {u.node} ({u.file}): {u.reason}" for u in fleet.unserved]
+        from resolver.fleet.record import NODE_LIST, lists_nodes
+
+        done = {"new": "solved", "changed": "solved", "unlocked": "solved", "kept": "kept", "gone": "removed"}
+        lines += [f"  class {c.environment}: {done[c.status]}: {c.why}" for c in changes]
+        from resolver.commands.plan import unserved_lines
+
+        lines += [f"  no class for {line}" for line in unserved_lines(fleet)]
+        if not lists_nodes(fleet):
+            lines.append(f"  every node's class: {project.root / NODE_LIST}")
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
         lines.append(f"next: python -m resolver install --env {summary.locked[0].name if summary.locked else 'NAME'}")

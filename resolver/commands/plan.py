@@ -15,6 +15,8 @@ is in which class, and the nodes no class can serve with the blocking fact (docs
 
 from __future__ import annotations
 
+LIST_MAX = 40  # a fleet of more nodes is shown by counts and first names, not node by node
+
 HELP = "choose the PyTorch build and Mamba kernels for this machine (or a --profile), with the reasons"
 
 
@@ -137,10 +139,10 @@ def _fleet(args, request, out) -> int:
 
     from resolver.errors import Refusal
     from resolver.fleet.classes import plan_fleet
-    from resolver.fleet.nodes import read_nodes
+    from resolver.fleet.nodes import iter_nodes
 
     folder = Path(args.fleet) if args.fleet is not None else None
-    fleet = plan_fleet(read_nodes(folder, tuple(Path(p) for p in args.profile)), request)
+    fleet = plan_fleet(iter_nodes(folder, tuple(Path(p) for p in args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
         raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
@@ -150,15 +152,32 @@ def _fleet(args, request, out) -> int:
 
 
 def fleet_text(fleet, verbose: bool = False) -> str:
-    """Each class, its plan and why; which node is in which class; the nodes no class serves."""
-    lines = [f"{len(fleet.classes)} class(es) for {len(fleet.membership)} node(s)"
-             + (f"; {len(fleet.unserved)} node(s) no class can serve" if fleet.unserved else "")]
+    """Each class, its plan and why; which node is in which class; the nodes no class serves. Readable at any
+    size: past a few dozen nodes, counts and the first names (``--json`` has every node)."""
+    from resolver.fleet.classes import brief_list
+
+    lines = [f"{len(fleet.classes)} class(es) for {len(fleet.membership):,} node(s)"
+             + (f"; {len(fleet.unserved):,} node(s) no class can serve" if fleet.unserved else "")]
     for c in fleet.classes:
         plan = c.plan
-        lines += ["", f"{c.name}: {', '.join(c.nodes)}", f"  why       {c.why}"]
+        lines += ["", f"{c.name}: {len(c.nodes):,} node(s): {brief_list(c.nodes)}", f"  why       {c.why}"]
         lines += ["  " + line for line in _human(plan, verbose=verbose).splitlines()[2:] if line.strip()]
     if fleet.unserved:
-        lines += ["", "no class can serve:"]
-        lines += [f"  {u.node} ({u.file}): {u.reason}" + (f". Fix: {u.fix}" if u.fix else "") for u in fleet.unserved]
-    lines += ["", "node → class:"] + [f"  {node:<32} {name}" for node, name in fleet.membership]
+        lines += ["", "no class can serve:"] + ["  " + line for line in unserved_lines(fleet)]
+    if len(fleet.membership) <= LIST_MAX:
+        lines += ["", "node → class:"] + [f"  {node:<32} {name}" for node, name in fleet.membership]
+    else:
+        lines += ["", f"node → class: {len(fleet.membership):,} nodes (every one in `--json`, key \"nodes\"; "
+                      "`lock --fleet` writes them beside pixi.toml)"]
     return "\n".join(lines)
+
+
+def unserved_lines(fleet) -> list[str]:
+    """The nodes no class serves, one line per reason (the nodes with their files while there are few)."""
+    from resolver.fleet.classes import brief_list
+
+    reasons: dict[tuple[str, str | None], list[str]] = {}
+    for u in fleet.unserved:
+        reasons.setdefault((u.reason, u.fix), []).append(f"{u.node} ({u.file})" if len(fleet.unserved) <= LIST_MAX
+                                                          else u.node)
+    return [f"{brief_list(nodes)}: {reason}" + (f". Fix: {fix}" if fix else "") for (reason, fix), nodes in reasons.items()]

@@ -16,7 +16,7 @@ import json
 from resolver.errors import BadInput, UsageError
 from resolver.fleet import record
 from resolver.lock.manifest import Manifest
-from resolver.paths import ProjectPaths
+from resolver.paths import ProjectPaths, project_lock
 
 
 def _manifest(project: ProjectPaths) -> Manifest:
@@ -44,6 +44,14 @@ def run_fleet(args, out) -> int:
     if args.matrix and args.variant:
         raise UsageError("--matrix and --variant do not go together", fix="list with --matrix, then build one --variant")
     manifest = _manifest(project)
+    if args.matrix and args.format:
+        from resolver.fleet.engines import FILES, render
+
+        entries = record.matrix(manifest, package_names())
+        text = render(args.format, entries, record.kernel_channel(manifest))
+        out.result({"format": args.format, "file": FILES[args.format], "variants": [e["variant"] for e in entries],
+                    "text": text}, text.rstrip("\n"))
+        return 0
     if args.matrix:
         entries = record.matrix(manifest, package_names())
         data = {"include": entries}
@@ -71,7 +79,9 @@ def _variant(project: ProjectPaths, manifest: Manifest, args, out) -> int:
         raise UsageError(f"class {stored.name} builds no kernels (a {stored.backend} environment)",
                          fix="build the variants `python -m resolver build --matrix` lists")
     out.info(f"installing environment {stored.name} from pixi.lock")
-    installing.install_environment(project, stored.name, info=out.info, progress=out.progress)
+    # the tasks of one array job share a checkout: one installs the class's environment, the others wait for it
+    with project_lock(project.stamps, on_wait=out.info):
+        installing.install_environment(project, stored.name, info=out.info, progress=out.progress)
     options = BuildOptions(recipe_dirs=(recipes[package].recipe_dir,), env_name=stored.name,
                            plan_archs=stored.archs, plan_strategy=stored.strategy,
                            plan_toolkit=stored.toolkit or None, jobs=args.jobs, prebuilt="never", install=False)

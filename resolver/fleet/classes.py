@@ -7,7 +7,8 @@ share a class; the class's kernels are built for the union of its nodes' GPU arc
 ``decide`` refuses is listed with the refusal's sentence (the blocking fact).
 
 Deciding is memoized on what ``decide`` reads (GPU UUIDs, memory, CPU counts and notes are not read),
-so a thousand nodes of a few kinds cost a few decisions.
+so 100,000 nodes of a few kinds cost a few decisions; the nodes are a stream (read one file at a time),
+and what is kept per node is its name and its class.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Iterable
 
 from resolver.decide.model import Plan, Request, TraceStep
-from resolver.fleet.nodes import Node
+from resolver.fleet.nodes import Node, decision_inputs
 from resolver.knowledge import Knowledge
 from resolver.names import ENV_NAME_MAX
 from resolver.probe.profile import HardwareProfile
@@ -58,42 +59,39 @@ class FleetPlan:
                 "nodes": dict(self.membership)}
 
 
-def plan_fleet(nodes: tuple[Node, ...], request: Request | None = None, knowledge: Knowledge | None = None) -> FleetPlan:
-    """The classes of ``nodes`` and the nodes no class can serve."""
+def plan_fleet(nodes: Iterable[Node], request: Request | None = None, knowledge: Knowledge | None = None) -> FleetPlan:
+    """The classes of ``nodes`` (read once, in any order) and the nodes no class can serve."""
     from resolver.decide import decide
 
     request = request or Request()
-
     knowledge = knowledge or Knowledge.load()
-    memo: dict[HardwareProfile, Any] = {}
-    groups: dict[str, list[tuple[Node, Plan]]] = {}
+    by_object: dict[int, tuple[HardwareProfile, Any, str | None]] = {}  # one kind's profile object → its decision
+    by_value: dict[HardwareProfile, tuple[Any, str | None]] = {}
+    groups: dict[str, _Members] = {}
     unserved: list[Unserved] = []
-    for node in sorted(nodes, key=lambda n: n.name):
-        key = decision_inputs(node.profile)
-        outcome = memo.get(key)
-        if outcome is None:
-            outcome = memo[key] = decide(node.profile, request, knowledge)
-        if outcome.plan is None:
+    for node in nodes:
+        known = by_object.get(id(node.profile))
+        if known is None:
+            inputs = decision_inputs(node.profile)
+            decided = by_value.get(inputs)
+            if decided is None:
+                outcome = decide(inputs, request, knowledge)
+                decided = by_value[inputs] = (outcome, class_key(outcome.plan) if outcome.plan else None)
+            known = by_object[id(node.profile)] = (node.profile, *decided)  # the profile kept, so its id stays its own
+        _, outcome, key = known
+        if key is None:
             unserved.append(Unserved(node.name, str(node.file), outcome.refusal.message, outcome.refusal.fix))
             continue
-        groups.setdefault(class_key(outcome.plan), []).append((node, outcome.plan))
-    merged = [_merge(members) for _, members in sorted(groups.items())]
-    names = class_names([plan for plan, _ in merged])
-    classes = tuple(sorted((NodeClass(name, replace(plan, environment=name), tuple(n.name for n, _ in members),
-                                      _why(plan, members))
-                            for name, (plan, members) in zip(names, merged)), key=lambda c: c.name))
+        members = groups.get(key)
+        if members is None:
+            members = groups[key] = _Members()
+        members.add(node.name, outcome.plan)
+    merged = [members.merged() for _, members in sorted(groups.items())]
+    names = class_names([plan for plan, _, _ in merged])
+    classes = tuple(sorted((NodeClass(name, replace(plan, environment=name), nodes, why)
+                            for name, (plan, nodes, why) in zip(names, merged)), key=lambda c: c.name))
     membership = tuple(sorted((node, c.name) for c in classes for node in c.nodes))
-    return FleetPlan(classes, tuple(unserved), membership)
-
-
-def decision_inputs(profile: HardwareProfile) -> HardwareProfile:
-    """``profile`` less what ``decide`` never reads (UUIDs, memory, CPU count, notes, sources): equal for two
-    nodes of one kind, so one decision serves both."""
-    nvidia = profile.nvidia and replace(profile.nvidia, sources=(), gpus=tuple(
-        replace(g, memory_mib=None, uuid=None) for g in profile.nvidia.gpus))
-    amd = profile.amd and replace(profile.amd, sources=())
-    return replace(profile, nvidia=nvidia, amd=amd, notes=(), sources=(), cpu_count=None,
-                   memory_available_mib=None, container=False)
+    return FleetPlan(classes, tuple(sorted(unserved, key=lambda u: u.node)), membership)
 
 
 def class_key(plan: Plan) -> str:
@@ -104,34 +102,62 @@ def class_key(plan: Plan) -> str:
                        plan.kernels.strategy == "none"])
 
 
-def _merge(members: list[tuple[Node, Plan]]) -> tuple[Plan, list[tuple[Node, Plan]]]:
-    """One plan for the class: the first node's, with the union of the architectures, the oldest glibc and
-    driver (the lock must install on every node) and every node's warnings."""
-    first = members[0][1]
-    archs = sort_archs({a for _, plan in members for a in plan.kernels.arch_list})
-    strategies = {plan.kernels.strategy for _, plan in members}
-    strategy = "build" if "build" in strategies else first.kernels.strategy
-    glibcs = [p.glibc for _, p in members if p.glibc]
-    drivers = [p.cuda_driver for _, p in members if p.cuda_driver]
-    warnings = tuple(dict.fromkeys(w for _, p in members for w in p.warnings))
-    nodes = ", ".join(n.name for n, _ in members)
-    trace = first.trace + (TraceStep("fleet", f"{len(members)} node(s)",
-                                     f"kernels for {', '.join(archs) or 'no GPU'}: the union of {nodes}"),)
-    plan = replace(first, kernels=replace(first.kernels, arch_list=archs, strategy=strategy),
-                   glibc=min(glibcs, key=_version_key) if glibcs else None,
-                   cuda_driver=min(drivers, key=_version_key) if drivers else None,
-                   warnings=warnings, trace=trace, runnable_here=False)
-    return plan, members
+class _Members:
+    """The nodes of one class as they are read: their names, and each distinct plan with the first node (by
+    name) that has it (nodes of one kind share one plan object)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.plans: dict[int, list] = {}  # id(plan) → [plan, its first node's name]
+
+    def add(self, name: str, plan: Plan) -> None:
+        self.names.append(name)
+        seen = self.plans.get(id(plan))
+        if seen is None:
+            self.plans[id(plan)] = [plan, name]
+        elif name < seen[1]:
+            seen[1] = name
+
+    def merged(self) -> tuple[Plan, tuple[str, ...], str]:
+        """(one plan for the class, its nodes by name, why): the first node's plan with the union of the
+        architectures, the oldest glibc and driver (the lock must install on every node) and every node's
+        warnings."""
+        nodes = tuple(sorted(self.names))
+        plans = [plan for plan, _ in sorted(self.plans.values(), key=lambda entry: entry[1])]
+        first = plans[0]
+        archs = sort_archs({a for plan in plans for a in plan.kernels.arch_list})
+        strategies = {plan.kernels.strategy for plan in plans}
+        strategy = "build" if "build" in strategies else first.kernels.strategy
+        glibcs = [p.glibc for p in plans if p.glibc]
+        drivers = [p.cuda_driver for p in plans if p.cuda_driver]
+        warnings = tuple(dict.fromkeys(w for p in plans for w in p.warnings))
+        trace = first.trace + (TraceStep("fleet", f"{len(nodes)} node(s)",
+                                         f"kernels for {', '.join(archs) or 'no GPU'}: the union of {brief_list(nodes)}"),)
+        plan = replace(first, kernels=replace(first.kernels, arch_list=archs, strategy=strategy),
+                       glibc=min(glibcs, key=_version_key) if glibcs else None,
+                       cuda_driver=min(drivers, key=_version_key) if drivers else None,
+                       warnings=warnings, trace=trace, runnable_here=False)
+        return plan, nodes, _why(plan, len(nodes), len({tuple(p.kernels.arch_list) for p in plans}) > 1)
 
 
-def _why(plan: Plan, members: list[tuple[Node, Plan]]) -> str:
-    own = {tuple(p.kernels.arch_list) for _, p in members}
+def _why(plan: Plan, count: int, several_archs: bool) -> str:
     archs = f"kernels for {', '.join(plan.kernels.arch_list)}" if plan.kernels.arch_list else "no kernels"
-    shared = (f"{len(members)} node(s) share torch {plan.torch.requirement.split('==', 1)[1]} ({plan.torch.variant}) "
+    shared = (f"{count} node(s) share torch {plan.torch.requirement.split('==', 1)[1]} ({plan.torch.variant}) "
               f"for Python {plan.python} on {plan.platform}")
-    if len(own) > 1:
+    if several_archs:
         return f"{shared}; {archs}, the union of their GPUs"
     return f"{shared}; {archs}"
+
+
+def brief_list(names, limit: int = 8) -> str:
+    """Names joined, or the first few and how many more: a list a person can read at any size.
+
+    >>> brief_list(["a", "b"]), brief_list([f"n{i}" for i in range(12000)], limit=3)
+    ('a, b', 'n0, n1, n2 and 11,997 more')
+    """
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])} and {len(names) - limit:,} more"
 
 
 def sort_archs(archs) -> tuple[str, ...]:

@@ -9,7 +9,8 @@
     [tool.resolver.fleet.classes.cuda12-sm80-sm90]
     key = "3f2a…"                # what the class's nodes agree on (resolver.fleet.classes.class_key), hashed
     archs = ["8.0", "9.0"]
-    nodes = ["a100-01", "h100-01"]
+    node-count = 2
+    nodes = ["a100-01", "h100-01"]  # up to NODE_LIST_MAX names; a larger fleet lists every node in NODE_LIST
     torch = "torch==2.14.1+cu126"
     python = "3.12"
     platform = "linux-64"
@@ -30,6 +31,8 @@ from resolver.errors import BadInput, Refusal, UsageError
 from resolver.fleet.classes import FleetPlan, class_key, sort_archs
 from resolver.lock.manifest import Manifest
 
+NODE_LIST = "fleet-nodes.tsv"  # beside pixi.toml: every node and its class, when pixi.toml would list too many
+NODE_LIST_MAX = 16  # a class of more nodes is counted in pixi.toml, its nodes listed in NODE_LIST
 VARIANT_SEP = "@"  # causal-conv1d@cuda12-sm80-sm90
 RUNNERS = {"linux-64": "ubuntu-latest", "linux-aarch64": "ubuntu-24.04-arm"}
 
@@ -39,7 +42,8 @@ class StoredClass:
     name: str
     key: str
     archs: tuple[str, ...]
-    nodes: tuple[str, ...]
+    nodes: tuple[str, ...]  # empty where the fleet lists its nodes in NODE_LIST
+    node_count: int
     torch: str
     python: str
     platform: str
@@ -51,6 +55,7 @@ class StoredClass:
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.name, "key": self.key, "archs": list(self.archs), "nodes": list(self.nodes),
+                "node_count": self.node_count,
                 "torch": self.torch, "python": self.python, "platform": self.platform, "backend": self.backend,
                 "backend_version": self.backend_version, "toolkit": self.toolkit,
                 "toolkit_source": self.toolkit_source, "strategy": self.strategy}
@@ -62,8 +67,10 @@ def key_of(plan: Plan) -> str:
 
 def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None,
                 request: Request | None = None) -> None:
-    """Replace the fleet tables of ``manifest`` with ``fleet``'s classes; environments of classes that are
-    gone (a fleet locked before) leave pixi.toml with them."""
+    """Replace the fleet tables of ``manifest`` with ``fleet``'s classes, each with its environment; environments
+    of classes that are gone (a fleet locked before) leave pixi.toml with them. The classes' environments follow
+    the others, by name, so pixi.toml does not depend on the order the classes came in (a fleet locked again
+    class by class reads as one locked at once)."""
     import tomlkit
 
     doc = manifest.doc
@@ -73,6 +80,14 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         for table in ("environments", "feature"):
             if table in doc and name in doc[table]:
                 del doc[table][name]
+    for c in fleet.classes:
+        manifest.ensure_environment(c.plan)
+    for table in ("feature", "environments"):
+        for name in sorted(new):  # taken out and put back at the end, by name
+            if table in doc and name in doc[table]:
+                item = doc[table][name]
+                del doc[table][name]
+                doc[table][name] = item
     if "tool" not in doc:
         doc.add("tool", tomlkit.table(is_super_table=True))
     tool = doc["tool"]
@@ -90,13 +105,18 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         table["python"] = str(request.python)
     if kernel_channel or previous_channel:
         table["kernel-channel"] = str(kernel_channel or previous_channel)
+    listed = lists_nodes(fleet)
+    if not listed:
+        table["node-list"] = NODE_LIST
     classes = tomlkit.table(is_super_table=True)
     for c in fleet.classes:
         plan = c.plan
         entry = tomlkit.table()
         entry["key"] = key_of(plan)
         entry["archs"] = list(plan.kernels.arch_list)
-        entry["nodes"] = list(c.nodes)
+        entry["node-count"] = len(c.nodes)
+        if listed:
+            entry["nodes"] = list(c.nodes)
         entry["torch"] = plan.torch.requirement
         entry["python"] = plan.python
         entry["platform"] = plan.platform
@@ -109,6 +129,39 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         classes[c.name] = entry
     table["classes"] = classes
     resolver["fleet"] = table
+    _tidy(manifest, new)
+
+
+def _tidy(manifest: Manifest, names: set[str]) -> None:
+    """One blank line before each table of the fleet's (tomlkit leaves more where tables were taken out and put
+    back), so the text is the same whatever order the classes were locked in."""
+    import re
+
+    import tomlkit
+
+    text = manifest.dumps()
+    classes = "|".join(re.escape(name) for name in sorted(names))
+    headers = rf"\[(?:feature\.(?:{classes})[\].]|tool\.resolver\.fleet[\].]|environments\])" if classes else \
+        r"\[tool\.resolver\.fleet[\].]"
+    tidy = re.sub(rf"\n{{3,}}(?={headers})", "\n\n", text)
+    if tidy != text:
+        manifest.doc = tomlkit.parse(tidy)
+
+
+def lists_nodes(fleet: FleetPlan) -> bool:
+    """Whether pixi.toml lists each class's nodes (a small fleet) rather than counting them (NODE_LIST lists them)."""
+    return all(len(c.nodes) <= NODE_LIST_MAX for c in fleet.classes)
+
+
+def node_list(fleet: FleetPlan) -> str | None:
+    """NODE_LIST's text: every node and its class's environment, by node, tab-separated; None for a fleet
+    small enough for pixi.toml to list its nodes."""
+    if lists_nodes(fleet):
+        return None
+    lines = [f"# every node of the fleet and its environment in pixi.toml ({len(fleet.membership)} nodes); "
+             "written by `python -m resolver lock --fleet DIR`"]
+    lines += [f"{node}\t{environment}" for node, environment in fleet.membership]
+    return "\n".join(lines) + "\n"
 
 
 def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
@@ -123,8 +176,10 @@ def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
                 raise BadInput(f"pixi.toml: [tool.resolver.fleet.classes.{name}] {key} must be a string",
                                fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")
             return value
+        nodes = tuple(str(n) for n in entry.get("nodes", []))
+        count = int(entry.get("node-count", len(nodes)))  # checked with the manifest's shape (manifest_shape)
         out[str(name)] = StoredClass(str(name), text("key"), tuple(str(a) for a in entry.get("archs", [])),
-                                     tuple(str(n) for n in entry.get("nodes", [])), text("torch"), text("python"),
+                                     nodes, count, text("torch"), text("python"),
                                      text("platform"), text("backend"), text("backend-version"), text("toolkit"),
                                      text("toolkit-source"), text("strategy"))
     return out
