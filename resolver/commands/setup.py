@@ -55,8 +55,7 @@ def run(args, out) -> int:
     result = run_setup(project, options, quiet=out.quiet, json_mode=out.json_mode, on_wait=out.info)
     text = summary_text(result, dry_run=args.dry_run)
     out.result(result_json(result), text)
-    if not out.json_mode:
-        append_to_log(result.log_file, text)
+    append_to_log(result.log_file, text)  # with --json too: the log is the run's whole record
     return 0
 
 
