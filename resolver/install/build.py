@@ -27,9 +27,11 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
         _run([interpreter, "-m", "venv", "--without-pip", "--prompt", env.name, str(tmp)],
              "creating the virtual environment")
         pip = bundled_pip(interpreter) if not any(w.name.startswith("pip-") for w in wheels) else None
+        seeded = 0
         if pip is not None:  # what `python -m venv` seeds, installed with the wheels (ensurepip alone takes 4-16 s)
-            wheels = [*wheels, pip]
+            wheels, seeded = [*wheels, pip], 1
     else:
+        seeded = 0
         tmp.mkdir(parents=True)
     if env.conda:
         info(f"linking {len(env.conda)} conda packages")
@@ -41,7 +43,8 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
         from resolver.install.progress import wheels_heartbeat
         from resolver.timings import Timings
 
-        info(f"installing {len(wheels)} wheels with uv" + (" and byte-compiling them" if bytecode else ""))
+        info(f"installing {len(wheels) - seeded} locked wheels" + (" and the pip its Python bundles" if seeded else "")
+             + " with uv" + (", byte-compiling them" if bytecode else ""))
         timings, key = Timings(project.cache / "timings.json"), f"install {env.name} wheels bytecode={bytecode}"
         started = time.monotonic()
         with wheels_heartbeat(progress, tmp, wheels, bytecode=bytecode, expected_s=timings.expected(key),
