@@ -160,3 +160,17 @@ def test_channel_publish(tmp_path):
     done = cli(tmp_path, "channel", "publish", "--from", str(built), "--to", str(tmp_path / "site"), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     assert validate_output("channel", done.stdout, 0)["added"]
+
+
+def test_a_probe_document_with_its_schema_version_is_a_profile_plan_and_a_fleet_read(tmp_path):
+    code, out, _ = run("probe", "--sysroot", str(DOUBLE), "--json")
+    assert code == 0 and json.loads(out)["schema_version"] == 1
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    (fleet / "h100.json").write_text(out)
+    code, plan, err = run("plan", "--profile", str(fleet / "h100.json"), "--json")
+    assert code == 0, err
+    assert json.loads(plan)["kernels"]["arch_list"] == ["9.0"]
+    code, classes, err = run("plan", "--fleet", str(fleet), "--json")
+    assert code == 0, err
+    assert validate_output("plan", classes, code)["nodes"] == {"h100": json.loads(classes)["classes"][0]["environment"]}
