@@ -19,7 +19,8 @@ from resolver.errors import BadInput, ExitCode, InternalError, ResolverError, Us
 from resolver.names import printable
 from resolver.ui import Output
 
-COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench")
+COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench",
+            "upgrade", "rollback")
 
 
 class _Formatter(argparse.HelpFormatter):

@@ -1,6 +1,9 @@
 """Conda, through py-rattler, in one place: solving, linking into prefixes, indexing channels.
 
-Every stage that touches conda packages (lock, install, the kernel build) comes through here.
+Every stage that touches conda packages (lock, install, the kernel build) comes through here, and
+nothing of rattler's leaves it: a solve answers with :class:`CondaRecord` values, a pixi.lock is read
+into :class:`LockView` answers (our own values), a lock text is made canonical by
+:func:`canonical_lock_text`, and linking takes :class:`CondaRecord` values again.
 py-rattler 0.28 can abort at interpreter exit after a solve/index/install (a tokio worker thread
 touching Python while it finalises; ../shared/notes/py-rattler.md §0.1): :func:`rattler` imports it
 and registers a short sleep at exit, the workaround measured to remove the crash, so in-process
@@ -19,7 +22,9 @@ import datetime
 import json
 import re
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Coroutine
 
@@ -80,6 +85,199 @@ def target_virtual_packages(strings: list[str]) -> list[Any]:
     return result
 
 
+# ---------------------------------------------------------------------------------- our own values
+
+
+@dataclass(frozen=True)
+class CondaRecord:
+    """One conda package as a solve found it or a lock records it: our value, rattler's stays here."""
+
+    name: str
+    version: str
+    build: str
+    subdir: str
+    url: str  # an absolute URL (a file URL for a local channel or a verified copy)
+    channel: str | None
+    sha256: str | None  # hex
+    md5: str | None  # hex
+    fields: str  # its whole repodata entry (depends, constrains, size, timestamp, ...) as canonical JSON
+
+    @property
+    def file_name(self) -> str:
+        from urllib.parse import unquote
+
+        return unquote(self.url.rstrip("/").rsplit("/", 1)[-1])
+
+    def at(self, url: str, channel: str | None) -> "CondaRecord":
+        """The same package at another location (its canonical channel, or a verified local copy)."""
+        import dataclasses
+
+        return dataclasses.replace(self, url=url, channel=channel)
+
+    def lock_entry(self, location: str | None = None, *, with_channel: bool = True) -> list[str]:
+        """Its pixi.lock entry lines (``- conda: ...`` first); :func:`canonical_lock_text` gives them
+        rattler's spelling."""
+        lines = [f"- conda: {json.dumps(location or self.url)}"]
+        if with_channel and self.channel:
+            lines.append(f"  channel: {json.dumps(self.channel)}")
+        lines += [f"  {key}: {json.dumps(value)}" for key, value in json.loads(self.fields).items()]
+        return lines
+
+
+@dataclass(frozen=True)
+class LockedPypi:
+    """One PyPI entry of a pixi.lock as rattler reads it."""
+
+    name: str
+    version: str
+    location: str  # as the lock writes it (relative paths stay relative)
+    sha256: str  # hex, "" for a source pixi builds itself (git, a folder)
+    requires_dist: tuple[str, ...]
+    requires_python: str | None
+
+
+def _record_value(native: Any, url: str, channel: str | None) -> CondaRecord:
+    data = json.loads(native.to_json())
+    for key in ("url", "fn", "channel"):
+        data.pop(key, None)
+    if isinstance(data.get("track_features"), str):  # repodata spells it as one string, a lock as a list
+        data["track_features"] = data["track_features"].replace(",", " ").split()
+    return CondaRecord(name=str(data.get("name")), version=str(data.get("version")), build=str(data.get("build")),
+                       subdir=str(data.get("subdir")), url=url, channel=channel, sha256=data.get("sha256"),
+                       md5=data.get("md5"), fields=json.dumps(data, sort_keys=True))
+
+
+def _natives(records: list[CondaRecord], platform: str) -> list[Any]:
+    """rattler's records for ``records`` (read back from a lock of just them: the one way py-rattler
+    builds a record from its data)."""
+    if not records:
+        return []
+    text = "\n".join(["version: 7", "platforms:", "- name: target", f"  subdir: {platform}", "environments:",
+                      "  default:", "    channels: []", "    packages:", "      target:",
+                      *(f"      - conda: {json.dumps(r.url)}" for r in records), "packages:",
+                      *(line for r in records for line in r.lock_entry())]) + "\n"
+    lock = _parse_lock_text(text)
+    env = lock.default_environment()
+    natives = env.conda_repodata_records_for_platform(env.platforms()[0]) or []
+    by_url = {str(n.url): n for n in natives}
+    return [by_url.get(r.url) or next(n for n in natives if n.file_name == r.file_name) for r in records]
+
+
+# ------------------------------------------------------------------------------------- lock files
+
+
+def _parse_lock_text(text: str) -> Any:
+    """rattler's ``LockFile`` of ``text`` (py-rattler reads files only)."""
+    r = rattler()
+    with tempfile.TemporaryDirectory(prefix="resolver-lock-") as tmp:
+        path = Path(tmp) / "pixi.lock"
+        path.write_text(text, encoding="utf-8")
+        return r.LockFile.from_path(str(path))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def canonical_lock_text(text: str) -> str:
+    """``text`` (a pixi.lock of any version rattler reads) as rattler writes it: version 7, every value
+    spelled and ordered the one way pixi's own writer does. ValueError when rattler cannot read it."""
+    try:
+        lock = _parse_lock_text(text)
+    except Exception as exc:  # rattler's ParseCondaLockError and friends
+        raise ValueError(_first_line(exc)) from None
+    with tempfile.TemporaryDirectory(prefix="resolver-lock-") as tmp:
+        out = Path(tmp) / "pixi.lock"
+        try:
+            lock.to_path(str(out))
+        except Exception as exc:  # rattler's IoError (disk full, read-only) is not an OSError
+            raise OSError(f"cannot write a temporary lock in {tmp}: {_first_line(exc)}") from None
+        return out.read_text(encoding="utf-8")
+
+
+class LockView:
+    """A pixi.lock as rattler reads it, answering in our own values."""
+
+    def __init__(self, path: Path | None = None, *, text: str | None = None) -> None:
+        r = rattler()
+        try:
+            self._lock = r.LockFile.from_path(str(path)) if text is None else _parse_lock_text(text)
+        except Exception as exc:  # rattler.exceptions.ParseCondaLockError and parse errors
+            raise ValueError(_first_line(exc)) from None
+        self._envs = dict(self._lock.environments())
+
+    def platforms(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """name -> (subdir, the virtual packages it records)."""
+        return {str(p.name): (str(p.subdir), tuple(str(v) for v in p.virtual_packages)) for p in self._lock.platforms()}
+
+    def environments(self) -> list[str]:
+        return list(self._envs)
+
+    def channels(self, env: str) -> tuple[str, ...]:
+        return tuple(str(c.url if hasattr(c, "url") else c) for c in self._envs[env].channels())
+
+    def counts(self, env: str) -> dict[str, int]:
+        """platform -> how many packages the environment locks there."""
+        return {str(p.name): len(self._envs[env].packages(p) or []) for p in self._envs[env].platforms()}
+
+    def _packages(self, env: str, platform: str) -> list[Any]:
+        environment = self._envs[env]
+        chosen = next((p for p in environment.platforms() if str(p.name) == platform), None)
+        return list(environment.packages(chosen) or []) if chosen is not None else []
+
+    def packages(self, env: str, platform: str, locate: Any) -> tuple[tuple[CondaRecord, ...], tuple[LockedPypi, ...],
+                                                                        tuple[str, ...]]:
+        """(conda records, PyPI entries, names of conda packages pixi builds from source) of ``env`` on
+        ``platform``; ``locate`` makes a lock location absolute (relative ones are the project's)."""
+        r = rattler()
+        conda, pypi, sources = [], [], []
+        for pkg in self._packages(env, platform):
+            if isinstance(pkg, r.PypiLockedPackage):
+                sha = getattr(pkg.hashes, "sha256", None) if pkg.hashes is not None else None
+                pypi.append(LockedPypi(str(pkg.name), str(pkg.version), str(pkg.location),
+                                       sha.hex() if isinstance(sha, (bytes, bytearray)) else (sha or ""),
+                                       tuple(str(x) for x in (pkg.requires_dist or ())),
+                                       str(pkg.requires_python) if pkg.requires_python else None))
+            elif not hasattr(pkg, "package_record"):
+                sources.append(str(pkg.name))
+            else:
+                url = locate(str(pkg.location))
+                conda.append(_record_value(pkg.package_record, url, url.rsplit("/", 2)[0] + "/"))
+        return tuple(conda), tuple(pypi), tuple(sources)
+
+    def unsatisfied(self, env: str, platform: str, conda_specs: list[str], pypi_requirements: list[str]) -> list[str]:
+        """What of the manifest's specs the locked packages of ``env`` on ``platform`` do not satisfy,
+        one short phrase each (rattler's MatchSpec and PEP 508 matching)."""
+        r = rattler()
+        packages = self._packages(env, platform)
+        conda = {}
+        pypi = {}
+        for pkg in packages:
+            (pypi if isinstance(pkg, r.PypiLockedPackage) else conda).setdefault(_normal(str(pkg.name)), pkg)
+        out = []
+        for specs, locked, kind in ((conda_specs, conda, "conda"), (pypi_requirements, pypi, "PyPI")):
+            for spec in specs:
+                name = _normal(re.split(r"[\s\[<>=!~;@]", spec.strip(), maxsplit=1)[0])
+                pkg = locked.get(name)
+                if pkg is None:
+                    out.append(f"{kind} package {name} is not locked")
+                    continue
+                if _normal(spec.strip()) == name:  # any version: being locked is enough
+                    continue
+                try:
+                    fits = pkg.satisfies(re.sub(r"\[[^\]]*\]", "", spec))
+                except Exception:  # a spec rattler cannot read: the lock cannot be shown to satisfy it
+                    fits = False
+                if not fits:
+                    out.append(f"{spec.strip()} is not the locked {name} {pkg.version}")
+        return out
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 # ---------------------------------------------------------------------------------------- channels
 
 
@@ -135,7 +333,7 @@ def version_matches(spec: str, version: str) -> bool:
 # --------------------------------------------------------------------------------- solve and link
 
 
-def solve(channels: list[str], specs: list[str], platform: str, virtual_packages: list[str]) -> list[Any]:
+def solve(channels: list[str], specs: list[str], platform: str, virtual_packages: list[str]) -> list[CondaRecord]:
     """py-rattler ``solve`` for a target machine; unreachable channels and conflicts are one sentence."""
     r = rattler()
     for url in channels:
@@ -155,12 +353,18 @@ def solve(channels: list[str], specs: list[str], platform: str, virtual_packages
         raise Refusal(f"the conda packages cannot be solved for {platform} ({first})",
                       fix="relax the [dependencies] pins in pixi.toml or add the channel that has them",
                       because=text[:4000]) from None
-    return sorted(records, key=lambda rec: rec.name.normalized)
+    return sorted((_record_value(rec, str(rec.url), str(rec.channel) if rec.channel else None) for rec in records),
+                  key=lambda rec: rec.name)
 
 
-def link(records: list[Any], prefix: Path, *, platform: str, cache_dir: Path, final: Path | None = None,
-         installed: list[Any] | None = None, what: str = "the conda packages") -> None:
+def link(records: list[CondaRecord], prefix: Path, *, platform: str, cache_dir: Path, final: Path | None = None,
+         what: str = "the conda packages") -> None:
     """Make ``prefix`` hold exactly ``records`` (files whose paths are baked for ``final``)."""
+    _link(_natives(records, platform), prefix, platform=platform, cache_dir=cache_dir, final=final, what=what)
+
+
+def _link(records: list[Any], prefix: Path, *, platform: str, cache_dir: Path, final: Path | None = None,
+          installed: list[Any] | None = None, what: str = "the conda packages") -> None:
     r = rattler()
     from rattler.platform import Subdir
 
@@ -180,11 +384,9 @@ def link(records: list[Any], prefix: Path, *, platform: str, cache_dir: Path, fi
                               fix="run the same command again; if it persists, relock") from None
 
 
-def records_for_files(records: list[Any], files: list[Path]) -> list[Any]:
+def records_for_files(records: list[CondaRecord], files: list[Path]) -> list[CondaRecord]:
     """The locked records pointed at the verified local copies of their packages."""
-    r = rattler()
-    return [r.RepoDataRecord(rec, file_name=path.name, url=path.resolve().as_uri(), channel=rec.channel)
-            for rec, path in zip(records, files)]
+    return [rec.at(path.resolve().as_uri(), rec.channel) for rec, path in zip(records, files)]
 
 
 def add_package(prefix: Path, package_file: Path, *, cache_dir: Path) -> None:
@@ -195,8 +397,8 @@ def add_package(prefix: Path, package_file: Path, *, cache_dir: Path) -> None:
     meta = prefix / "conda-meta"
     installed = [r.PrefixRecord.from_path(str(p)) for p in sorted(meta.glob("*.json"))] if meta.is_dir() else []
     keep = [rec for rec in installed if rec.name.normalized != record.name.normalized]
-    link([*keep, record], prefix, platform=host_subdir(), cache_dir=cache_dir, installed=installed,
-         what=package_file.name)
+    _link([*keep, record], prefix, platform=host_subdir(), cache_dir=cache_dir, installed=installed,
+          what=package_file.name)
 
 
 def _channel_record(package_file: Path) -> Any:

@@ -137,8 +137,25 @@ def check_manifest(data: Any, where: str = "pixi.toml") -> None:
                 raise check.bad("tool.resolver.mirrors", "a table of URL prefix = replacement strings", mirrors)
         elif key == "fleet":
             _check_fleet(check, value)
+        elif key == "upgrade":
+            _check_upgrade(check, value)
         elif not isinstance(value, str):
             check.strings(value, f"tool.resolver.{key}", "a string or a list of strings")
+
+
+def _check_upgrade(check, value) -> None:
+    """``[tool.resolver.upgrade]`` (written by ``upgrade``): environment names, and per environment a table of
+    strings (resolver.upgrade.record reads the rest)."""
+    fix = "correct [tool.resolver.upgrade] in pixi.toml (docs/upgrade.md)"
+    table = check.table(value, "tool.resolver.upgrade")
+    for role in ("default", "candidate", "previous"):
+        check.string(table.get(role), f"tool.resolver.upgrade.{role}")
+        if table.get(role) is not None:
+            check_env_name(table[role], where=f"[tool.resolver.upgrade] {role}", fix=fix)
+    for name, entry in check.table(table.get("environments"), "tool.resolver.upgrade.environments").items():
+        check_env_name(name, where="[tool.resolver.upgrade.environments]", fix=fix)
+        for key, item in check.table(entry, f"tool.resolver.upgrade.environments.{name}").items():
+            check.string(item, f"tool.resolver.upgrade.environments.{name}.{key}")
 
 
 def _check_fleet(check, value) -> None:

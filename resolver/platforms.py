@@ -19,7 +19,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Platform:
     subdir: str  # conda's name: linux-64
-    os: str  # linux | osx | win
+    os: str  # linux | osx | win (emscripten | wasi | zos: subdirs a pixi workspace may declare)
     uname: tuple[tuple[str, str], ...]  # (system, machine) spellings of os.uname() / platform, lowercased
     archspec: str  # the __archspec virtual package's build string
     wheel_machine: str  # the machine part of wheel platform tags: x86_64, aarch64, arm64, amd64
@@ -34,7 +34,23 @@ PLATFORMS: dict[str, Platform] = {p.subdir: p for p in (
     Platform("win-64", "win", (("windows", "amd64"), ("windows", "x86_64"), ("win32", "amd64")), "x86_64", "amd64"),
     Platform("win-arm64", "win", (("windows", "arm64"),), "aarch64", "arm64"),
 )}
-KNOWN = tuple(PLATFORMS)
+KNOWN = tuple(PLATFORMS)  # the machines the resolver probes, plans and locks for
+# The other subdirs a pixi workspace may declare (pixi_manifest's TomlPlatform): the resolver keeps
+# their locked environments and never locks them itself; archspec as rattler's Archspec::from_platform
+# ("" where rattler names none).
+PLATFORMS.update({p.subdir: p for p in (
+    Platform("linux-32", "linux", (), "x86", "i686"),
+    Platform("linux-armv6l", "linux", (), "aarch64", "armv6l"),
+    Platform("linux-armv7l", "linux", (), "aarch64", "armv7l"),
+    Platform("linux-ppc64", "linux", (), "ppc64", "ppc64"),
+    Platform("linux-s390x", "linux", (), "s390x", "s390x"),
+    Platform("linux-riscv32", "linux", (), "riscv32", "riscv32"),
+    Platform("linux-riscv64", "linux", (), "riscv64", "riscv64"),
+    Platform("win-32", "win", (), "x86", "win32"),
+    Platform("emscripten-wasm32", "emscripten", (), "", "wasm32"),
+    Platform("wasi-wasm32", "wasi", (), "", "wasm32"),
+    Platform("zos-z", "zos", (), "", "s390x"),
+)})
 
 
 def subdir_for(system: str, machine: str) -> str | None:

@@ -129,13 +129,15 @@ def package_file(channel: Path, name: str, build_prefix: str = "") -> Path:
 
 
 # -- wheels ---------------------------------------------------------------------------------------
-def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], requires: list[str] = ()) -> Path:
+def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], requires: list[str] = (),
+                requires_python: str | None = None) -> Path:
     """A minimal valid pure-Python wheel (METADATA, WHEEL, RECORD), deterministic bytes."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = f"{name.replace('-', '_')}-{version}"
     path = folder / f"{dist}-py3-none-any.whl"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + \
-        "".join(f"Requires-Dist: {r}\n" for r in requires)
+        "".join(f"Requires-Dist: {r}\n" for r in requires) + \
+        (f"Requires-Python: {requires_python}\n" if requires_python else "")
     entries = dict(files)
     entries[f"{dist}.dist-info/METADATA"] = meta
     entries[f"{dist}.dist-info/WHEEL"] = "Wheel-Version: 1.0\nGenerator: resolver-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"

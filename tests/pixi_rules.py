@@ -26,11 +26,11 @@ pixi's source are in ../shared/notes/pixi-compat.md (pixi 0.77, rattler_lock 0.3
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 import yaml
 from packaging.markers import Marker, UndefinedEnvironmentName
 from packaging.requirements import Requirement
@@ -38,13 +38,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from resolver.lock.manifest import Manifest
-from resolver.lock.pixi_platforms import PixiPlatform
+from resolver.lock.pixi_platforms import PixiPlatform, lock_identity, lock_names
 from resolver.lock.sources import channel_url
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PYPI = "https://pypi.org/simple"
 
@@ -58,7 +53,7 @@ class Workspace:
 
     @classmethod
     def read(cls, manifest_text: str, lock_text: str, root: Path) -> "Workspace":
-        return cls(Manifest.parse(manifest_text, root / "pixi.toml"), tomllib.loads(manifest_text),
+        return cls(Manifest.parse(manifest_text, root / "pixi.toml"), tomlkit.parse(manifest_text).unwrap(),
                    yaml.safe_load(lock_text), root)
 
     def lock_env(self, name: str) -> dict[str, Any]:
@@ -66,6 +61,10 @@ class Workspace:
 
     def lock_platforms(self) -> dict[str, dict[str, Any]]:
         return {p["name"]: p for p in self.lock.get("platforms") or []}
+
+    def lock_name(self, platform: str) -> str:
+        """The name pixi gives manifest platform ``platform`` in pixi.lock (``p1`` for a named one)."""
+        return lock_names(self.manifest.platforms().values()).get(platform, platform)
 
     def records(self) -> dict[str, dict[str, Any]]:
         """Package entries by location (``conda:`` or ``pypi:``)."""
@@ -77,7 +76,7 @@ class Workspace:
 
     def env_records(self, name: str, platform: str) -> list[dict[str, Any]]:
         records = self.records()
-        refs = (self.lock_env(name).get("packages") or {}).get(platform) or []
+        refs = (self.lock_env(name).get("packages") or {}).get(self.lock_name(platform)) or []
         return [dict(records.get(ref.get("conda") or ref.get("pypi")) or {}, _kind="conda" if "conda" in ref else "pypi")
                 for ref in refs]
 
@@ -103,7 +102,7 @@ def every_environment(ws: Workspace) -> list[str]:
             problems.append(f"environment {name} is not in the lock")
             continue
         has_any = bool(spec.conda or spec.pypi)
-        wanted = {p.name for p in spec.platforms}
+        wanted = {ws.lock_name(p.name) for p in spec.platforms}
         there = set((ws.lock_env(name).get("packages") or {}))
         if has_any and wanted - there:
             problems.append(f"environment {name} lacks platform(s) {sorted(wanted - there)}")
@@ -127,16 +126,22 @@ def channels(ws: Workspace) -> list[str]:
 
 
 def virtual_packages(ws: Workspace) -> list[str]:
+    """Each lock platform is one manifest platform by identity (subdir + the virtual packages that differ
+    from pixi's defaults: what pixi's align_platform_names and satisfiability compare), under the name
+    pixi writes for it, carrying the declared virtual packages."""
     problems = []
+    declared = list(ws.manifest.platforms().values())
     for name, entry in ws.lock_platforms().items():
-        declared = ws.manifest.platforms().get(name)
-        if declared is None:
-            problems.append(f"lock platform {name} is not a platform of the manifest")
+        subdir = entry.get("subdir") or name
+        identity = lock_identity(subdir, entry.get("virtual-packages") or [])
+        matching = [p for p in declared if p.identity == identity]
+        if len(matching) != 1:
+            problems.append(f"lock platform {name} ({subdir}, {entry.get('virtual-packages')}) is not one platform of "
+                            "the manifest")
             continue
-        got = sorted(entry.get("virtual-packages") or [])
-        if got != sorted(declared.lock_virtual_packages()) or entry.get("subdir") != declared.subdir:
-            problems.append(f"lock platform {name} carries {got}, the manifest declares "
-                            f"{sorted(declared.lock_virtual_packages())} for {declared.subdir}")
+        if ws.lock_name(matching[0].name) != name:
+            problems.append(f"lock platform {name} is the manifest's {matching[0].name}, which pixi writes as "
+                            f"{ws.lock_name(matching[0].name)}")
     return problems
 
 
@@ -277,8 +282,8 @@ def wheel_tags(ws: Workspace) -> list[str]:
             if python is None:
                 continue
             major, minor = (int(x) for x in python.split(".")[:2])
-            macos = tuple(int(x) for x in (_declared(ws, platform.name)._merged().get("__osx", ("13.0", ""))[0]
-                                            .split(".")[:2]))
+            osx = next((v for n, v, _ in _declared(ws, platform.name)._merged() if n == "__osx"), "13.0")
+            macos = tuple(int(x) for x in osx.split(".")[:2])
             for record in records:
                 location = record.get("pypi", "")
                 if record["_kind"] != "pypi" or not location.endswith(".whl"):

@@ -38,7 +38,10 @@ def cuda_added(cpu_project, conda_channel, tmp_path_factory) -> rules.Workspace:
                            str(conda_channel), "--json"], env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
-    assert "cpu" in summary["carried_over"]
+    assert "cpu" in summary["carried_over"] and "default" in summary["carried_over"]
+    # default (locked, its features name no platform) would take a new CUDA platform too: cuda13 is
+    # locked on the workspace's linux-64 platform instead, and the lock says why
+    assert any("would also be added to default" in note for note in summary["notes"]), summary["notes"]
     return workspace(root)
 
 
@@ -60,8 +63,25 @@ def test_every_rule_holds_for_a_cpu_lock_made_here(cpu_locked):
 def test_every_rule_holds_after_cuda13_is_added(cuda_added):
     assert rules.check(cuda_added) == {name: [] for name in rules.RULES}
     assert set(cuda_added.lock["environments"]) == {"cpu", "cuda13", "default"}
-    cuda_platforms = [p for p in cuda_added.lock["platforms"] if any(v.startswith("__cuda=") for v in p["virtual-packages"])]
-    assert [p["virtual-packages"] for p in cuda_platforms] == [sorted(["__cuda=13", "__glibc=2.35"])]
+    assert [p["name"] for p in cuda_added.lock["platforms"]] == ["p1"]  # one named platform, pixi's alias
+    assert not [p for p in cuda_added.lock["platforms"] if any(v.startswith("__cuda=") for v in p["virtual-packages"])]
+
+
+def test_a_fresh_cuda13_lock_declares_the_driver_on_a_named_platform(tmp_path, conda_channel):
+    """Nothing locked yet: the CUDA platform is added, under pixi's alias, with pixi's virtual packages."""
+    from conftest import conda_workspace
+
+    (tmp_path / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
+    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--target", "cuda13.0", "--channel",
+                           str(conda_channel), "--no-pypi", "--json"], env=dict(os.environ, RESOLVER_PROJECT=str(tmp_path)),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "platform linux-64-glibc235-cuda13" in json.loads(done.stdout)["added"]
+    ws = workspace(tmp_path)
+    assert rules.virtual_packages(ws) == [] and rules.every_environment(ws) == []
+    platforms = {p["name"]: p for p in ws.lock["platforms"]}
+    assert platforms["p2"] == {"name": "p2", "subdir": "linux-64", "virtual-packages": [
+        "__cuda=13", "__glibc=2.35", "__unix=0=0", "__linux=4.18", "__archspec=0=x86_64"]}
 
 
 # ---------------------------------------------------------------------------- one breakage per rule

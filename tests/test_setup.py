@@ -48,6 +48,8 @@ def test_rocm60_target_here_plans_locks_and_names_what_remains(tmp_path):
     assert [p["id"] for p in report["plan"]["patches"]] == ["rocm6.0-bf16-inline"]
     steps = {s["name"]: s["status"] for s in report["steps"]}
     assert steps["lock"] == "done"
+    lock_detail = next(s["detail"] for s in report["steps"] if s["name"] == "lock")
+    assert "added to pixi.toml: environment rocm6 (its own feature rocm6, no default feature)" in lock_detail
     assert [steps[s] for s in ("install", "patch", "build", "verify")] == ["deferred"] * 4
     assert any("rocm6.0-bf16-inline" in line for line in report["remaining"])
     lock_text = (project / "pixi.lock").read_text()

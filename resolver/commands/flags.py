@@ -42,11 +42,11 @@ def add_env_argument(parser, what: str, default: str = "the only one installed")
 TARGET_HELP = "auto (default), cpu, cudaX.Y (e.g. cuda12.6) or rocmX.Y[.Z] (e.g. rocm6.2)"
 
 
-def add_target_argument(parser, *, repeatable: bool = False, help: str = TARGET_HELP) -> None:
+def add_target_argument(parser, *, repeatable: bool = False, help: str = TARGET_HELP, default: str | None = "auto") -> None:
     if repeatable:
         parser.add_argument("--target", "-t", action="append", default=[], metavar="TARGET", help=help)
     else:
-        parser.add_argument("--target", default="auto", metavar="TARGET", help=help)
+        parser.add_argument("--target", default=default, metavar="TARGET", help=help)
 
 
 def add_sysroot_argument(parser, help: str) -> None:

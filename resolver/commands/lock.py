@@ -177,6 +177,8 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
         for url in env.skipped_indexes:
             lines.append(f"    note: {url} could not be reached and was left out")
     lines += [f"  note: {note}" for note in summary.notes]
+    if summary.added:
+        lines.append(f"  added to pixi.toml: {', '.join(summary.added)}")
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:

@@ -57,9 +57,15 @@ def decide(profile: HardwareProfile, request: Request, knowledge: Knowledge) -> 
     machine's own rules out every build, the environment gets the first of :data:`PYTHON_FALLBACKS`
     that plans (with a warning): it brings that Python itself from the conda channel."""
     host = profile.python.truncate(2)
+    if request.torch is not None and knowledge.release(request.torch) is None:
+        known = [r.name for r in knowledge.releases]
+        refusal = Refusal(f"torch {request.torch} is not in the knowledge base (it knows torch {known[0]} to {known[-1]})",
+                          fix=f"ask for one it knows, e.g. --torch {known[-1]}, or add the release to "
+                              "resolver/knowledge/data/torch.toml with its sources")
+        return PlanOutcome(plan=None, refusal=refusal)
     if request.python is not None:
         return _decide_for(profile, request, knowledge, request.python.truncate(2), "requested with --python")
-    newest = knowledge.releases_newest_first()[0]
+    newest = knowledge.release(request.torch) if request.torch is not None else knowledge.releases_newest_first()[0]
     why_host = dict(profile.assumed).get("python", "the Python this machine runs")
     first = None
     if newest.supports_python(host):
@@ -87,6 +93,9 @@ def _decide_for(profile: HardwareProfile, request: Request, knowledge: Knowledge
                 why: str, warning: str | None = None) -> PlanOutcome:
     ctx = Context(profile, request, knowledge, python)
     ctx.step("python", python_text(python), why)
+    if request.torch is not None:
+        ctx.step("torch-request", f"torch {request.torch.truncate(2)}", "requested: only this release's builds are "
+                                                                        "candidates")
     if warning:
         ctx.warn(warning)
     # A profile from a pasted report (probe --from-report) lists what the report did not say.

@@ -80,10 +80,12 @@ class Target:
 
 @dataclass(frozen=True)
 class Request:
-    """What ``plan`` is asked: a target and optionally a Python version (``X.Y``)."""
+    """What ``plan`` is asked: a target, optionally a Python version (``X.Y``) and a torch release
+    (``X.Y``, ``upgrade --torch``: only that release's builds are candidates)."""
 
     target: Target = Target("auto")
     python: DottedVersion | None = None
+    torch: DottedVersion | None = None
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,13 @@ def newest_first(ctx: Context, backend: str, *, release_rule: Callable[[TorchRel
                  variant_rule: Callable[[TorchRelease, TorchVariant], Rejection | None],
                  variant_filter: Callable[[TorchVariant], bool] = lambda variant: True,
                  ) -> tuple[Candidate | None, list[Rejected]]:
-    """The newest (release, variant) of ``backend`` for this platform that both rules accept."""
+    """The newest (release, variant) of ``backend`` for this platform that both rules accept (of the
+    requested torch release only, when the request names one)."""
     rejected: list[Rejected] = []
+    wanted = ctx.request.torch
     for release in ctx.k.releases_newest_first():
+        if wanted is not None and release.version != wanted.truncate(2):
+            continue
         variants = [v for v in release.variants_for(ctx.profile.platform, backend) if variant_filter(v)]
         if not variants:
             continue

@@ -47,8 +47,10 @@ def compare(manifest: Manifest, locked: dict[str, set[str]], fleet: FleetPlan,
     into a copy of the manifest; then the classes pixi.toml records that are gone."""
     after = Manifest.parse(manifest.dumps(), manifest.path)
     record(after)
+    classes = {c.name for c in fleet.classes}
+    keep = sorted(name for name in locked if name not in classes and name in manifest.environment_names())
     for c in fleet.classes:
-        after.ensure_environment(c.plan)
+        after.ensure_environment(c.plan, keep)  # as the lock will: no platform its other environments would take
     existing = set(manifest.environment_names())
     changes = []
     for c in fleet.classes:
@@ -83,7 +85,8 @@ def project_state(project) -> tuple[Manifest, dict[str, set[str]]]:
     if project.lockfile.is_file():
         try:
             locked = {name: {env.platform.name for env in envs}
-                      for name, envs in read_lock(project.lockfile, project.root).items()}
+                      for name, envs in read_lock(project.lockfile, project.root,
+                                                  manifest.platforms().values()).items()}
         except BadInput:  # the lock says why it cannot be read, and solves every class
             pass
     return manifest, locked

@@ -258,7 +258,8 @@ class VerifyReport(Answer):
 
     _DECODE = {"checks": _many(Check), "errors": lambda v: tuple(v) if isinstance(v, list) else v,
                "facts": _one(EnvironmentFacts), "device": _one(DeviceView), "kernels": _mapping,
-               "timings": _mapping, "results": _mapping}
+               "timings": _mapping, "results": _mapping,
+               "warnings": lambda v: tuple(v) if isinstance(v, list) else v}
 
     schema: int | None = None
     mode: str | None = None
@@ -276,6 +277,7 @@ class VerifyReport(Answer):
     inputs: Mapping[str, Any] | None = None
     results: Mapping[str, Any] = field(default_factory=dict)
     timings: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[Mapping[str, Any], ...] = ()  # the distinct warnings raised during the run, with counts
 
     def with_status(self, status: str) -> tuple[Check, ...]:
         return tuple(c for c in self.checks if c.status == status)

@@ -21,6 +21,7 @@ import random
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 from resolver.inenv import kernel_checks
@@ -243,6 +244,8 @@ def run(args, report: dict) -> dict:
         checks.append(_check(f"generate:{dtype_name}", "pass" if cmp_tokens["ok"] else "fail", gen_detail))
         if args.dump_logits and dtype_name == dtypes[0]:
             _dump(Path(args.dump_logits), lib_logits, lib_tokens)
+        if args.dump_dir:  # every dtype: another environment's run is compared with this one (upgrade)
+            _dump(Path(args.dump_dir) / f"{dtype_name}.f32", lib_logits, lib_tokens)
         if args.mode == "bench" and args.prompt_lens:
             # one process for every length: torch, the library and Triton's autotuning are paid once
             by_len = entry.setdefault("bench_by_prompt_len", {})
@@ -299,6 +302,49 @@ def _dump(path: Path, logits, tokens) -> None:
     path.with_suffix(".json").write_text(json.dumps({"shape": list(logits.shape), "tokens": tokens.tolist()}))
 
 
+DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+WARNINGS_KEPT = 60
+
+
+def summarize_warnings(caught: list) -> list[dict]:
+    """The warnings raised while torch, the libraries and the model ran: one entry per distinct (category,
+    message, place) with how often it came, the package whose file raised it, and whether it announces a
+    deprecation (a DeprecationWarning, PendingDeprecationWarning or FutureWarning, or a message saying so).
+
+    >>> import warnings as w
+    >>> items = [w.WarningMessage(FutureWarning("`torch.cuda.amp.custom_fwd(args...)` is deprecated"), FutureWarning,
+    ...          "/e/lib/python3.11/site-packages/mamba_ssm/ops/x.py", 7)] * 2
+    >>> [(s["package"], s["count"], s["deprecation"]) for s in summarize_warnings(items)]
+    [('mamba_ssm', 2, True)]
+    """
+    out: dict[tuple, dict] = {}
+    for item in caught:
+        category = getattr(item, "category", Warning)
+        message = str(getattr(item, "message", ""))[:400]
+        filename = str(getattr(item, "filename", "") or "")
+        key = (category.__name__, message, filename, getattr(item, "lineno", 0))
+        if key in out:
+            out[key]["count"] += 1
+            continue
+        if len(out) >= WARNINGS_KEPT:
+            continue
+        out[key] = {"category": category.__name__, "message": message, "file": filename,
+                    "line": getattr(item, "lineno", 0), "package": _package_of(filename), "count": 1,
+                    "deprecation": issubclass(category, DEPRECATIONS) or "deprecat" in message.lower()}
+    return list(out.values())
+
+
+def _package_of(filename: str) -> str:
+    """The top-level package a file belongs to (``site-packages/mamba_ssm/ops/x.py`` → ``mamba_ssm``)."""
+    parts = Path(filename).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    if "resolver" in parts:
+        return "resolver"
+    return Path(filename).stem or "?"
+
+
 def _lengths(text: str) -> tuple[int, ...]:
     values = tuple(int(v) for v in text.split(",") if v.strip())
     if not values or min(values) < 1:
@@ -321,6 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu", action="store_true", help="stay on the CPU even when a GPU is visible")
     p.add_argument("--library", choices=("auto", "transformers"), default="auto")
     p.add_argument("--dump-logits", default="", help="write the library's logits (float32) to this file")
+    p.add_argument("--dump-dir", default="", help="write the library's logits (float32) of every dtype to "
+                   "DIR/<dtype>.f32 (+ .json with the greedy tokens)")
     p.add_argument("--skip-reference-bench", action="store_true")
     p.add_argument("--extension", action="append", default=[], help="also check that this compiled module loads")
     p.add_argument("--kernel", action="append", default=[], metavar="DIST:MODULE,...",
@@ -336,10 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
     report: dict = {"schema": 1, "mode": args.mode, "checks": [], "errors": [], "timings": {}}
-    try:
-        run(args, report)
-    except Exception as exc:  # noqa: BLE001 - always hand back a document, with what was learned so far
-        report.update(ok=False, fatal=f"{type(exc).__name__}: {exc}"[:2000], traceback=traceback.format_exc()[-6000:])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # each distinct warning is counted, none is printed
+        try:
+            run(args, report)
+        except Exception as exc:  # noqa: BLE001 - always hand back a document, with what was learned so far
+            report.update(ok=False, fatal=f"{type(exc).__name__}: {exc}"[:2000],
+                          traceback=traceback.format_exc()[-6000:])
+    report["warnings"] = summarize_warnings(caught)
     emit(report)
     return 0
 

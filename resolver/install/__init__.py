@@ -104,7 +104,7 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
 
 def environment_digest(env: LockedEnv) -> str:
     """A digest of everything install uses from the lock (same lock content → same digest)."""
-    parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256.hex() if r.sha256 else r.md5.hex()}"
+    parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256 or r.md5}"
                                                      for r in env.conda),
              *sorted(f"{a.location} {a.sha256}" for a in env.pypi)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
@@ -133,7 +133,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     env = locked_environment(project, name)
     digest = environment_digest(env)
     final = project.env(env.name)
-    has_conda_python = any(r.name.normalized == "python" for r in env.conda)
+    has_conda_python = any(r.name == "python" for r in env.conda)
     if env.pypi and not has_conda_python and not env.fallback:
         raise BadInput(f"pixi.lock's environment '{env.name}' has PyPI packages but no conda python, and is not "
                        "marked as a fallback (the lock was edited, or written by an older resolver)",
@@ -171,7 +171,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
         if progress is not None:
             progress("verifying the locked files", fetched, count, fetch_started)
         return path
-    conda_files = [one_more(verified_copy(r.url, r.sha256.hex() if r.sha256 else "", store, finder, progress=progress))
+    conda_files = [one_more(verified_copy(r.url, r.sha256 or "", store, finder, progress=progress))
                    for r in env.conda]
     wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
               for a in env.pypi]
@@ -199,7 +199,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                 save_template(tmp, template, final)
         (tmp / READY_MARKER).write_text(json.dumps({
             "environment": env.name, "kind": kind, "python": python, "platform": env.platform.subdir,
-            "lock_digest": digest, "conda": [f"{r.name.normalized}-{r.version}-{r.build}" for r in env.conda],
+            "lock_digest": digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
             "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, kind, env)},
             indent=2, sort_keys=True) + "\n", encoding="utf-8")
         swap_into_place(tmp, final)

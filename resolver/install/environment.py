@@ -73,7 +73,17 @@ class Environment:
 
     @classmethod
     def find(cls, project: ProjectPaths, name: str | None = None) -> "Environment":
-        """The named environment, or the only one there is; one clear error otherwise."""
+        """The named environment, else the project's default (pixi.toml ``[tool.resolver.upgrade]``), else the
+        only one there is; one clear error otherwise."""
+        if name is None:
+            from resolver.upgrade.record import default_environment
+
+            name = default_environment(project)
+            if name is not None and cls.kind_of(project.env(name)) is None:
+                raise EnvironmentProblem(f"the project's default environment '{name}' (pixi.toml "
+                                         "[tool.resolver.upgrade]) is not installed",
+                                         fix=f"run `python -m resolver setup` (or `install --env {name}`), or choose "
+                                             "another environment with --env")
         if name is None:
             names = sorted(p.name for p in project.envs.iterdir() if is_env_name(p.name) and cls.kind_of(p)) \
                 if project.envs.is_dir() else []

@@ -19,6 +19,7 @@ from resolver.knowledge.load import DATA_DIR, TABLE_FILES, KnowledgeError
 from resolver.knowledge.query import Knowledge
 from resolver.knowledge.rows import (
                                      AmdModel,
+                                     ApiChange,
                                      ArchSupport,
                                      BuildFix,
                                      CondaForge,
@@ -26,6 +27,7 @@ from resolver.knowledge.rows import (
                                      DriverFloor,
                                      HeaderFix,
                                      KernelRelease,
+                                     KnownBad,
                                      NvidiaModel,
                                      OfficialGfx,
                                      ToolkitFloor,
@@ -36,6 +38,6 @@ from resolver.knowledge.rows import (
 )
 from resolver.versions import driver_text
 
-__all__ = ["Knowledge", "KnowledgeError", "DATA_DIR", "TABLE_FILES", "driver_text", "AmdModel", "ArchSupport",
-           "BuildFix", "CondaForge", "CondaForgeBuild", "DriverFloor", "HeaderFix", "KernelRelease", "NvidiaModel",
-           "OfficialGfx", "ToolkitFloor", "TorchRelease", "TorchVariant", "UpstreamKernel", "WheelSet"]
+__all__ = ["Knowledge", "KnowledgeError", "DATA_DIR", "TABLE_FILES", "driver_text", "AmdModel", "ApiChange",
+           "ArchSupport", "BuildFix", "CondaForge", "CondaForgeBuild", "DriverFloor", "HeaderFix", "KernelRelease",
+           "KnownBad", "NvidiaModel", "OfficialGfx", "ToolkitFloor", "TorchRelease", "TorchVariant", "UpstreamKernel", "WheelSet"]

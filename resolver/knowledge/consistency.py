@@ -119,4 +119,13 @@ def problems(self: Knowledge) -> list[str]:
         for cuda in build.cuda:
             if self.conda_forge.archs_of(cuda) is None:
                 found.append(f"conda_forge.toml: no arch list for CUDA {cuda}")
+    packages = {p.name for p in self.kernel_packages}
+    for change in self.api_changes:
+        if change.package not in packages:
+            found.append(f"mamba.toml: api_change {change.id} names {change.package}, not a kernel [[package]]")
+        if str(change.torch) not in release_names:
+            found.append(f"mamba.toml: api_change {change.id} names torch {change.torch}, not in torch.toml")
+    ids = [row.id for row in (*self.api_changes, *self.known_bad)]
+    for repeated in sorted({i for i in ids if ids.count(i) > 1}):
+        found.append(f"mamba.toml: id {repeated} is used twice")
     return found

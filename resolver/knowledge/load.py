@@ -13,8 +13,10 @@ from resolver.errors import InternalError
 from resolver.fs import write_text_atomic
 from resolver.knowledge.query import Knowledge
 from resolver.knowledge.rows import (
+    KNOWN_BAD_WHEN,
     AmdChip,
     AmdModel,
+    ApiChange,
     ArchSupport,
     BuildFix,
     CondaForge,
@@ -22,6 +24,7 @@ from resolver.knowledge.rows import (
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    KnownBad,
     NvidiaChip,
     NvidiaModel,
     OfficialGfx,
@@ -296,6 +299,23 @@ def _build(raw: dict[str, dict]) -> Knowledge:
                               row.opt_str("avoid_arch"), row.opt_str("use_instead"), row.str("source"),
                               row.opt_version("nvcc_min"), row.opt_version("nvcc_below")))
 
+    api_changes = []
+    for i, data in enumerate(_rows(mamba, "api_change", "mamba.toml")):
+        row = _Row(data, f"mamba.toml [[api_change]] #{i + 1} ({data.get('id', '?') if isinstance(data, dict) else '?'})")
+        torch = row.version("torch")
+        if len(torch.parts) != 2:
+            raise row._bad("torch", "must be major.minor")
+        api_changes.append(ApiChange(row.str("id"), torch, row.str("package"), row.str("what"), row.str("effect"),
+                                     row.opt_str("warning"), row.confirmed(), row.str("source")))
+    known_bad = []
+    for i, data in enumerate(_rows(mamba, "known_bad", "mamba.toml")):
+        row = _Row(data, f"mamba.toml [[known_bad]] #{i + 1} ({data.get('id', '?') if isinstance(data, dict) else '?'})")
+        when = row.str("when")
+        if when not in KNOWN_BAD_WHEN:
+            raise row._bad("when", f"is not one of {', '.join(KNOWN_BAD_WHEN)}")
+        known_bad.append(KnownBad(row.str("id"), when, row.str("what"), row.str("fix"), row.confirmed(),
+                                  row.str("source")))
+
     header_fixes = []
     for i, data in enumerate(_rows(rocm, "header_fix", "rocm.toml")):
         row = _Row(data, f"rocm.toml [[header_fix]] #{i + 1}")
@@ -330,4 +350,5 @@ def _build(raw: dict[str, dict]) -> Knowledge:
         archs=tuple(archs), nvidia_models=tuple(nvidia), amd_models=tuple(amd), kernel_packages=tuple(packages),
         kernel_releases=tuple(kernel_releases), wheels=tuple(wheels), build_fixes=tuple(fixes),
         header_fixes=tuple(header_fixes), official_gfx=tuple(official), conda_forge=conda_forge,
+        api_changes=tuple(api_changes), known_bad=tuple(known_bad),
         nvidia_chips=tuple(nvidia_chips), amd_chips=tuple(amd_chips))

@@ -21,12 +21,14 @@ from typing import Any, Iterable
 from resolver.knowledge.rows import (
     AmdChip,
     AmdModel,
+    ApiChange,
     ArchSupport,
     BuildFix,
     CondaForge,
     DriverFloor,
     HeaderFix,
     KernelRelease,
+    KnownBad,
     NvidiaChip,
     NvidiaModel,
     OfficialGfx,
@@ -55,6 +57,8 @@ class Knowledge:
     header_fixes: tuple[HeaderFix, ...]
     official_gfx: tuple[OfficialGfx, ...]
     conda_forge: CondaForge
+    api_changes: tuple[ApiChange, ...] = ()  # torch API changes that touched the kernel packages (mamba.toml)
+    known_bad: tuple[KnownBad, ...] = ()  # combinations known to fail (mamba.toml)
     nvidia_chips: tuple[NvidiaChip, ...] = ()
     amd_chips: tuple[AmdChip, ...] = ()
 

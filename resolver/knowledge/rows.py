@@ -242,6 +242,37 @@ class BuildFix(NamedTuple):
         return (self.nvcc_min is None or self.nvcc_min <= mm) and (self.nvcc_below is None or mm < self.nvcc_below)
 
 
+class ApiChange(NamedTuple):
+    """A torch API change that touched a kernel package's code: the release that made it, and what it does there."""
+
+    id: str
+    torch: DottedVersion  # major.minor of the release that made the change
+    package: str
+    what: str
+    effect: str
+    warning: str | None  # text the warning it raises contains (to recognise it), if it raises one
+    confirmed: bool
+    source: str
+
+    def crossed_by(self, old: DottedVersion, new: DottedVersion) -> bool:
+        """Whether going from torch ``old`` to ``new`` crosses the release that made the change."""
+        return old.truncate(2) < self.torch <= new.truncate(2)
+
+
+KNOWN_BAD_WHEN = ("torch-release", "cuda-major", "cxx11-abi")
+
+
+class KnownBad(NamedTuple):
+    """A combination known to fail; ``when`` is the change of an upgrade that brings it up (KNOWN_BAD_WHEN)."""
+
+    id: str
+    when: str
+    what: str
+    fix: str
+    confirmed: bool
+    source: str
+
+
 # ---------------------------------------------------------------------------------------------- rocm
 
 

@@ -1,15 +1,17 @@
 """``lock``: pixi.toml environments → one pixi.lock (v7) that pixi itself calls up to date.
 
-Every environment the manifest declares is locked, for every platform it declares
-(../shared/notes/pixi-compat.md §2): the requested ones are (re)resolved, the others keep their entries
-when the lock already holds them. For one environment on one platform:
+Every environment the manifest declares is locked, for every platform it declares (pixi requires
+it): the requested ones are (re)resolved, the others keep their entries as text when the lock still
+holds them as pixi.toml asks (:func:`carry_over`: platforms matched by identity as pixi matches them,
+environments by name), and are resolved again only when the resolver can lock all of them; a
+workspace it cannot lock is refused before anything runs. For one environment on one platform:
 
 1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)
    against its channels, mirrors applied, with the platform's virtual packages as the manifest declares
    them (pixi's defaults otherwise), so a laptop can lock for a GPU cluster. When no channel answers,
    the environment falls back, explicitly, to a virtual environment of the host's Python: the lock
    says so in its header and ``setup`` in its summary;
-2. PyPI: pip resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
+2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
 3. locations are canonical: the channel and index a package canonically comes from, never this
    machine's mirror or wheelhouse (:mod:`.canonical`); install applies the mirrors again.
 
@@ -32,7 +34,8 @@ from resolver.decide.model import Plan
 from resolver.errors import BadInput, SourceUnreachable
 from resolver.fs import write_text_atomic
 from resolver.lock.canonical import Canonicalizer
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock, render_lock
+from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, locked_python, realigned
+from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock
 from resolver.lock.manifest import EnvSpec, Manifest
 from resolver.lock.pixi_platforms import PixiPlatform
 from resolver.lock.sources import Sources, channel_url
@@ -72,11 +75,12 @@ class LockSummary:
     manifest_changed: bool = False
     sha256: str = ""
     notes: tuple[str, ...] = field(default=())
+    added: tuple[str, ...] = ()  # what pixi.toml gained ("environment cpu (...)", "platform linux-64-cuda13")
 
     def to_json(self) -> dict[str, Any]:
         return {"lockfile": str(self.lockfile), "manifest": str(self.manifest), "sha256": self.sha256,
                 "manifest_changed": self.manifest_changed, "locked": [e.to_json() for e in self.locked],
-                "carried_over": list(self.carried_over), "notes": list(self.notes)}
+                "carried_over": list(self.carried_over), "notes": list(self.notes), "added": list(self.added)}
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
@@ -92,9 +96,16 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     before = project.manifest.read_bytes() if project.manifest.is_file() else b""
     if edit is not None:
         edit(manifest)
-    wanted = {manifest.ensure_environment(plan): plan for plan in plans}
-    changed = manifest.dumps().encode() != before
     notes: list[str] = []
+    existing = existing_lock(project, manifest, notes, info)
+    keep = held(existing, manifest, {plan.env_name for plan in plans})
+    wanted = {manifest.ensure_environment(plan, keep): plan for plan in plans}
+    existing = realigned(existing, manifest)  # with the platforms the plans added, as pixi aligns them on load
+    changed = manifest.dumps().encode() != before
+    for note in manifest.notes:
+        notes.append(note)
+        info(f"note: {note}")
+    kept, todo = carry_over(existing, manifest, set(wanted), no_conda=no_conda, no_pypi=no_pypi)  # refusals: here
     ahead = ThreadPoolExecutor(max_workers=4)
     try:
         # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
@@ -102,42 +113,29 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
                  if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
                                           pythons.get((name, platform.name)), info, speculation))}
-        existing = _existing_lock(project, notes, info)
         canonical = Canonicalizer(sources, project.cache, project.root)
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
-        carried: list[str] = []
-        pairs = sum(len(manifest.environment(name).platforms) for name in manifest.environment_names())
-        position = 0
-        for name in manifest.environment_names():
-            spec = manifest.environment(name)
-            old = {e.platform.name: e for e in existing.get(name, [])}
-            for platform in spec.platforms:
-                position += 1
-                kept = old.get(platform.name)
-                if kept is None and name in existing and not spec.conda and not spec.pypi:
-                    kept = LockedEnv(name, LockedPlatform(platform.name, platform.subdir,
-                                                          tuple(platform.lock_virtual_packages())),
-                                     tuple(channel_url(c) for c in spec.channels), (), ())  # nothing to lock: no entry
-                if name not in wanted and kept is not None and _still_fits(kept, spec, platform):
-                    envs.append(kept.with_manifest(spec))
-                    carried.append(name)
-                    info(f"[{position}/{pairs}] {name} ({platform.name}): kept as locked")
-                    continue
-                guess = early.get((name, platform.name))
-                if guess is None and not no_pypi and not no_conda:
-                    guess = _start_pypi(ahead, project, manifest, name, platform, sources,
-                                        _conda_python(old.get(platform.name)), info, speculation)
-                started = time.monotonic()
-                env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                                no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
-                                                speculation=speculation)
-                envs.append(env)
-                torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-                reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                             skipped, time.monotonic() - started, env.fallback))
-                info(f"[{position}/{pairs}] {name} ({platform.name}): locked in {reports[-1].seconds:.1f}s, "
-                     f"{len(env.conda)} conda + {len(env.pypi)} PyPI packages")
+        for position, (name, platform) in enumerate(todo, 1):
+            guess = early.get((name, platform.name))
+            if guess is None and not no_pypi and not no_conda:
+                guess = _start_pypi(ahead, project, manifest, name, platform, sources,
+                                    locked_python(existing, name, platform), info, speculation)
+            started = time.monotonic()
+            env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
+                                            no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
+                                            speculation=speculation)
+            if env.fallback and name not in wanted and locked_normally(existing, name, platform):
+                raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
+                                        "channel answers: pixi.toml and pixi.lock are left as they were",
+                                        fix="lock where its channels answer, or name a mirror (--channel, "
+                                            "RESOLVER_CONDA_CHANNELS)")
+            envs.append(env)
+            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
+                                         skipped, time.monotonic() - started, env.fallback))
+            info(f"[{position}/{len(todo)}] {name} ({platform.name}): locked in {reports[-1].seconds:.1f}s, "
+                 f"{len(env.conda)} conda + {len(env.pypi)} PyPI packages")
     except BaseException:
         ahead.shutdown(wait=False, cancel_futures=True)  # the error now, not after a guessed resolve ends
         raise
@@ -146,37 +144,17 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         if note not in notes:
             notes.append(note)
             info(f"note: {note}")
-    text = render_lock(envs, project.root)
+    text = compose_lock(project, manifest, envs, existing, kept)
     write_text_atomic(project.lockfile, text, label="lock")  # the pair: the lock first, then the manifest
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
         save_plan(project, plan, manifest, {e.platform.name: python for e in envs
                                             if e.name == plan.env_name and (python := _conda_python(e))})
+    carried = [name for name, _, _ in kept]
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
-                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes))
-
-
-def _existing_lock(project: ProjectPaths, notes: list[str], info: Info) -> dict[str, list[LockedEnv]]:
-    """The lock there is, or {}; one that cannot be read is kept as a backup before it is replaced."""
-    if not project.lockfile.is_file():
-        return {}
-    try:
-        return read_lock(project.lockfile, project.root)
-    except BadInput as exc:
-        backup = project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
-        backup.write_bytes(project.lockfile.read_bytes())
-        notes.append(f"the previous pixi.lock could not be read ({exc.message}); it is kept as {backup.name} and "
-                     "only the environments resolvable now are in the new one")
-        info(f"note: {notes[-1]}")
-        return {}
-
-
-def _still_fits(env: LockedEnv, spec: EnvSpec, platform: PixiPlatform) -> bool:
-    """An existing entry is kept when its channels and platform are still the manifest's."""
-    return (env.channels == tuple(channel_url(c) for c in spec.channels)
-            and env.platform == LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages())))
+                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes), tuple(manifest.added))
 
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
@@ -188,7 +166,7 @@ def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platf
     The PyPI part needs the conda python's exact version (markers). ``early`` is a resolve started
     before the conda solve for a guessed Python (:func:`_start_pypi`): its answer is taken only when
     the solve gives that same Python; otherwise uv runs again for the one solved."""
-    spec = manifest.environment(name, platform.subdir)
+    spec = manifest.environment(name, platform.name)
     requirements = [] if no_pypi else spec.pypi_requirements()
     records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
                                                           no_conda=no_conda, info=info)
@@ -235,7 +213,7 @@ def _solve_conda(spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sour
              "Python (not installable by pixi until locked where a conda channel answers)")
         return [], _fallback_python(spec, name, exc.message, exc.fix), None, True
     records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
-    python_full = next((str(r.version) for r in records if r.name.normalized == "python"), None)
+    python_full = next((r.version for r in records if r.name == "python"), None)
     return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
 
 
@@ -260,7 +238,7 @@ def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manif
                 speculation: Speculation | None = None) -> tuple[str, Future] | None:
     """The PyPI resolve of ``name`` for a guessed conda ``python``, started in ``pool`` (None when
     there is no guess, no conda python to solve, or nothing from PyPI)."""
-    spec = manifest.environment(name, platform.subdir)
+    spec = manifest.environment(name, platform.name)
     requirements = spec.pypi_requirements()
     if not python or not spec.conda or not requirements:
         return None
@@ -284,7 +262,7 @@ def _conda_python(env: LockedEnv | None) -> str | None:
     """The exact version of the conda python a previous lock of this environment holds."""
     if env is None or env.fallback:
         return None
-    return next((str(r.version) for r in env.conda if r.name.normalized == "python"), None)
+    return next((r.version for r in env.conda if r.name == "python"), None)
 
 
 def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str:
@@ -376,7 +354,8 @@ def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
             state = json.loads(state_path.read_text(encoding="utf-8"))
             if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
                 return False
-        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root).get(plan.env_name, [])}
+        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root,
+                                                        manifest.platforms().values()).get(plan.env_name, [])}
     except (BadInput, OSError, ValueError):
         return False
     if not spec.platforms or any(p.name not in locked for p in spec.platforms):

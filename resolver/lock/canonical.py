@@ -22,8 +22,8 @@ import re
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
 
+from resolver.conda import CondaRecord
 from resolver.lock.lockfile import PypiArtifact
 from resolver.lock.sources import Sources
 
@@ -47,15 +47,12 @@ class Canonicalizer:
         self._misses: dict[str, float] | None = None
 
     # ---- conda
-    def conda_record(self, record: Any, solved_from: list[str], canonical: list[str]) -> Any:
+    def conda_record(self, record: CondaRecord, solved_from: list[str], canonical: list[str]) -> CondaRecord:
         """``record`` with its URL and channel moved from the mirror it was solved from to the manifest's channel."""
         for mirror, channel in zip(solved_from, canonical):
             mirror = mirror.rstrip("/") + "/"
             if record.url.startswith(mirror) and mirror != channel:
-                from resolver.conda import rattler
-
-                url = channel + record.url[len(mirror):]
-                return rattler().RepoDataRecord(record, file_name=record.file_name, url=url, channel=channel)
+                return record.at(channel + record.url[len(mirror):], channel)
         return record
 
     # ---- PyPI

@@ -8,10 +8,13 @@ tooling). ``lock --target T`` writes, in pixi's current form:
   kernels build with, pinned by ``cuda-version`` (the plan's ``conda_packages``);
 * ``[feature.T.platforms]``: the platform the plan is for; CUDA gets a named platform declaring the
   driver (``{ name = "linux-64-cuda13", platform = "linux-64", cuda = "13" }`` in the workspace's
-  platforms), derived from the subdir's own entry so a declared ``glibc`` carries over;
+  platforms), derived from the subdir's own entry so a declared ``glibc`` carries over, unless an
+  environment pixi.lock holds would take the new platform too (then the subdir's own, and a note);
 * ``[feature.T.pypi-dependencies] torch``: the plan's exact build, and its index when it is not PyPI.
 
-Every other line of the file (comments, order, the user's own additions) stays.
+Every other line of the file (comments, order, the user's own additions) stays, and no environment
+or feature of the user's is changed. The file is read as pixi reads it: TOML 1.1 (tomlkit), pixi's
+choice of each environment's platforms and channels (:func:`environment_platforms`).
 
 >>> m = Manifest.parse('[workspace]\\nname = "x"\\nchannels = ["conda-forge"]\\nplatforms = ["linux-64"]\\n')
 >>> m.environment_names()
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from resolver.decide.model import Plan, Target
 from resolver.errors import BadInput
@@ -52,6 +55,7 @@ class EnvSpec:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()  # (package, "git" | "path" | "url"): built from a source by pixi
 
     def conda_specs(self) -> list[str]:
         """MatchSpec strings, e.g. ``python 3.11.*``."""
@@ -87,6 +91,8 @@ class Manifest:
     def __init__(self, doc: Any, path: Path | None = None) -> None:
         self.doc = doc
         self.path = path
+        self.added: list[str] = []  # what ensure_environment added, for the user
+        self.notes: list[str] = []  # what it chose that the user should know
 
     @classmethod
     def parse(cls, text: str, path: Path | None = None) -> "Manifest":
@@ -173,9 +179,10 @@ class Manifest:
         """Every environment pixi sees: the declared ones and ``default`` (always there)."""
         return sorted({"default", *(str(k) for k in self.doc.get("environments", {}).keys())})
 
-    def environment(self, name: str, platform: str | None = None) -> EnvSpec:
-        """Environment ``name`` merged over its features; with ``platform`` (a subdir), the features'
-        ``[target.<platform>]`` dependencies are merged in too (e.g. torch without ``+cpu`` on macOS)."""
+    def _layers(self, name: str) -> list[Any]:
+        """The tables environment ``name`` is made of, in pixi's order: the environment's own content
+        (an ``[environments.NAME]`` table may hold dependencies, channels, platforms ... itself: pixi's
+        implicit feature), its features, then the top level (the default feature) unless it opts out."""
         envs = self.doc.get("environments", {})
         if name != "default" and name not in envs:
             known = ", ".join(self.environment_names())
@@ -187,43 +194,53 @@ class Manifest:
         features = [str(f) for f in (entry if isinstance(entry, list) else entry.get("features", []))]
         no_default = isinstance(entry, dict) and bool(entry.get("no-default-feature", False))
         feature_tables = self.doc.get("feature", {})
-        layers = [] if no_default else [self.doc]
+        layers = [entry] if isinstance(entry, dict) and set(map(str, entry)) - _ENVIRONMENT_KEYS else []
         for feature in features:
             if feature not in feature_tables:
                 raise BadInput(f"environment '{name}' uses feature '{feature}' which pixi.toml does not define",
                                fix=f"add [feature.{feature}] or remove it from [environments]")
             layers.append(feature_tables[feature])
+        return layers if no_default else [*layers, self.doc]
+
+    def _restrictions(self, layers: list[Any]) -> list[list[str]]:
+        return [[str(p) for p in layer["platforms"]] for layer in layers
+                if layer is not self.doc and "platforms" in layer]
+
+    def environment(self, name: str, platform: str | None = None) -> EnvSpec:
+        """Environment ``name`` merged over its features; with ``platform`` (a subdir or a platform's
+        name), the ``[target.*]`` dependencies that select it are merged in too (the subdir, the
+        platform's name, its family ``linux``/``osx``/``win``/``unix``; e.g. torch without ``+cpu`` on macOS)."""
+        layers = self._layers(name)
+        entry = self.doc.get("environments", {}).get(name, [])
+        features = [str(f) for f in (entry if isinstance(entry, list) else entry.get("features", []))]
         ws = self.workspace
-        channels: list[str] = []
-        for layer in layers:
-            if layer is not self.doc:
-                channels += [self._channel(c) for c in layer.get("channels", [])]
-        channels += [self._channel(c) for c in ws.get("channels", [])]
+        # pixi's prioritized_channels: each layer's channels (the workspace's where it names none), highest
+        # priority first, the first of equal priority first, each channel once
+        entries = [c for layer in layers for c in (layer["channels"] if "channels" in layer and layer is not self.doc
+                                                   else ws.get("channels", []))]
+        ranked = sorted(entries, key=lambda c: -int(c.get("priority", 0)) if isinstance(c, dict) else 0)
+        channels = [self._channel(c) for c in ranked]
         known = self.platforms()
-        chosen: list[str] | None = None  # the features' platforms, intersected; none named: the workspace's
-        for layer in layers:
-            if layer is not self.doc and layer.get("platforms"):
-                named = [str(p) for p in layer["platforms"]]
-                chosen = named if chosen is None else [n for n in chosen if n in named]
-        names = list(known) if chosen is None else chosen
-        for platform_name in names:
-            if platform_name not in known:
-                raise BadInput(f"environment '{name}' names platform {platform_name!r}, which [workspace] platforms "
-                               "does not declare", fix=f"add {platform_name!r} to [workspace] platforms")
+        names = environment_platforms(self._restrictions(layers), list(known.values()), name)
+        chosen = known.get(platform) if isinstance(platform, str) else None
+        selectors = _selectors(platform, chosen)
+        layers = [layers[-1], *layers[:-1]] if layers and layers[-1] is self.doc else layers  # the default first
         conda: dict[str, str] = {}
         pypi: dict[str, dict[str, Any]] = {}
+        sources: dict[str, str] = {}
         index_url = None
         extra: list[str] = []
         links: list[str] = []
         for layer in [ws, *layers]:
-            tables = [layer]
-            if platform is not None:
-                tables.append(layer.get("target", {}).get(platform, {}))
+            tables = [layer, *(table for selector, table in layer.get("target", {}).items()
+                               if str(selector) in selectors and isinstance(table, dict))]
             for table in tables:
                 for dep, spec in table.get("dependencies", {}).items():
                     conda[str(dep)] = _conda_spec(spec)
+                    sources.update({str(dep): kind for kind in _source_kind(spec)})
                 for dep, spec in table.get("pypi-dependencies", {}).items():
                     pypi[str(dep).lower()] = _pypi_spec(spec)
+                    sources.update({str(dep).lower(): kind for kind in _source_kind(spec)})
             options = layer.get("pypi-options", {})
             index_url = str(options["index-url"]) if options.get("index-url") else index_url
             extra += [str(u) for u in options.get("extra-index-urls", [])]
@@ -231,7 +248,27 @@ class Manifest:
         return EnvSpec(name=name, features=tuple(features), channels=tuple(dict.fromkeys(channels)),
                        platforms=tuple(known[n] for n in names), conda=tuple(sorted(conda.items())),
                        pypi=tuple(sorted(pypi.items())), index_url=index_url,
-                       extra_index_urls=tuple(dict.fromkeys(extra)), find_links=tuple(dict.fromkeys(links)))
+                       extra_index_urls=tuple(dict.fromkeys(extra)), find_links=tuple(dict.fromkeys(links)),
+                       sources=tuple(sorted(sources.items())))
+
+    def unlockable(self, name: str, platform: PixiPlatform) -> str | None:
+        """What of environment ``name`` on ``platform`` the resolver cannot lock itself (a phrase to
+        follow "it"), or None: pixi locks it, we keep what pixi locked."""
+        from resolver.platforms import KNOWN
+
+        if platform.subdir not in KNOWN:
+            return f"targets {platform.subdir}"
+        spec = self.environment(name, platform.subdir)
+        if spec.sources:
+            package, kind = spec.sources[0]
+            return f"takes {package} from {_SOURCE_WORDS[kind]}"
+        entry = self.doc.get("environments", {}).get(name)
+        group = entry.get("solve-group") if isinstance(entry, dict) else None
+        others = sorted(str(other) for other, e in self.doc.get("environments", {}).items()
+                        if other != name and isinstance(e, dict) and e.get("solve-group") == group) if group else []
+        if others:
+            return f"shares solve-group {group} with {', '.join(others)}"
+        return None
 
     def _channel(self, entry: Any) -> str:
         """A channel as written; a relative folder is taken from the manifest's folder, as pixi does."""
@@ -241,19 +278,25 @@ class Manifest:
         return name
 
     # -- writing ------------------------------------------------------------------------------
-    def ensure_environment(self, plan: Plan) -> str:
-        """Add or update feature + environment ``plan.env_name`` for ``plan``; returns the name."""
+    def ensure_environment(self, plan: Plan, keep: Collection[str] = ()) -> str:
+        """Add or update feature + environment ``plan.env_name`` for ``plan``; returns the name.
+
+        ``keep``: environments pixi.lock holds that are not locked now; a platform the plan needs is
+        added to the workspace only when none of them would take it too (pixi gives every workspace
+        platform to an environment whose features do not name theirs)."""
         import tomlkit
 
         name = plan.env_name
+        self._check_ours(name)
         if "feature" not in self.doc:
             self.doc.add("feature", tomlkit.table(is_super_table=True))
         features = self.doc["feature"]
         created = name not in features
         if created:
             features.add(name, tomlkit.table())
+            self.added.append(f"environment {name} (its own feature {name}, no default feature)")
         feature = features[name]
-        platform = self._platform_for(plan)
+        platform = self._platform_for(plan, keep)
         if "system-requirements" in feature:  # the deprecated form cannot be mixed with named platforms
             del feature["system-requirements"]
         if "platforms" not in feature:
@@ -303,27 +346,84 @@ class Manifest:
             envs[name] = entry
         return name
 
-    def _platform_for(self, plan: Plan) -> PixiPlatform:
-        """The workspace platform a plan's environment runs on, added when missing: the subdir's own
-        entry, or for CUDA that entry also declaring the driver's CUDA major."""
+    def _check_ours(self, name: str) -> None:
+        """Environment ``name`` is the resolver's to change: absent, or its own feature without the default one."""
+        entry = self.doc.get("environments", {}).get(name)
+        ours = isinstance(entry, dict) and [str(f) for f in entry.get("features", [])] == [name] and \
+            entry.get("no-default-feature") is True
+        if (entry is not None and not ours) or (entry is None and name in self.doc.get("feature", {})):
+            raise BadInput(f"pixi.toml already has {'an environment' if entry is not None else 'a feature'} {name!r} "
+                           "of its own, which the resolver would have to change: pixi.toml and pixi.lock are left as "
+                           "they were", fix=f"rename your {name!r} in pixi.toml, then lock again")
+
+    def _platform_for(self, plan: Plan, keep: Collection[str] = ()) -> PixiPlatform:
+        """The workspace platform a plan's environment runs on: one the workspace has (the subdir's own
+        entry; for CUDA, one declaring the driver's CUDA major), else one added (for CUDA the subdir's
+        entry also declaring it), unless environments in ``keep`` would take it too."""
         import tomlkit
 
         known = self.platforms()
         base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
         wanted = base or PixiPlatform(plan.platform, plan.platform)
         if plan.backend == "cuda":
-            wanted = wanted.with_cuda(int(str(plan.backend_version).split(".")[0]))
+            major = str(plan.backend_version).split(".")[0]
+            wanted = wanted.with_cuda(int(major))
+            same = next((p for p in known.values() if p.identity == wanted.identity), None)
+            if same is not None:
+                return same
+        if wanted.name in known:
+            return known[wanted.name]
+        everyone = [*known.values(), wanted]
+        gains = [env for env in keep if wanted.name in environment_platforms(
+            self._restrictions(self._layers(env)), everyone, env)]
+        if gains and plan.backend == "cuda" and base is not None:
+            self.notes.append(
+                f"environment {plan.env_name} is locked on platform {base.name}: a new platform {wanted.name} "
+                f"declaring CUDA {major} would also be added to {', '.join(gains)} (their features name no platforms), "
+                "which pixi.lock holds as they are; declare it in [workspace] platforms and run `pixi lock` to have "
+                "pixi check the driver")
+            return base
+        if gains:
+            raise BadInput(f"environment {plan.env_name} needs platform {wanted.name}, and adding it to [workspace] "
+                           f"platforms would add it to {', '.join(gains)} too, which pixi.lock holds: pixi.toml and "
+                           "pixi.lock are left as they were",
+                           fix=f"add {wanted.name} to [workspace] platforms and run `pixi lock`, then lock again")
         ws = self.workspace
         if "platforms" not in ws:
             ws["platforms"] = tomlkit.array()
-        if wanted.name not in known:
-            entry = wanted.entry()
-            if isinstance(entry, dict):
-                table = tomlkit.inline_table()
-                table.update(entry)
-                entry = table
-            ws["platforms"].append(entry)
+        entry = wanted.entry()
+        if isinstance(entry, dict):
+            table = tomlkit.inline_table()
+            table.update(entry)
+            entry = table
+        ws["platforms"].append(entry)
+        self.added.append(f"platform {wanted.name}")
         return wanted
+
+
+def environment_platforms(restrictions: list[list[str]], platforms: list[PixiPlatform], env: str = "") -> list[str]:
+    """The workspace platforms an environment has, as pixi chooses them (``features_ext.rs`` ``platforms``):
+    those every feature's ``platforms`` list names, by name or by bare subdir; where a feature names a
+    platform exactly, the other platforms of its subdir are left out. ``restrictions``: the lists of
+    the environment's features that have one.
+
+    >>> plain, cuda = PixiPlatform.from_entry("linux-64"), PixiPlatform("linux-64-cuda13", "linux-64", (("__cuda", "13", ""),))
+    >>> environment_platforms([], [plain, cuda]), environment_platforms([["linux-64"]], [plain, cuda])
+    (['linux-64', 'linux-64-cuda13'], ['linux-64'])
+    """
+    from resolver.platforms import PLATFORMS
+
+    known = {p.name for p in platforms}
+    for named in restrictions:
+        for reference in named:
+            if reference not in known and reference not in PLATFORMS:
+                raise BadInput(f"environment '{env}' names platform {reference!r}, which [workspace] platforms does "
+                               "not declare", fix=f"add {reference!r} to [workspace] platforms")
+    exact = {reference for named in restrictions for reference in named}
+    exact_subdirs = {p.subdir for p in platforms if p.name in exact}
+    return [p.name for p in platforms
+            if all(p.name in named or p.subdir in named for named in restrictions)
+            and (p.name in exact or p.subdir not in exact_subdirs)]
 
 
 def _channel_name(channel: Any) -> str:
@@ -342,6 +442,33 @@ def _conda_spec(spec: Any) -> str:
         build = spec.get("build")
         return f"{version} {build}" if build else version
     return str(spec)
+
+
+_ENVIRONMENT_KEYS = {"features", "solve-group", "no-default-feature"}
+_SOURCE_WORDS = {"git": "a git repository", "path": "a folder", "url": "a URL"}
+
+
+def _selectors(platform: str | None, chosen: PixiPlatform | None) -> set[str]:
+    """The ``[target.X]`` keys that apply on ``platform`` (pixi's TargetSelector: subdir, name, family)."""
+    from resolver.platforms import PLATFORMS
+
+    if platform is None:
+        return set()
+    subdir = chosen.subdir if chosen is not None else platform
+    out = {platform, subdir}
+    family = PLATFORMS[subdir].os if subdir in PLATFORMS else ""
+    if family in ("linux", "osx", "win"):
+        out.add(family)
+    if family in ("linux", "osx", "emscripten"):
+        out.add("unix")
+    if family == "osx":
+        out.add("macos")
+    return out
+
+
+def _source_kind(spec: Any) -> list[str]:
+    """``["git"]`` for ``{ git = ... }`` (a path, a URL likewise); ``[]`` for a version pin."""
+    return [kind for kind in ("git", "path", "url") if isinstance(spec, dict) and kind in spec][:1]
 
 
 def _pypi_spec(spec: Any) -> dict[str, Any]:

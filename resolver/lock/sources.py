@@ -33,17 +33,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from resolver.errors import BadInput
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 DEFAULT_TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 ENV_VARS = {"conda-channels": "RESOLVER_CONDA_CHANNELS", "torch-index": "RESOLVER_TORCH_INDEX",
@@ -85,6 +79,7 @@ class Sources:
                 merged[key] = value
                 origins[key] = "command line"
         merged.pop("fleet", None)  # the fleet's classes (resolver.fleet.record), not a source
+        merged.pop("upgrade", None)  # the default environment and its upgrades (resolver.upgrade.record)
         unknown = set(merged) - {*ENV_VARS, "mirrors"}
         if unknown:
             raise BadInput(f"unknown key(s) in [tool.resolver]: {', '.join(sorted(unknown))}",
@@ -190,12 +185,16 @@ def _as_url(location: str) -> str:
 
 
 def _tool_table(path: Path) -> dict[str, Any]:
+    from resolver.fs import parse_toml
+
     if not path.is_file():
         return {}
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise BadInput(f"cannot read {path}: {str(exc)[:200]}", fix=f"fix the TOML syntax of {path.name}") from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {str(exc)[:200]}", fix=f"check the permissions and encoding of {path.name}") \
+            from None
+    data = parse_toml(text, what=str(path), fix=f"fix the TOML syntax of {path.name}", toml_11=True)
     tool = data.get("tool", {})
     table = tool.get("resolver", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):

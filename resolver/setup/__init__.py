@@ -9,7 +9,7 @@ says what remains to be done on the target machine.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,12 +121,21 @@ class Setup:
             from resolver.decide import decide
             from resolver.knowledge import Knowledge
 
-            outcome = decide(profile, self.options.request, Knowledge.load())
+            request, chosen = self.options.request, None
+            if self.options.profile_file is None and request == Request():
+                from resolver.upgrade.record import default_choice
+
+                chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
+                request = chosen.request() if chosen is not None else request
+            outcome = decide(profile, request, Knowledge.load())
             if outcome.plan is None:
                 raise outcome.refusal
             plan = outcome.plan
             fleet = ""
-            if self.options.profile_file is None and self.options.request.target.backend == "auto":
+            if chosen is not None and chosen.environment != plan.env_name:
+                plan = replace(plan, environment=chosen.environment)
+                fleet = f"the project's default environment {chosen.environment}"
+            elif chosen is None and self.options.profile_file is None and request.target.backend == "auto":
                 from resolver.fleet.node import join_fleet
 
                 plan, self.kernel_channel, fleet = join_fleet(self.project, plan, profile,
@@ -163,8 +172,12 @@ class Setup:
                     f"pixi.lock is stale for environment {plan.env_name}"
                 return "would-run", reason, None
             summary = locking.lock_plans(self.project, [plan], sources=self._sources(), info=self._detail("lock"))
-            return "done", f"locked environment {plan.env_name} into pixi.lock", jsonable(summary), \
-                lock_caveats(self.project, plan, summary.notes)
+            detail = f"locked environment {plan.env_name} into pixi.lock"
+            if summary.added:
+                detail += f"; added to pixi.toml: {', '.join(summary.added)}"
+            if summary.carried_over:
+                detail += f"; kept as they were: {', '.join(summary.carried_over)}"
+            return "done", detail, jsonable(summary), lock_caveats(self.project, plan, summary.notes)
         self.log.timed("lock", action)
 
     def _check_fallback(self, plan: Plan, profile: HardwareProfile) -> None:

@@ -85,6 +85,7 @@ def document(report: VerifyReport | Mapping, *, env_name: str, wall_s: float, dr
         "checks": to_data(report.checks),
         "results": to_data(report.results),
         "errors": to_data(report.errors) + ([{"where": "in-env", "error": report.fatal}] if report.fatal else []),
+        "warnings": to_data(report.warnings),
         "diagnoses": diagnoses(report, env_name),
         "timings": {**to_data(report.timings), "wall_s": round(wall_s, 3)},
     }
