@@ -174,3 +174,12 @@ def test_a_probe_document_with_its_schema_version_is_a_profile_plan_and_a_fleet_
     code, classes, err = run("plan", "--fleet", str(fleet), "--json")
     assert code == 0, err
     assert validate_output("plan", classes, code)["nodes"] == {"h100": json.loads(classes)["classes"][0]["environment"]}
+
+
+def test_upgrade_and_rollback(cpu_project):
+    planned = cli(cpu_project, "upgrade", "--torch", "2.14", "--plan-only", "--json")
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert validate_output("upgrade", planned.stdout, 0)["stage"] in ("planned", "up-to-date")
+    nothing = cli(cpu_project, "rollback", "--json")  # nothing was promoted: one sentence, error.json
+    assert nothing.returncode == 2
+    assert "upgrade --torch X.Y --promote" in validate_output("rollback", nothing.stdout, 2)["fix"]
