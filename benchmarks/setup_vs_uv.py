@@ -4,13 +4,15 @@ same cache state (warm), medians of several interleaved runs, ratios printed.
     python benchmarks/setup_vs_uv.py [--runs N] [--channel DIR] [--json]
 
 The CPU environment (torch 2.13.0+cpu, numpy, transformers, safetensors, einops, packaging, ninja and
-their dependencies) through this machine's pip configuration, as issue 16 measured it:
+their dependencies) through this machine's pip configuration:
 
 * lock:    ``resolver lock --target cpu`` (the cpu environment re-resolved: its conda python and the
            PyPI part) vs ``uv pip compile --generate-hashes`` of the same requirements, same sources;
 * install: ``resolver install --env cpu --no-cache`` into a fresh prefix (conda python linked, the locked
            wheels installed) vs ``uv venv`` + ``uv pip sync`` of the same pinned set, with the same
            byte-compile setting (none; then all, fewer runs);
+* recreate: the environment's folder deleted, the lock unchanged: ``resolver install --bytecode all`` (linked
+           from its cached build, bytecode included) vs ``uv venv`` + ``uv pip sync --compile-bytecode``;
 * again:   ``resolver install`` of the unchanged lock (target ≤ 2 s);
 * plan:    ``resolver plan`` vs ``python -c pass`` (bytecode cached, as a user runs it).
 
@@ -132,6 +134,11 @@ def main() -> int:
             "uv": (sync(False), fresh_venv)}, args.runs, env)
         results["install-bytecode"] = medians({
             "resolver": ([*resolver, "install", "--env", "cpu", "--no-cache", "--bytecode", "all"], fresh_env),
+            "uv": (sync(True), fresh_venv)}, max(2, args.runs // 3), env)
+        # the environment's folder deleted, the lock unchanged: linked from the cached build of the same lock
+        # (bytecode included) vs uv making it again with the same bytecode setting (uv keeps no bytecode)
+        results["recreate"] = medians({
+            "resolver": ([*resolver, "install", "--env", "cpu", "--bytecode", "all"], fresh_env),
             "uv": (sync(True), fresh_venv)}, max(2, args.runs // 3), env)
         results["again"] = medians({"resolver": ([*resolver, "install", "--env", "cpu"], None)}, args.runs, env)
         # the resolver's own bytecode: cached as on a user's machine (its checkout may be read-only here)

@@ -11,8 +11,8 @@ from conftest import torch_cpu_mirror
 
 from resolver import install
 from resolver.fs import sha256_of
-from resolver.install.fetch import file_name_of
 from resolver.lock.lockfile import read_lock
+from resolver.names import file_name_of
 from resolver.paths import ProjectPaths
 
 

@@ -263,7 +263,7 @@ def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(
     with ThreadPoolExecutor(max_workers=1) as pool:
         stale = lock._start_pypi(pool, project, manifest, "cpu", spec_platform, sources, "3.11.0", lambda text: None)
         env, _ = lock.lock_environment(project, manifest, "cpu", spec_platform, sources,
-                                       Canonicalizer(sources, project.cache, project.root), early=stale)
+                                       Canonicalizer(sources, project), early=stale)
     assert sorted(pythons) == sorted(["3.11.0", solved]) and solved != "3.11.0"
     again = next(e for e in read_lock(project.lockfile, project.root, manifest.platforms().values())["cpu"]
                  if e.platform.name == spec_platform.name)
@@ -598,9 +598,22 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
     python = next((template / "bin").glob("python3.*"))
     python.unlink()
     python.symlink_to("/nonexistent/python3")  # as if the cached build had lost its interpreter
+    shutil.rmtree(copy.env("cpu"))
     again = install.install_environment(copy, "cpu", bytecode="all")
     assert again.built_from == "lock" and run(again.path / "bin" / "rt-kernel") == "rt-kernel cpu"
     assert run(again.path / "bin" / "python", "-c", "print(1)") == "1"
+    shutil.rmtree(copy.env("cpu"))  # the cached build made again is linked next time, bytecode and all
+    linked = install.install_environment(copy, "cpu", bytecode="all")
+    assert (linked.built_from, linked.bytecode) == ("cache", "all") and list(linked.path.rglob("*.pyc"))
+    assert run(linked.path / "bin" / "python", "-c", "print(1)") == "1"
+    # a file of the cached build edited through an environment (they share it): the cached build is dropped
+    (template,) = copy.cache.glob("envs/cpu-*")
+    shared = next(p for p in (linked.path / "bin").iterdir() if p.is_file() and not p.is_symlink())
+    with open(shared, "ab") as handle:
+        handle.write(b"\n# edited in place\n")
+    shutil.rmtree(copy.env("cpu"))
+    rebuilt = install.install_environment(copy, "cpu", bytecode="all")
+    assert rebuilt.built_from == "lock" and b"edited in place" not in (rebuilt.path / "bin" / shared.name).read_bytes()
 
 
 def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_channel):

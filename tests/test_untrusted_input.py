@@ -200,14 +200,15 @@ def test_lock_url_whose_file_name_is_a_path_writes_nothing(tmp_path, server, tai
 def test_conda_records_go_through_the_same_guarded_fetch(tmp_path, server):
     from resolver.install.fetch import Finder, verified_copy
     from resolver.lock.sources import Sources
+    from resolver.store import VerifiedStore
 
     cache = tmp_path / "project" / ".resolver" / "cache" / "verified"
     url = f"{server.url}/conda-forge/linux-64/..%2F..%2F..%2F..%2F..%2F..%2Fplanted.conda"
     with pytest.raises(BadInput, match="not a plain file name"):
-        verified_copy(url, hashlib.sha256(server.body).hexdigest(), cache, Finder(Sources()))
+        verified_copy(url, hashlib.sha256(server.body).hexdigest(), VerifiedStore(cache), Finder(Sources()))
     assert not (tmp_path / "planted.conda").exists() and not cache.exists() and server.requests == []
     good = verified_copy(f"{server.url}/conda-forge/linux-64/pkg-1.0-h0_0.conda", hashlib.sha256(server.body).hexdigest(),
-                         cache, Finder(Sources()))
+                         VerifiedStore(cache), Finder(Sources()))
     assert good.name == "pkg-1.0-h0_0.conda" and good.read_bytes() == server.body
 
 
@@ -238,7 +239,7 @@ def test_uv_gets_no_requirement_as_an_option(tmp_path):
     from resolver.lock import pypi
 
     with pytest.raises(BadInput, match="not a PyPI project name"):
-        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), tmp_path, tmp_path / "verified")
+        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), ProjectPaths(tmp_path))
     source = (REPO / "resolver" / "uv.py").read_text()
     assert '"--", *(str(w) for w in wheels)' in source  # install: files after "--"; compile: a checked file
 

@@ -40,34 +40,11 @@ def add_arguments(parser) -> None:
 
 def plans_for(targets: list[str], profile_file: Path | None, project, compute_capability: str | None = None,
               gfx: str | None = None) -> list:
-    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given and
+    """One Plan per target (:func:`resolver.planning.plans_for`: stored plans when no target is given and
     no GPU architecture is stated)."""
-    from resolver.decide.model import Request, Target
+    from resolver.planning import plans_for as planned
 
-    if not targets and not (compute_capability or gfx):
-        from resolver import lock
-        from resolver.lock.manifest import Manifest
-
-        if project.manifest.is_file() and profile_file is None:
-            stored = [lock.stored_plan(project, name) for name in Manifest.load(project.manifest).environment_names()]
-            stored = [p for p in stored if p is not None]
-            if stored:
-                return stored
-        targets = ["auto"]
-    parsed = [Target.parse(t) for t in targets]
-    from resolver.planning import plan_for
-
-    profile = None
-    if profile_file is not None:
-        from resolver.probe.profile import HardwareProfile
-
-        profile = HardwareProfile.from_file(profile_file)
-    if compute_capability or gfx:
-        from resolver.planning import probe_here
-        from resolver.probe.overrides import apply_gpu_overrides
-
-        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
-    return [plan_for(Request(target=t), profile) for t in parsed]
+    return planned(project, targets, profile_file, compute_capability=compute_capability, gfx=gfx)
 
 
 def _fleet(args):
@@ -119,7 +96,7 @@ def run(args, out) -> int:
 
         # uv starts now with the inputs the last lock of this request gave it; the lock takes the run
         # only if its own inputs turn out equal (they almost always are), else it is stopped
-        speculation = Speculation.start(project.cache / "pypi", json.dumps(
+        speculation = Speculation.start(project.pypi_files.parent, json.dumps(
             [sorted(args.target), [str(p) for p in args.profile], args.no_conda, args.channel, args.torch_index,
              args.extra_index_url, args.find_links]))
     try:

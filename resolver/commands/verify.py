@@ -1,7 +1,7 @@
 """`python -m resolver verify [--env NAME] [--model DIR] [--json]`: does the environment really work?
 
 Loads a Mamba checkpoint through the real library in the environment and through our pure-PyTorch
-reference (resolver/verify/reference.py), compares logits and greedy generations, checks that the kernel
+reference (resolver/inenv/reference.py), compares logits and greedy generations, checks that the kernel
 extensions load and, on a GPU, that they were built for it. All torch work runs in ONE process
 inside the environment (resolver/inenv/verify.py); this process never imports torch.
 """

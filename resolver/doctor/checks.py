@@ -15,7 +15,6 @@ imports torch.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from resolver.doctor.context import FixContext
 from resolver.inenv.answers import EnvironmentFacts, ExtensionState, TorchBuild
-from resolver.install.environment import READY_MARKER, Environment
+from resolver.install.environment import READY_MARKER, Environment, ready_record
 from resolver.paths import ProjectPaths
 
 
@@ -235,10 +234,10 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFac
     if not marker_path.is_file():
         return [Finding("ready-marker", "warn", f"{marker_path} is missing: this environment was not made by "
                         "`resolver install` or its install did not finish", f"python -m resolver install --env {env.name}")]
-    try:
-        marker = json.loads(marker_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return [Finding("ready-marker", "fail", f"{marker_path} is unreadable ({exc})", f"python -m resolver install --env {env.name} --force")]
+    marker = ready_record(env.path)
+    if marker is None:
+        return [Finding("ready-marker", "fail", f"{marker_path} is not a marker install wrote (unreadable, malformed, "
+                        "a link, or another user's)", f"python -m resolver install --env {env.name} --force")]
     out = []
     torch_facts = EnvironmentFacts.of(facts).torch
     installed = torch_facts.version if torch_facts is not None else None

@@ -45,7 +45,7 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
 
         info(f"installing {len(wheels) - seeded} locked wheels" + (" and the pip its Python bundles" if seeded else "")
              + " with uv" + (", byte-compiling them" if bytecode else ""))
-        timings, key = Timings(project.cache / "timings.json"), f"install {env.name} wheels bytecode={bytecode}"
+        timings, key = Timings(project.timings), f"install {env.name} wheels bytecode={bytecode}"
         started = time.monotonic()
         with wheels_heartbeat(progress, tmp, wheels, bytecode=bytecode, expected_s=timings.expected(key),
                               uv_cache=uv.cache_dir() if progress is not None else None):

@@ -21,8 +21,6 @@ resolve leaves the previous pair as it was, byte for byte.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from resolver.conda import solve
 from resolver.decide.model import Plan
 from resolver.errors import BadInput, SourceUnreachable
-from resolver.fs import write_text_atomic
+from resolver.fs import sha256_text, write_text_atomic
 from resolver.lock.canonical import Canonicalizer
 from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, locked_python, realigned
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock
@@ -40,6 +38,8 @@ from resolver.lock.manifest import EnvSpec, Manifest
 from resolver.lock.pixi_platforms import PixiPlatform
 from resolver.lock.sources import Sources, channel_url
 from resolver.paths import ProjectPaths
+from resolver.planning import locked_plan_record, manifest_env_digest, plan_key, save_plan, stored_pythons
+from resolver.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
 
 if TYPE_CHECKING:
     from resolver.uv import Speculation
@@ -109,11 +109,11 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     ahead = ThreadPoolExecutor(max_workers=4)
     try:
         # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
-        pythons = {} if no_pypi or no_conda else _stored_pythons(project, list(wanted))
+        pythons = {} if no_pypi or no_conda else stored_pythons(project, list(wanted))
         early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
                  if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
                                           pythons.get((name, platform.name)), info, speculation))}
-        canonical = Canonicalizer(sources, project.cache, project.root)
+        canonical = Canonicalizer(sources, project)
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
         for position, (name, platform) in enumerate(todo, 1):
@@ -154,7 +154,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     carried = [name for name, _, _ in kept]
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
-                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes), tuple(manifest.added))
+                       sha256_text(text), tuple(notes), tuple(manifest.added))
 
 
 def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
@@ -230,7 +230,7 @@ def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: Pix
         extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
             *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
         find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-        project.cache / "pypi", project.verified, info=info, speculation=speculation, label=f"{name}/{platform.name}")
+        project, info=info, speculation=speculation, label=f"{name}/{platform.name}")
 
 
 def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform,
@@ -244,18 +244,6 @@ def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manif
         return None
     return python, pool.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python, info,
                                speculation)
-
-
-def _stored_pythons(project: ProjectPaths, names: list[str]) -> dict[tuple[str, str], str]:
-    """(environment, platform) → the conda python the last lock of it solved (kept with its plan)."""
-    found = {}
-    for name in names:
-        try:
-            data = json.loads((project.stamps / "plans" / f"{name}.json").read_text(encoding="utf-8"))
-            found.update({(name, str(k)): str(v) for k, v in (data.get("pythons") or {}).items()})
-        except (OSError, ValueError, AttributeError):
-            continue
-    return found
 
 
 def _conda_python(env: LockedEnv | None) -> str | None:
@@ -297,39 +285,6 @@ def _variant_of(index_url: str) -> str:
     return index_url.rstrip("/").rsplit("/", 1)[-1]
 
 
-# -- the plans behind the lock -------------------------------------------------------------------
-def plan_key(plan: Plan) -> dict[str, Any]:
-    """What in a plan decides the lock (trace, warnings and kernels do not)."""
-    return {"environment": plan.env_name, "platform": plan.platform, "python": plan.python,
-            "torch": plan.torch.requirement, "index": plan.torch.source.url,
-            "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
-
-
-def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest, pythons: dict[str, str] | None = None) -> Path:
-    """The plan behind an environment, and (``pythons``) the conda python locked per platform."""
-    from resolver.fs import write_json_atomic
-
-    path = project.stamps / "plans" / f"{plan.env_name}.json"
-    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
-                             "manifest_env": _env_digest(manifest, plan.env_name)}, label="plan")
-    return path
-
-
-def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
-    path = project.stamps / "plans" / f"{env_name}.json"
-    try:
-        return Plan.from_json(json.loads(path.read_text(encoding="utf-8"))["plan"])
-    except (OSError, ValueError, KeyError, BadInput):
-        return None
-
-
-def _env_digest(manifest: Manifest, name: str) -> str:
-    spec = manifest.environment(name)
-    return hashlib.sha256(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
-                                      spec.index_url, spec.extra_index_urls, spec.find_links],
-                                     default=str).encode()).hexdigest()
-
-
 def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
     """Whether pixi.lock already holds ``plan``'s environment as ``plan`` would lock it.
 
@@ -349,11 +304,10 @@ def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
             return False
         if any(dict(spec.conda).get(name) != wanted for name, wanted in plan.conda_packages):
             return False
-        state_path = project.stamps / "plans" / f"{plan.env_name}.json"
-        if state_path.is_file():
-            state = json.loads(state_path.read_text(encoding="utf-8"))
-            if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
-                return False
+        state = locked_plan_record(project, plan.env_name)
+        if state is not None and (state["key"] != plan_key(plan)
+                                  or state["manifest_env"] != manifest_env_digest(manifest, plan.env_name)):
+            return False
         locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root,
                                                         manifest.platforms().values()).get(plan.env_name, [])}
     except (BadInput, OSError, ValueError):

@@ -396,6 +396,15 @@ def _fallbacks_in_header(text: str) -> dict[tuple[str, str], str | None]:
     return found
 
 
+def _deeply_nested(text: str) -> bool:
+    """Whether the text opens 8 YAML flow collections (``[``, ``{``) with none closed in between: a lock nests
+    them two deep at most, and rattler's YAML reader is quadratic in the depth (200 kB of ``{a: ``: 25 s)."""
+    return _NESTED.search(text) is not None
+
+
+_NESTED = re.compile(r"(?:[\[{][^\[\]{}]*){8}")
+
+
 @dataclass(frozen=True)
 class ExistingLock:
     """The pixi.lock there is: rattler's reading of it, its text cut into blocks (version 7; an older
@@ -438,6 +447,9 @@ def _read(path: Path) -> tuple[str, LockView]:
                                fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{path} does not exist", fix="run `python -m resolver lock` first")
     text = read_bytes_bounded(path, limit=LOCK_LIMIT, what="the lock file").decode("utf-8", errors="replace")
+    if _deeply_nested(text):  # the YAML reader takes seconds per 100 kB of "{a: " before it gives up
+        raise NotALock(f"{path} cannot be read as a pixi.lock (its YAML is nested too deeply)",
+                       fix="restore it from version control or run `python -m resolver lock` again")
     try:
         view = LockView(path)
     except ValueError as exc:

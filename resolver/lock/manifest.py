@@ -39,6 +39,9 @@ from resolver.manifest_shape import check_manifest
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
 DEFAULT_PYPI = ("numpy", "transformers", "safetensors", "einops", "packaging", "ninja")
 MANIFEST_LIMIT = 4 << 20  # a pixi.toml larger than 4 MiB is not one a person wrote
+# tomlkit reads some 75 kB/s, and a run of blank lines slower still (400 kB of them: 15 s): a shared pixi.toml
+# of more lines than any workspace has (a fleet's classes are a few hundred) is refused before it is parsed
+MANIFEST_LINES = 20_000
 _FIX = "fix pixi.toml (its layout is pixi's: https://pixi.sh/latest/reference/pixi_manifest/)"
 
 
@@ -98,6 +101,10 @@ class Manifest:
     def parse(cls, text: str, path: Path | None = None) -> "Manifest":
         import tomlkit
 
+        if text.count("\n") > MANIFEST_LINES:
+            where = path or "pixi.toml"
+            raise BadInput(f"{where} has more than {MANIFEST_LINES} lines, more than a workspace's manifest has",
+                           fix=f"restore {where} from version control")
         try:
             doc = tomlkit.parse(text)
         except Exception as exc:  # tomlkit raises several parse error types

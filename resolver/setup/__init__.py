@@ -78,7 +78,7 @@ class Setup:
         self.options = options
         self.log = log
         self.out = out
-        self.stamps = Stamps(project.stamps / "steps")
+        self.stamps = Stamps(project.step_stamps)
         self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
         self.kernel_channel: str | None = None  # a fleet node's: kernels are fetched from it, not compiled
         self.fleet_class: str | None = None  # the fleet class this node set up, when pixi.toml records a fleet
@@ -123,7 +123,7 @@ class Setup:
 
             request, chosen = self.options.request, None
             if self.options.profile_file is None and request == Request():
-                from resolver.upgrade.record import default_choice
+                from resolver.upgrade_record import default_choice
 
                 chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
                 request = chosen.request() if chosen is not None else request
@@ -246,7 +246,15 @@ class Setup:
                 return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
             from resolver.kernels import build_for_plan
 
-            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel)
+            fetch = None
+            if self.kernel_channel:
+                from functools import partial
+
+                from resolver.fleet.channel import fetch_package
+
+                fetch = partial(fetch_package, self.kernel_channel)
+            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel,
+                                     fetch_variant=fetch)
             self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
             compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
             return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "

@@ -51,7 +51,7 @@ def lock_caveats(project: ProjectPaths, plan: Plan, lock_notes: tuple[str, ...] 
 def _outside(location: str, root: Path) -> bool:
     """A locked location on this machine's disk, outside the project (a project-relative file travels
     with the project; a URL is anyone's)."""
-    from resolver.install.fetch import local_path
+    from resolver.names import local_path
 
     path = local_path(location)
     if path is None:

@@ -12,7 +12,6 @@ True
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import sys
 import time
@@ -21,13 +20,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.errors import ResolverError
-from resolver.fs import write_json_atomic
+from resolver.fs import sha256_hasher, write_json_atomic
 from resolver.paths import project_lock  # noqa: F401  (setup and the commands hold it)
+from resolver.records import SHA256, Anything, Fields, Number, read_record
 
 
 def digest(*parts: Any) -> str:
     """A stable sha256 over JSON-able values, bytes and file contents (Path)."""
-    h = hashlib.sha256()
+    h = sha256_hasher()
     for part in parts:
         if isinstance(part, Path):
             h.update(part.read_bytes() if part.is_file() else b"<missing>")
@@ -41,7 +41,7 @@ def digest(*parts: Any) -> str:
 
 @dataclass(frozen=True)
 class Stamps:
-    """Per-step records under ``.resolver/state/steps/``."""
+    """Per-step records (:attr:`~resolver.paths.ProjectPaths.step_stamps`), read as untrusted data."""
 
     folder: Path
 
@@ -49,10 +49,7 @@ class Stamps:
         return self.folder / f"{step}.json"
 
     def read(self, step: str) -> dict[str, Any] | None:
-        try:
-            return json.loads(self._path(step).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        return read_record(self._path(step), Fields({"inputs": SHA256, "result": Anything(), "at": Number()}))
 
     def is_current(self, step: str, inputs: str) -> bool:
         record = self.read(step)

@@ -15,7 +15,6 @@ reusing a passed proof when nothing it was made from changed.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -31,10 +30,8 @@ from resolver.paths import ProjectPaths, project_lock
 from resolver.probe.profile import HardwareProfile
 from resolver.ui import Output
 from resolver.upgrade.proof import Proof, ProofOptions, prove
-from resolver.upgrade.record import UpgradeRecord
 from resolver.upgrade.step import UpgradeStep, Wanted, plan_step
-
-STATE_FILE = "upgrade.json"
+from resolver.upgrade_record import UpgradeRecord
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ class _Journey:
     def __init__(self, project: ProjectPaths, options: UpgradeOptions, out: Output) -> None:
         self.project, self.options, self.out = project, options, out
         self.result = UpgradeResult()
-        self.state_path = project.stamps / STATE_FILE
+        self.state_path = project.upgrade_state
         self.profile: HardwareProfile | None = None  # probed once, planned twice (see run_upgrade)
 
     def plan(self) -> UpgradeStep:
@@ -272,11 +269,13 @@ class _Journey:
                       [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
 
     def _read_state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        """The state an earlier run saved ({} when there is none, or none this user's resolver wrote)."""
+        from resolver.records import Fields, Number, OfType, Text, optional, read_record
+
+        env = Text(r"[a-z0-9-]{1,64}", 64)
+        shape = Fields({"wanted": OfType(dict), "current": env, "candidate": env, "stage": Text(r"[a-z-]{1,32}", 32),
+                        "at": Number(), "proof": optional(OfType(dict)), "proof_inputs": optional(Text(r"[0-9a-f]{64}"))})
+        return read_record(self.state_path, shape, limit=16 << 20) or {}
 
     def _save_state(self, wanted: Wanted, step: UpgradeStep, stage: str, *, proof: Proof | None = None,
                     proof_inputs: str | None = None) -> None:

@@ -22,8 +22,8 @@ from resolver.knowledge import Knowledge
 from resolver.lock.manifest import Manifest
 from resolver.paths import ProjectPaths
 from resolver.probe.profile import HardwareProfile
-from resolver.upgrade.record import Choice, UpgradeRecord
 from resolver.upgrade.risks import Change, Risk, changes, risks
+from resolver.upgrade_record import Choice, UpgradeRecord
 from resolver.versions import DottedVersion
 
 
