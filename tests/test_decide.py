@@ -353,7 +353,7 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     assert len(memos) == 1
     human = _cli("--profile", str(path), "--quiet")
     assert human.returncode == 0 and "trace:" not in human.stdout and "kernels" in human.stdout
-    assert "trace:" in _cli("--profile", str(path)).stdout  # rendered from the remembered plan as from a decided one
+    assert "trace:" in _cli("--profile", str(path), "--trace").stdout  # rendered from the remembered plan as from a decided one
     profile = HardwareProfile.from_file(path)
     memo = planning.PlanMemo(profile, "auto", None)
     assert memo.file == memos[0] and {"schema_version": 1, **memo.recall()} == json.loads(first.stdout)
