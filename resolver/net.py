@@ -22,7 +22,7 @@ from resolver.errors import BadInput, IntegrityError, SourceUnreachable
 from resolver.fs import MiB, atomic_stream, sha256_hasher
 from resolver.names import redact_url
 
-Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
+Progress = Callable[..., None]  # Output.progress: (label, done bytes, total bytes or None, started, unit="bytes")
 
 
 @functools.lru_cache(maxsize=1)
@@ -74,7 +74,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
                 digest.update(block)
                 done += len(block)
                 if progress is not None:
-                    progress(f"downloading {label}", done >> 20, total >> 20 if total else None, started)
+                    progress(f"downloading {label}", done, total or None, started, unit="bytes")
             if expected_sha256 and digest.hexdigest() != expected_sha256:
                 raise IntegrityError(f"the download of {label} has sha256 {digest.hexdigest()[:12]}…, expected "
                                      f"{expected_sha256[:12]}… ({redact_url(url)})",

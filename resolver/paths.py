@@ -137,6 +137,12 @@ class ProjectPaths:
         return self.cache / "canonical-misses.json"
 
     @property
+    def timings(self) -> Path:
+        """How long each long piece of work took last time (a kernel package's build, an environment's
+        wheels), for progress estimates."""
+        return self.cache / "timings.json"
+
+    @property
     def env_builds(self) -> Path:
         """Finished environments kept as hard links (:mod:`resolver.install.template`)."""
         return self.cache / "envs"
@@ -238,6 +244,7 @@ RECORD_KINDS = {
     "plan-memo": "plan_memos()/<key>.json (resolver.planning)",
     "knowledge-cache": "knowledge_cache(<key>) (resolver.knowledge.load)",
     "tool-answers": "tool_answers() (resolver.probe.system)",
+    "timings": "ProjectPaths.timings (resolver.timings)",
 }
 
 

@@ -85,6 +85,15 @@ def compile_pins(requirements_file: Path, output: Path, *, python: str, platform
                      str(requirements_file)], timeout=RESOLVE_TIMEOUT_S, env=environ())
 
 
+def cache_dir() -> Path | None:
+    """The folder uv keeps unpacked wheels in (``UV_CACHE_DIR``, else what ``uv cache dir`` says), for
+    progress while uv unpacks; None when uv does not say."""
+    if os.environ.get("UV_CACHE_DIR"):
+        return Path(os.environ["UV_CACHE_DIR"])
+    done = proc.run([binary(), "cache", "dir"], timeout=30, env=environ())
+    return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
+
+
 def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bool) -> proc.Completed:
     """``uv pip install`` of exactly ``wheels`` into the environment of ``python``: no resolve, no index,
     hard-linked from uv's cache."""

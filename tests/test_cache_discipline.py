@@ -401,6 +401,21 @@ class SourcesRecord(Kind):
         return Sources.load(self.project.root, environ={}).to_json()
 
 
+class TimingsRecord(Kind):
+    name = "timings"
+
+    def path(self) -> Path:
+        return self.project.timings
+
+    def planted(self) -> Any:
+        return {"build mamba-ssm": {"seconds": 9.0, "scale": 1}}
+
+    def use(self) -> Any:
+        from resolver.timings import Timings
+
+        return Timings(self.project.timings).expected("build mamba-ssm")
+
+
 class _Patch(Kind):
     def __init__(self, tmp, monkeypatch) -> None:
         super().__init__(tmp, monkeypatch)
@@ -571,8 +586,8 @@ class ToolAnswers(Kind):
 
 
 KINDS = [PypiFiles, PypiRequires, CanonicalUrls, CanonicalMisses, EnvBuild, ReadyMarker, KernelImport, EnvFacts,
-         VerifyModel, PlanRecord, LockCheck, UpgradeState, StepStamp, SourcesRecord, OverlayRecord, PatchRecord, VerifiedRecord, PlanMemo,
-         KnowledgeCache, ToolAnswers]
+         VerifyModel, PlanRecord, LockCheck, UpgradeState, StepStamp, SourcesRecord, OverlayRecord, PatchRecord,
+         VerifiedRecord, PlanMemo, KnowledgeCache, ToolAnswers, TimingsRecord]
 
 
 def test_every_declared_kind_of_record_has_a_crafted_file_test():
@@ -635,7 +650,7 @@ def test_a_crafted_record_is_ignored(kind, variant, tmp_path, monkeypatch, reque
 def test_a_record_this_user_wrote_is_trusted(tmp_path, monkeypatch):
     """The control: the same planted records, written by this user with the resolver's own mode, are
     taken (which is why the variants above are refused for what they are, not for their content)."""
-    for kind in (PlanMemo, StepStamp, SourcesRecord, ToolAnswers, VerifiedRecord, UpgradeState):
+    for kind in (PlanMemo, StepStamp, SourcesRecord, ToolAnswers, VerifiedRecord, UpgradeState, TimingsRecord):
         record = kind(tmp_path / kind.name, monkeypatch)
         baseline = record.use()
         path = record.path()

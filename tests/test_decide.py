@@ -320,7 +320,11 @@ def test_cli_json_and_refusal(tmp_path) -> None:
     assert "CUDA 13 dropped sm_70" in err["error"] and err["because"]
     assert refused.stderr.strip().count("\n") == 0  # one line
     human = _cli("--profile", str(path))
-    assert human.returncode == 0 and "trace:" in human.stdout and "cu126" in human.stdout
+    assert human.returncode == 0 and "trace:" not in human.stdout and "cu126" in human.stdout
+    assert "add --trace" in human.stdout
+    traced = _cli("--profile", str(path), "--trace")
+    assert traced.returncode == 0 and traced.stdout.startswith(human.stdout.split("\n\nevery rule")[0])
+    assert "trace:" in traced.stdout and traced.stdout != human.stdout
 
 
 def test_what_the_plan_memo_leaves_out_of_its_key_changes_no_plan() -> None:
@@ -349,11 +353,11 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     assert len(memos) == 1
     human = _cli("--profile", str(path), "--quiet")
     assert human.returncode == 0 and "trace:" not in human.stdout and "kernels" in human.stdout
-    assert "trace:" in _cli("--profile", str(path)).stdout  # rendered from the remembered plan as from a decided one
+    assert "trace:" in _cli("--profile", str(path), "--trace").stdout  # rendered from the remembered plan as from a decided one
     profile = HardwareProfile.from_file(path)
     memo = planning.PlanMemo(profile, "auto", None)
-    assert memo.file == memos[0] and memo.recall() == json.loads(first.stdout)
-    assert planning.plan_for(Request(), profile).to_json() == json.loads(first.stdout)  # the same memo
+    assert memo.file == memos[0] and {"schema_version": 1, **memo.recall()} == json.loads(first.stdout)
+    assert {"schema_version": 1, **planning.plan_for(Request(), profile).to_json()} == json.loads(first.stdout)  # the same memo
     monkeypatch.setattr(planning, "package_digest", lambda: "0" * 20)  # the installed resolver changed
     assert planning.PlanMemo(profile, "auto", None).recall() is None
     monkeypatch.undo()

@@ -1,6 +1,6 @@
 """`python -m resolver bench [--env NAME] [--model DIR] [--compare OTHER_ENV] [--json]`: how fast, and
 (with --compare) do two environments agree? The measuring is :mod:`resolver.verify.bench`'s; this
-module reads the flags and renders the document.
+module reads the flags, and :mod:`resolver.verify.bench_text` puts the document in words.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ HELP = "throughput and latency (prompt, decode); --compare OTHER_ENV checks nume
 
 
 def add_arguments(parser) -> None:
+    from resolver.commands.flags import add_env_argument
     from resolver.names import env_name_arg  # light: the name rule only
 
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to measure (default: the only one installed)")
+    add_env_argument(parser, "to measure")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (default: the tiny one)")
     parser.add_argument("--compare", metavar="OTHER_ENV", type=env_name_arg,
                         help="run the same inputs in OTHER_ENV and compare")
@@ -44,40 +44,6 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     return values
 
 
-def _fmt_by_len(by_len: dict) -> list[str]:
-    def rate(b: dict, key: str) -> str:
-        v = (b or {}).get(key)
-        return f"{v:,.0f}" if isinstance(v, (int, float)) else "n/a"
-
-    def ratio(v) -> str:
-        return f"x{v:.1f}" if isinstance(v, (int, float)) else "n/a"
-
-    lines = []
-    for length, b in by_len.items():
-        lib, ref = b.get("library") or {}, b.get("reference") or {}
-        lines.append(f"  prompt {length:>6}: library {rate(lib, 'prefill_tokens_per_s')} prompt tok/s, "
-                     f"{rate(lib, 'decode_tokens_per_s')} decode tok/s; reference {rate(ref, 'prefill_tokens_per_s')} / "
-                     f"{rate(ref, 'decode_tokens_per_s')}; speed-up prompt {ratio(b.get('speedup_prefill'))}, "
-                     f"decode {ratio(b.get('speedup_decode'))}")
-    return lines
-
-
-def _fmt(r: dict) -> list[str]:
-    lines = [f"{r['env']}: torch {r['torch']}, {r['library']} on {r['device']} ({r['dtype']})"]
-    if r.get("by_prompt_len"):
-        lines += _fmt_by_len(r["by_prompt_len"])
-    for label, b in (r.get("bench") or {}).items():
-        if isinstance(b, dict):
-            decode = (f"decode {b['decode_tokens_per_s']:9.1f} tok/s ({b['per_token_latency_ms']:.2f} ms/token)"
-                      if b.get("decode_tokens_per_s") else "decode: too noisy to measure, run again")
-            lines.append(f"  {label:9s} prompt {b['prefill_tokens_per_s']:10.1f} tok/s ({b['prefill_latency_ms']:.2f} ms)   {decode}")
-    bench = r.get("bench") or {}
-    if bench.get("speedup_prefill"):
-        decode = f"x{bench['speedup_decode']:.2f}" if bench.get("speedup_decode") else "n/a"
-        lines.append(f"  library vs reference: prompt x{bench['speedup_prefill']:.2f}, decode {decode}")
-    return lines
-
-
 def run(args, out) -> int:
     from resolver.commands.verify import check_dtypes
     from resolver.errors import BadInput, ExitCode
@@ -91,24 +57,7 @@ def run(args, out) -> int:
                            prompt_len=args.prompt_len, prompt_lens=parse_lengths(args.prompt_lens) if args.prompt_lens else (),
                            new_tokens=args.new_tokens, repeat=args.repeat, dtype=args.dtype, cpu=args.cpu)
     doc = bench(ProjectPaths.discover(), request, out.info)
+    from resolver.verify.bench_text import render
+
     out.result(doc, "\n".join(render(doc)))
     return int(ExitCode.OK if doc["ok"] else ExitCode.CHECK_FAILED)
-
-
-def render(doc: dict) -> list[str]:
-    results = doc["runs"]
-    lines = [line for r in results for line in _fmt(r)]
-    for r in results:
-        lines += [f"  [FAIL] {c['name']}: {c['detail']}" for c in r["checks"] if c["status"] == "fail"]
-    if "compare" in doc:
-        c = doc["compare"]
-        n = c["numerics"]
-        lines.append(f"compare {c['other']} vs {c['env']}: " + (
-            f"logits max abs err {n['max_abs_err']:.3g} (rel {n['rel_err']:.3g}, tolerance {n['tolerance']}), "
-            f"generations {'equal' if n['tokens_equal'] else 'DIFFER'}" if "rel_err" in n else n.get("why", "")))
-        if c["speed_ratio_other_over_env"]:
-            r = c["speed_ratio_other_over_env"]
-            decode = f"x{r['decode']:.2f}" if r["decode"] else "n/a (too noisy)"
-            lines.append(f"  speed {c['other']}/{c['env']}: prompt x{r['prefill']:.2f}, decode {decode}")
-    lines.append("PASSED" if doc["ok"] else "FAILED")
-    return lines

@@ -6,15 +6,11 @@ HELP = "install an environment from pixi.lock only (sha256-verified; conda prefi
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument, add_source_arguments
 
-    parser.add_argument("--env", "-e", type=env_name_arg, metavar="NAME",
-                        help="environment to install (default: the only one locked)")
+    add_env_argument(parser, "to install", default="the only one locked")
     parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
-    parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                        help="a mirror of the lock's conda channel (repeatable, in the channels' order)")
-    parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
-                        help="a local wheelhouse to take locked wheels from (repeatable)")
+    add_source_arguments(parser, indexes=False)
     parser.add_argument("--bytecode", choices=("auto", "all", "none"), default="auto",
                         help="compile every module now (all), or leave it to the first import (none); auto: now "
                              "only where Python would not keep it (PYTHONDONTWRITEBYTECODE set)")

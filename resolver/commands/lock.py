@@ -15,20 +15,15 @@ HELP = "resolve environments (conda via py-rattler, PyPI via uv) into pixi.toml 
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", "-t", action="append", default=[], metavar="T",
-                        help="target to lock (cpu, cudaX.Y, rocmX.Y, auto); repeatable. Default: the plans locked here "
-                             "before, else auto. Nothing is resolved while pixi.lock satisfies them (--force)")
+    from resolver.commands.flags import add_source_arguments, add_target_argument
+
+    add_target_argument(parser, repeatable=True,
+                        help="target to lock (cpu, cudaX.Y, rocmX.Y[.Z], auto); repeatable. Default: the plans locked "
+                             "here before, else auto. Nothing is resolved while pixi.lock satisfies them (--force)")
     parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of this one "
                              "(repeatable: each is a node of a fleet, with or without --fleet)")
-    parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                        help="a mirror of the manifest's conda channel (repeatable, in the channels' order); the lock "
-                             "records the manifest's channel")
-    parser.add_argument("--torch-index", metavar="URL", help="PyTorch wheel index; {variant} becomes cu126, cpu …")
-    parser.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
-                        help="another PyPI-style index (repeatable)")
-    parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
-                        help="a local wheelhouse (repeatable)")
+    add_source_arguments(parser)
     parser.add_argument("--no-conda", action="store_true",
                         help="lock without the conda part; the environment falls back to a virtual environment of "
                              "this machine's Python (pixi cannot install it)")
@@ -185,5 +180,5 @@ def _summary_text(project, summary, fleet, changes) -> str:
             lines.append(f"  every node's class: {project.root / NODE_LIST}")
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
-        lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
+        lines.append(f"next: python -m resolver install --env {summary.locked[0].name if summary.locked else 'NAME'}")
     return "\n".join(lines)

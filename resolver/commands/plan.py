@@ -21,16 +21,21 @@ HELP = "choose the PyTorch build and Mamba kernels for this machine (or a --prof
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", default="auto", metavar="TARGET",
-                        help="auto (default), cpu, cudaX.Y (e.g. cuda12.6) or rocmX.Y[.Z] (e.g. rocm6.2)")
+    from resolver.commands.flags import add_python_argument, add_target_argument
+
+    add_target_argument(parser)
     parser.add_argument("--profile", metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of probing here "
                              "(repeatable: each is a node of a fleet, with or without --fleet)")
     parser.add_argument("--fleet", metavar="DIR", default=None,
                         help="plan for a fleet: a folder of `probe --json` files, one per node or node type")
-    parser.add_argument("--python", metavar="X.Y", default=None,
-                        help="the Python version of the environment (default: the Python running here)")
-    parser.add_argument("--trace", action="store_true", help="print every rule that fired, not only the summary")
+    add_python_argument(parser, "the Python version of the environment (default: the Python running here, if supported)")
+    parser.add_argument("--sysroot", metavar="DIR",
+                        help="plan for a captured machine (`probe --capture`, docs/sysroot.md) instead of this one; "
+                             "the same as `probe --sysroot DIR --json > F; plan --profile F`")
+    parser.add_argument("--trace", action="store_true",
+                        help="also print every rule that fired and every candidate eliminated (JSON: always in "
+                             "`trace`)")
     from resolver.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
@@ -39,10 +44,19 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from resolver import planning
 
+    if args.sysroot and (args.profile or args.fleet is not None):
+        from resolver.errors import UsageError
+
+        raise UsageError(f"--sysroot and {'--profile' if args.profile else '--fleet'} cannot be combined: each names "
+                         "the machine to plan for", fix="use one of them")
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         return _fleet(args, planning.request_of(args.target, args.python), out)
     profile = None
-    if args.profile:
+    if args.sysroot:
+        from resolver.probe import probe_machine
+
+        profile = probe_machine(args.sysroot)
+    elif args.profile:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(args.profile[0])
@@ -51,7 +65,10 @@ def run(args, out) -> int:
 
         profile = apply_gpu_arguments(profile or planning.probe_here(), args)
     plan = planning.plan_document(profile, args.target, args.python)
-    out.result(plan, human=_human(plan, verbose=args.trace or not args.quiet))
+    human = _human(plan, verbose=args.trace)
+    if not args.trace:
+        human += "\n\nevery rule that fired and every candidate eliminated: add --trace"
+    out.result(plan, human=human)
     return 0
 
 

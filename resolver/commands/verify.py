@@ -12,10 +12,9 @@ HELP = "load a Mamba model through the environment's libraries and our reference
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument
 
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to check (default: the only one installed)")
+    add_env_argument(parser, "to check")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (config.json + "
                         "*.safetensors); default: a tiny deterministic checkpoint the tool writes itself")
     parser.add_argument("--dtypes", metavar="LIST", default="",

@@ -241,10 +241,10 @@ def read_index(location: str, subdir: str) -> dict[str, Any]:
                                 fix="check the URL ([tool.resolver.fleet] kernel-channel in pixi.toml, "
                                     "--kernel-channel, or RESOLVER_KERNEL_CHANNEL) and that the channel was published")
     index = parse_json(data, what=f"the index of kernel channel {location}",
-                       fix="publish the channel again (`python -m resolver channel publish --to ...`)")
+                       fix="publish the channel again (`python -m resolver channel publish --to DIR_OR_URL`)")
     if not isinstance(index, dict):
         raise BadInput(f"the index of kernel channel {location} is not a repodata.json",
-                       fix="publish the channel again (`python -m resolver channel publish --to ...`)")
+                       fix="publish the channel again (`python -m resolver channel publish --to DIR_OR_URL`)")
     return index
 
 
@@ -275,7 +275,7 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
     if entry is None or not isinstance(entry.get("sha256"), str):
         raise BadInput(f"kernel channel {location} has no {file_name} ({variant}): it was not built or not published",
                        fix="build it in CI (`python -m resolver build --matrix` lists it) and publish it "
-                           "(`python -m resolver channel publish --to ...`)")
+                           "(`python -m resolver channel publish --to DIR_OR_URL`)")
     target = local_channel / subdir / file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     (local_channel / "noarch").mkdir(exist_ok=True)

@@ -159,7 +159,7 @@ def node_list(fleet: FleetPlan) -> str | None:
     if lists_nodes(fleet):
         return None
     lines = [f"# every node of the fleet and its environment in pixi.toml ({len(fleet.membership)} nodes); "
-             "written by `python -m resolver lock --fleet`"]
+             "written by `python -m resolver lock --fleet DIR`"]
     lines += [f"{node}\t{environment}" for node, environment in fleet.membership]
     return "\n".join(lines) + "\n"
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver import proc
+from resolver.decide.model import Target
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.fs import sha256_text
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
@@ -57,13 +58,9 @@ class InstallSummary:
     @property
     def enter(self) -> dict[str, str | None]:
         """How to enter the environment: with pixi (None for a fallback, which pixi cannot install) and
-        without it (what ``pixi shell`` does: the prefix first on PATH, its activation scripts run)."""
-        bin_dir = self.path / "bin"
-        if self.kind == "venv":
-            return {"pixi": None, "shell": f"source {bin_dir / 'activate'}"}
-        return {"pixi": f"pixi shell -e {self.environment}",
-                "shell": (f"export CONDA_PREFIX={self.path} PATH={bin_dir}:$PATH; "
-                          f"for s in {self.path}/etc/conda/activate.d/*.sh; do [ -e \"$s\" ] && . \"$s\"; done")}
+        without it (its ``bin/activate``: for a conda prefix, what ``pixi shell`` does)."""
+        shell = f"source {self.path / 'bin' / 'activate'}"
+        return {"pixi": None if self.kind == "venv" else f"pixi shell -e {self.environment}", "shell": shell}
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "path": str(self.path), "kind": self.kind, "python": self.python,
@@ -71,6 +68,15 @@ class InstallSummary:
                 "pypi_packages": self.pypi_packages, "status": self.status, "seconds": round(self.seconds, 3),
                 "lock_digest": self.digest, "built_from": self.built_from, "bytecode": self.bytecode,
                 "enter": self.enter}
+
+
+def seeded_pip(prefix: Path, kind: str, env: LockedEnv) -> list[str]:
+    """``pip==X`` when a fallback virtual environment holds the pip its Python seeds (the lock does not
+    list it), so doctor does not count it as installed by hand."""
+    if kind != "venv" or any(a.name == "pip" for a in env.pypi):
+        return []
+    found = sorted(prefix.glob("lib/python3*/site-packages/pip-*.dist-info"))
+    return [f"pip=={found[-1].name[len('pip-'):-len('.dist-info')]}"] if found else []
 
 
 def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
@@ -85,13 +91,14 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
         name = next(iter(envs))
     if name not in envs:
         raise EnvironmentProblem(f"pixi.lock has no environment '{name}' (it has: {', '.join(sorted(envs)) or 'none'})",
-                                 fix=f"run `python -m resolver lock --target <target for {name}>` first")
+                                 fix=f"run `python -m resolver lock --target {Target.for_environment(name)}` first")
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
         have = ", ".join(e.platform.subdir for e in envs[name])
         raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target ...` on this machine)")
+                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
+                                     "machine)")
     return matching[0]
 
 
@@ -153,7 +160,8 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     info(f"checking {len(target.env.conda) + len(target.env.pypi)} locked artefacts")
     conda_files, wheels = _verified_artefacts(project, target.env, sources, progress)
     info(f"bytecode: {'compiled now' if ahead else 'on first import'} ({why})")
-    _into_place(project, target, lambda tmp: _built(project, target, conda_files, wheels, tmp, info, ahead, cached))
+    _into_place(project, target,
+                lambda tmp: _built(project, target, conda_files, wheels, tmp, info, ahead, cached, progress))
     failure = _does_not_run(target.final)
     if failure:
         raise BuildFailed(f"the environment at {target.final} does not run after the move ({failure})",
@@ -166,7 +174,7 @@ def _target(project: ProjectPaths, env: LockedEnv) -> _Target:
     if env.pypi and not has_conda_python and not env.fallback:
         raise BadInput(f"pixi.lock's environment '{env.name}' has PyPI packages but no conda python, and is not "
                        "marked as a fallback (the lock was edited, or written by an older resolver)",
-                       fix=f"lock it again: `python -m resolver lock --target <target for {env.name}>`")
+                       fix=f"lock it again: `python -m resolver lock --target {Target.for_environment(env.name)}`")
     kind = "conda" if has_conda_python else "venv"
     python = env.python or f"{sys.version_info.major}.{sys.version_info.minor}"
     interpreter = None
@@ -221,16 +229,25 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources 
     finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels,
                     manifest_folders(project.root, env.name))
     store = project.verified_store
-    conda_files = [verified_copy(r.url, r.sha256 or "", store, finder, progress=progress)
+    fetched, count, started = 0, len(env.conda) + len(env.pypi), time.monotonic()
+
+    def one_more(path: Path) -> Path:  # files verified of the total: a download's own bytes show while it runs
+        nonlocal fetched
+        fetched += 1
+        if progress is not None:
+            progress("verifying the locked files", fetched, count, started)
+        return path
+    conda_files = [one_more(verified_copy(r.url, r.sha256 or "", store, finder, progress=progress))
                    for r in env.conda]
-    wheels = [verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress) for a in env.pypi]
+    wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
+              for a in env.pypi]
     return conda_files, wheels
 
 
 def _built(project: ProjectPaths, target: _Target, conda_files: list[Path], wheels: list[Path], tmp: Path,
-           info: Info, bytecode: bool, cached: EnvBuild | None) -> None:
+           info: Info, bytecode: bool, cached: EnvBuild | None, progress: Progress | None = None) -> None:
     build_environment(target.env, target.kind, target.python, target.interpreter, conda_files, wheels, tmp,
-                      target.final, project, info, bytecode=bytecode)
+                      target.final, project, info, bytecode=bytecode, progress=progress)
     if cached is not None:
         cached.keep(tmp)
 
@@ -246,8 +263,8 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
         (tmp / READY_MARKER).write_text(json.dumps({
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
             "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
-            "pypi": [f"{a.name}=={a.version}" for a in env.pypi]}, indent=2, sort_keys=True) + "\n",
-            encoding="utf-8")
+            "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, target.kind, env)},
+            indent=2, sort_keys=True) + "\n", encoding="utf-8")
         swap_into_place(tmp, target.final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -24,7 +24,8 @@ from resolver.records import SHA256, Fields, ListOf, Text, read_record
 READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
 _READY = Fields({"environment": Text(max_len=64), "kind": Text("conda|venv"), "python": Text(max_len=32),
                  "platform": Text(max_len=64), "lock_digest": SHA256, "conda": ListOf(Text(max_len=1024)),
-                 "pypi": ListOf(Text(max_len=1024))})
+                 "pypi": ListOf(Text(max_len=1024))},
+                {"seeded": ListOf(Text(max_len=1024))})  # what install added beyond the lock (a fallback's pip)
 
 
 def ready_record(folder: Path) -> dict | None:

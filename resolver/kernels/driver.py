@@ -163,13 +163,7 @@ def _make(ctx: BuildContext, variant: Variant, outcome: PackageOutcome, summary:
                  "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
         work_dir=ctx.project.kernel_work_dir(package.name, variant.key_digest),
         log_path=ctx.project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
-    label_started = time.monotonic()
-
-    def progress(done: int, total: int) -> None:
-        if ctx.out is not None:
-            ctx.out.progress(f"{package.name}: translation units", done, total, label_started)
-
-    built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
+    built, seconds = _compile(ctx.project, run, package, len(variant.kept), ctx.out)
     in_channel = publish(built, ctx.project.channel)
     shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
     outcome.status = "prebuilt" if variant.wheel else "built"
@@ -391,3 +385,31 @@ def _env_int(name: str) -> int | None:
 def _say(out, text: str) -> None:
     if out is not None:
         out.info(text)
+
+
+def _compile(project: ProjectPaths, run: RecipeRun, package: KernelRecipe, archs: int, out) -> tuple[Path, float]:
+    """Run the recipe with its progress shown: translation units compiled of the total (ninja's count),
+    the time so far and an estimate from the last build of this package (scaled by the number of
+    architectures); the same line every 10 s in a log. The time taken is remembered for the next one."""
+    from resolver.timings import Timings
+
+    timings = Timings(project.timings)
+    key = f"build {package.name}"
+    units: list = [0, None]  # ninja's last [done/total]
+
+    def on_progress(done: int, total: int) -> None:
+        units[:] = [done, total]
+
+    def poll() -> tuple:
+        return (units[0], units[1]) if units[1] else (0, None, "preparing the build (sources, the build environment)")
+
+    expected = timings.expected(key, scale=max(archs, 1))
+    label = f"{package.name}: translation units"
+    if out is None:
+        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=on_progress)
+    else:
+        with out.heartbeat(label, poll, expected_s=expected, expected_from="the last build"):
+            built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}",
+                                        on_progress=on_progress)
+    timings.record(key, seconds, scale=max(archs, 1))
+    return built, seconds

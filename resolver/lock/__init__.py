@@ -156,7 +156,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         todo.sort(key=lambda item: order[item[0]])  # reported in pixi.toml's order
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
-        for name, platform in todo:
+        for position, (name, platform) in enumerate(todo, 1):
             env, report = resolving[(name, platform.name)].result()
             if env.fallback and name not in wanted and locked_normally(existing, name, platform):
                 raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
@@ -165,6 +165,8 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
                                             "RESOLVER_CONDA_CHANNELS)")
             envs.append(env)
             reports.append(report)
+            info(f"[{position}/{len(todo)}] {name} ({platform.name}): locked in {report.seconds:.1f}s, "
+                 f"{report.conda_packages} conda + {report.pypi_packages} PyPI packages")
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)  # the error now, not after the other resolves end
         raise

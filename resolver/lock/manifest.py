@@ -194,9 +194,11 @@ class Manifest:
         implicit feature), its features, then the top level (the default feature) unless it opts out."""
         envs = self.doc.get("environments", {})
         if name != "default" and name not in envs:
+            from resolver.decide.model import Target
+
             known = ", ".join(self.environment_names())
             raise BadInput(f"pixi.toml has no environment '{name}' (known: {known})",
-                           fix=f"run `python -m resolver lock --target <target for {name}>` to add it")
+                           fix=f"run `python -m resolver lock --target {Target.for_environment(name)}` to add it")
         entry = envs.get(name, [])
         if not isinstance(entry, (list, dict)):
             raise BadInput(f"pixi.toml: environment '{name}' must be a list of features or a table", fix=_FIX)

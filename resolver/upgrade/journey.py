@@ -352,7 +352,7 @@ def rollback(project: ProjectPaths, *, wait: bool = True, on_wait=None) -> tuple
         record = UpgradeRecord.of_manifest(manifest)
         if not record.previous:
             raise UsageError("pixi.toml names no previous default environment to roll back to",
-                             fix="promote an upgrade first (`python -m resolver upgrade ... --promote`)")
+                             fix="promote an upgrade first (`python -m resolver upgrade --torch X.Y --promote`)")
         if record.previous not in manifest.environment_names():
             raise BadInput(f"the previous default '{record.previous}' is no longer in pixi.toml",
                            fix="restore its feature and environment in pixi.toml (from version control), or edit "
