@@ -1,5 +1,5 @@
 """GPU acceptance: run mamba-resolver on a machine with an NVIDIA GPU as a user would, and record
-what only a GPU can show (issue 18). Standard library only; every step is a `python -m resolver`
+what only a GPU can show. Standard library only; every step is a `python -m resolver`
 command with `--json`, run in a scratch project under the work folder.
 
     python benchmarks/gpu_acceptance.py prepare   # here (needs PyPI): what the GPU machine cannot fetch

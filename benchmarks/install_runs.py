@@ -6,10 +6,11 @@ toolchain channel, tests/toolchain_channel.py, or ``--channel DIR``, named as th
 ``rt-tool`` and ``rt-kernel`` from the project's local channel (``.resolver/channel``, built here by
 tests/channel_factory.py and named in pixi.toml), and the wheels ``rtpy`` + a ``torch`` stub from a local
 wheelhouse (pip's configuration off, no index). It is locked once in process for the plan ``lock --target cpu``
-makes; the CLI relocks that stored plan from then on.
+makes; the CLI relocks that stored plan from then on (``--force``: a current lock is otherwise left as it is,
+with nothing solved).
 
 Each iteration runs two commands in a fresh interpreter each:
-  ``python -m resolver lock --channel DIR --json``
+  ``python -m resolver lock --force --channel DIR --json``
                                           solves the conda part with py-rattler (the toolchain channel as
                                           conda-forge's mirror, the local channel) and the PyPI part with uv;
                                           ``lock`` no longer indexes local channels (only ``build`` does);
@@ -100,7 +101,7 @@ def main() -> int:
     failures: list[dict] = []  # the first few abnormal exits, with what they printed
     started = time.monotonic()
     for i in range(args.runs):
-        for name, cmd in (("lock", ["lock", "--channel", str(toolchain), "--json"]),
+        for name, cmd in (("lock", ["lock", "--force", "--channel", str(toolchain), "--json"]),
                           ("install", ["install", "--env", "cpu", "--force", "--no-cache", "--json"])):
             t = time.monotonic()
             done = subprocess.run([sys.executable, "-m", "resolver", *cmd], env=env, capture_output=True, text=True)

@@ -21,6 +21,9 @@ from resolver.ui import Output
 
 COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench",
             "upgrade", "rollback")
+# Commands whose finished work a second run keeps (step stamps, verified downloads, built packages): an
+# interrupted one resumes. The others have nothing to resume: a second run simply does it all again.
+RESUMING = ("setup", "lock", "install", "build", "upgrade")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -107,15 +110,22 @@ def main(argv: list[str] | None = None) -> int:
                                      fix="run from a writable project folder (or set RESOLVER_PROJECT to one) "
                                          "and check free disk space"), out)
     except KeyboardInterrupt:
-        print("interrupted; run the same command again to resume.", file=sys.stderr)
+        print(f"interrupted; {_again(argv)}.", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except Terminated:
-        print("terminated; run the same command again to resume.", file=sys.stderr)
-        return 128 + 15
+        print(f"terminated; {_again(argv)}.", file=sys.stderr)
+        return int(ExitCode.TERMINATED)
     except SystemExit as exc:  # argparse --help / --version
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except Exception:  # noqa: BLE001 - the last line of defence: one sentence, the traceback to a file
         return _report(_internal(), out)
+
+
+def _again(argv: list[str]) -> str:
+    """What a second run of an interrupted command does."""
+    if argv and argv[0] in RESUMING:
+        return "run the same command again to resume"
+    return "nothing was left half-done: run the same command again to start it over"
 
 
 _WRITE_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.ENOTDIR, errno.EDQUOT}
@@ -155,7 +165,7 @@ def _closed_pipe() -> int:
     """The reader of our output went away (``resolver probe --json | head``): stop quietly, as cat does."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    return 141
+    return int(ExitCode.CLOSED_PIPE)
 
 
 def entry() -> None:

@@ -5,7 +5,7 @@ nothing of rattler's leaves it: a solve answers with :class:`CondaRecord` values
 into :class:`LockView` answers (our own values), a lock text is made canonical by
 :func:`canonical_lock_text`, and linking takes :class:`CondaRecord` values again.
 py-rattler 0.28 can abort at interpreter exit after a solve/index/install (a tokio worker thread
-touching Python while it finalises; ../shared/notes/py-rattler.md §0.1): :func:`rattler` imports it
+touching Python while it finalises): :func:`rattler` imports it
 and registers a short sleep at exit, the workaround measured to remove the crash, so in-process
 callers (tests, benchmarks, other tools) are safe too; the CLI additionally leaves via ``os._exit``.
 
@@ -28,13 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Coroutine
 
-from resolver.errors import BadInput, BuildFailed, Refusal, SourceUnreachable
+from resolver.errors import BadInput, BuildFailed, IntegrityError, Refusal, SourceUnreachable
 from resolver.platforms import PLATFORMS, host_subdir
 
 DEFAULT_LINUX = "4.18"  # pixi's default __linux for a bare linux platform
 DEFAULT_GLIBC = "2.28"  # pixi's default __glibc (docs/workspace/system_requirements.md)
 DEFAULT_OSX = "11.0"
 SOLVE_TIMEOUT = datetime.timedelta(seconds=120)
+# What rattler says when a package itself is broken (a rerun cannot help): its metadata is unreadable, or
+# a path in it is not one the installer accepts.
+_MALFORMED = re.compile(r"paths\.json|index\.json|must be relative|panicked|invalid (?:type|value|path)")
 
 
 def rattler() -> Any:
@@ -239,7 +242,7 @@ class LockView:
                                        sha.hex() if isinstance(sha, (bytes, bytearray)) else (sha or ""),
                                        tuple(str(x) for x in (pkg.requires_dist or ())),
                                        str(pkg.requires_python) if pkg.requires_python else None))
-            elif not hasattr(pkg, "package_record"):
+            elif getattr(pkg, "package_record", None) is None:  # a package pixi builds from source
                 sources.append(str(pkg.name))
             else:
                 url = locate(str(pkg.location))
@@ -286,7 +289,7 @@ def check_channel(url: str, platform: str, timeout: float = 5.0) -> None:
     from resolver.net import probe_status
 
     if url.startswith("file://"):
-        from resolver.install.fetch import local_path
+        from resolver.names import local_path
 
         folder = local_path(url)
         if folder is None or not folder.is_dir():
@@ -310,24 +313,122 @@ def check_channel(url: str, platform: str, timeout: float = 5.0) -> None:
 
 
 def index_channel(channel: Path, subdirs: tuple[str, ...] | None = None) -> None:
-    """(Re)write ``repodata.json`` of a local channel folder (every subdir, or the ones named)."""
+    """(Re)write ``repodata.json`` of a local channel folder (every subdir, or the ones named). A package
+    the indexer cannot read (rattler panics on some) is one :class:`BadInput` naming the channel."""
     r = rattler()
     from rattler.index import index_fs
     from rattler.platform import Subdir
 
     del r
-    if subdirs is None:
-        run(index_fs(channel, write_zst=False, write_shards=False))
-        return
-    for subdir in subdirs:
-        (channel / subdir).mkdir(parents=True, exist_ok=True)
-        run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
+    try:
+        if subdirs is None:
+            run(index_fs(channel, write_zst=False, write_shards=False))
+            return
+        for subdir in subdirs:
+            (channel / subdir).mkdir(parents=True, exist_ok=True)
+            run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
+    except BaseException as exc:  # rattler's errors, and the panic a malformed package causes
+        if not is_rattler_failure(exc):
+            raise
+        raise BadInput(f"channel {channel} cannot be indexed ({_one_line(exc)})",
+                       fix="remove the package the reason names from the channel, then index it again") from None
+
+
+def is_rattler_failure(exc: BaseException) -> bool:
+    """An exception py-rattler raised: its own errors, and a Rust panic (``PanicException``, which derives
+    from BaseException and so passes ``except Exception``); never an interrupt or a termination."""
+    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())[:limit] or type(exc).__name__
+
+
+# ------------------------------------------------------------------------------- package archives
+
+
+@dataclass(frozen=True)
+class Member:
+    """One entry of a package's archive: ``kind`` is file, dir, symlink or hardlink; ``target`` a link's."""
+
+    name: str
+    kind: str
+    target: str | None = None
+
+
+@dataclass(frozen=True)
+class PackageListing:
+    """What a package archive holds: its ``info/index.json`` and ``info/paths.json`` (None when absent)
+    and every member of its payload."""
+
+    index_json: bytes | None
+    paths_json: bytes | None
+    members: tuple[Member, ...]
+
+
+def read_package(path: Path, *, info_limit: int, member_limit: int) -> PackageListing:
+    """List a ``.conda`` or ``.tar.bz2`` package without extracting it: py-rattler streams the archive and
+    reads the two info files (at most ``info_limit`` bytes each). An archive that cannot be read is one
+    :class:`IntegrityError` naming the file (never a panic)."""
+    rattler()
+    from rattler.package_streaming import PackageArchive
+
+    async def listing() -> PackageListing:
+        archive = await PackageArchive.from_path(path)
+        info: dict[str, bytes] = {}
+        async for entry in archive.stream("info"):
+            if entry.name in ("info/index.json", "info/paths.json") and entry.is_file:
+                if entry.size > info_limit:
+                    raise _TooLarge(f"{entry.name} is larger than {info_limit >> 20} MiB")
+                info[entry.name] = await entry.read()
+        members: list[Member] = []
+        async for entry in archive.stream("pkg"):
+            if len(members) >= member_limit:
+                raise _TooLarge(f"it holds more than {member_limit} files")
+            kind = "symlink" if entry.is_symlink else "hardlink" if entry.is_hardlink else \
+                "file" if entry.is_file else "dir"
+            members.append(Member(entry.name, kind, entry.link_target if entry.is_link else None))
+        return PackageListing(info.get("info/index.json"), info.get("info/paths.json"), tuple(members))
+
+    try:
+        return run(listing())
+    except BaseException as exc:
+        if not is_rattler_failure(exc):
+            raise
+        raise IntegrityError(f"package {path.name} is refused: its archive cannot be read ({_one_line(exc)})",
+                             fix="build or download it again; a package from a channel you do not publish: "
+                                 "tell its publisher") from None
+
+
+class _TooLarge(Exception):
+    pass
 
 
 def version_matches(spec: str, version: str) -> bool:
     """Whether a conda version ``spec`` (``>=3.10,<3.14``, ``3.11.*``) admits ``version``."""
     r = rattler()
     return r.VersionSpec(spec).matches(r.Version(version))
+
+
+def record_matches(record: CondaRecord, spec: str) -> bool:
+    """Whether a locked conda ``record`` satisfies the match spec ``spec`` (``python 3.11.*``, rattler's
+    matching); a spec rattler cannot parse is satisfied by nothing."""
+    r = rattler()
+    from rattler.package import BuildString
+
+    try:
+        build_number = int(json.loads(record.fields).get("build_number") or 0)
+        native = r.PackageRecord(record.name, record.version, BuildString(record.build), build_number, record.subdir)
+        return r.MatchSpec(spec).matches(native)
+    except Exception:  # rattler.exceptions.InvalidMatchSpecError and its kin
+        return False
+
+
+def depends_names(record: CondaRecord) -> list[str]:
+    """The package names ``record`` depends on (virtual packages such as ``__glibc`` left out)."""
+    depends = json.loads(record.fields).get("depends") or []
+    names = (re.match(r"\s*([A-Za-z0-9_.+-]+)", str(text)) for text in depends)
+    return [m.group(1).lower() for m in names if m and not m.group(1).startswith("__")]
 
 
 # --------------------------------------------------------------------------------- solve and link
@@ -374,12 +475,21 @@ def _link(records: list[Any], prefix: Path, *, platform: str, cache_dir: Path, f
                           installed_packages=installed, show_progress=False, execute_link_scripts=False,
                           alternative_target_prefix=str(final) if final else None))
             return
-        except Exception as exc:  # rattler.exceptions.InstallerError …
+        except BaseException as exc:  # rattler.exceptions.InstallerError …, or a panic over a malformed package
+            if not is_rattler_failure(exc):
+                raise
             # rattler's "failed to fetch" of a local verified file was seen once, at a load average of 10,
             # and not again in 60 runs: one more try, then the whole message (every line of it)
-            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())[:600]
+            reason = _one_line(exc, 600)
             if attempt == 1 and "fetch" in reason:
                 continue
+            if type(exc).__name__ == "PanicException" or _MALFORMED.search(reason):
+                raise IntegrityError(f"linking {what} failed: a package is malformed ({reason})",
+                                     fix="rebuild or republish the package the reason names (running again cannot "
+                                         "help)") from None
+            if "No space left" in reason:
+                raise BadInput(f"linking {what} failed: the disk is full ({reason})",
+                               fix="free disk space, then run the same command again") from None
             raise BuildFailed(f"linking {what} failed ({reason})",
                               fix="run the same command again; if it persists, relock") from None
 
@@ -403,12 +513,13 @@ def add_package(prefix: Path, package_file: Path, *, cache_dir: Path) -> None:
 
 def _channel_record(package_file: Path) -> Any:
     """The channel's repodata record of ``package_file`` (the channel is its grandparent folder)."""
+    from resolver.package_check import channel_record
+
     r = rattler()
     subdir = package_file.parent
-    repodata = json.loads((subdir / "repodata.json").read_text(encoding="utf-8"))
-    entry = (repodata.get("packages.conda") or {}).get(package_file.name)
-    if entry is None:
-        raise BadInput(f"{package_file.name} is not in {subdir / 'repodata.json'}",
+    entry = channel_record(package_file)
+    if not all(isinstance(entry.get(key), str) for key in ("name", "version", "build", "subdir")):
+        raise BadInput(f"the record of {package_file.name} in {subdir / 'repodata.json'} is malformed",
                        fix=f"re-index the channel (`python -m resolver build` does), or rebuild {package_file.name}")
     spec = f"{entry['name']} =={entry['version']} {entry['build']}"
     records = run(r.solve([r.Channel(str(subdir.parent.resolve()))], [spec], platforms=[entry["subdir"], "noarch"],

@@ -28,7 +28,10 @@ class ExitCode(enum.IntEnum):
     ENVIRONMENT = 7  # the environment (or this machine's toolchain) is missing or not usable for this step
     UNRECOGNISED = 8  # doctor: the log holds no error it knows (not a finding, not a clean bill)
     INTERNAL = 70  # a bug in the resolver itself
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+    KILLED = 137  # RESOLVER_CRASH_AT: a test's stand-in for kill -9 (128 + SIGKILL), never a real failure
+    CLOSED_PIPE = 141  # the reader of our output went away (128 + SIGPIPE, as cat exits)
+    TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 
 class ResolverError(Exception):

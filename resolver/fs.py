@@ -17,13 +17,14 @@ file. ``RESOLVER_CRASH_AT=<label>`` makes the process exit abruptly (``os._exit`
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from resolver.errors import BadInput
+from resolver.errors import BadInput, ExitCode
 
 CRASH_ENV = "RESOLVER_CRASH_AT"
 TEMP_MARK = ".resolver-tmp-"
@@ -33,11 +34,17 @@ MiB = 1 << 20
 # ------------------------------------------------------------------------------------------ digests
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB)."""
+def sha256_hasher():
+    """A running sha256 (``update``, ``hexdigest``) for bytes hashed while they stream elsewhere (a
+    download, a verified copy): the one place the resolver makes one."""
     import hashlib  # here, not at import: OpenSSL's import costs more than a whole `plan`
 
-    digest = hashlib.sha256()
+    return hashlib.sha256()
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB)."""
+    digest = sha256_hasher()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(MiB), b""):
             digest.update(block)
@@ -45,9 +52,14 @@ def sha256_of(path: str | Path) -> str:
 
 
 def sha256_bytes(data: bytes) -> str:
-    import hashlib
+    digest = sha256_hasher()
+    digest.update(data)
+    return digest.hexdigest()
 
-    return hashlib.sha256(data).hexdigest()
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of ``text`` as UTF-8 (keys and fingerprints made of strings)."""
+    return sha256_bytes(text.encode("utf-8"))
 
 
 def sha256_file(path: str | Path) -> str | None:
@@ -58,17 +70,16 @@ def sha256_file(path: str | Path) -> str | None:
         return None
 
 
-def tree_digest(folder: str | Path, *, skip_top: tuple[str, ...] = ()) -> str:
-    """sha256 over every file's relative path and content below ``folder`` (sorted; ``__pycache__``
-    and the top-level folders named in ``skip_top`` left out). Content-addressed: renames count."""
-    import hashlib
-
-    folder = Path(folder)
-    digest = hashlib.sha256()
-    if folder.is_dir():
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                           and p.relative_to(folder).parts[0] not in skip_top):
-            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+def tree_digest(*folders: str | Path, skip_top: tuple[str, ...] = ()) -> str:
+    """sha256 over every file's relative path and content below each of ``folders`` in turn (sorted;
+    ``__pycache__`` and the top-level folders named in ``skip_top`` left out). Content-addressed:
+    renames count."""
+    digest = sha256_hasher()
+    for folder in map(Path, folders):
+        if folder.is_dir():
+            for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                               and p.relative_to(folder).parts[0] not in skip_top):
+                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -78,7 +89,7 @@ def tree_digest(folder: str | Path, *, skip_top: tuple[str, ...] = ()) -> str:
 def crash_point(label: str) -> None:
     """Exit at once, without cleanup, when ``RESOLVER_CRASH_AT`` names this point (tests only)."""
     if os.environ.get(CRASH_ENV) == label:
-        os._exit(137)
+        os._exit(ExitCode.KILLED)
 
 
 def temp_path(path: Path) -> Path:
@@ -129,7 +140,9 @@ def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") 
                        fix=f"move the folder {path} aside (the file {path.name} belongs there)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # an earlier write's leftover, or a link someone put there: never written through
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -146,6 +159,38 @@ def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") 
     crash_point(f"{label}:after-replace")
 
 
+def open_no_follow(path: str | Path, flags: int, *, what: str, mode: int = 0o644) -> int:
+    """A descriptor of the regular file ``path``, opened without following a symbolic link in its last part:
+    how the resolver opens a file it writes in place (a lock file) in a folder others can write. A link
+    or anything but a regular file there is one :class:`BadInput` (exit 3), and nothing is written."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise BadInput(f"{what} {path} is a symbolic link; the resolver does not write through a link",
+                           fix=f"remove the link {path} (and find out who made it), then run again") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise BadInput(f"{what} {path} is not a regular file", fix=f"remove {path}, then run again")
+    return fd
+
+
+def check_real_folder(path: str | Path, *, what: str) -> None:
+    """Refuse (:class:`BadInput`, exit 3) a ``path`` that is a symbolic link or anything but a folder; a
+    missing path is fine (it will be made). For the folders the resolver writes in that others can write."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise BadInput(f"{what} {path} is a symbolic link (to {os.readlink(path)}); the resolver does not write "
+                       "through a link", fix=f"remove the link {path} (and find out who made it), then run again")
+    if not stat.S_ISDIR(info.st_mode):
+        raise BadInput(f"{what} {path} is not a folder", fix=f"move {path} aside, then run again")
+
+
 def write_atomic(path: str | Path, data: bytes, *, mode: int = 0o644, label: str = "write") -> None:
     """Replace ``path`` by ``data`` through a temporary file and a rename."""
     with atomic_stream(path, mode=mode, label=label) as handle:
@@ -158,16 +203,6 @@ def write_text_atomic(path: str | Path, text: str, *, label: str = "write") -> N
 
 def write_json_atomic(path: str | Path, data: Any, *, label: str = "record") -> None:
     write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label)
-
-
-def read_json(path: str | Path, *, limit: int = 16 * MiB) -> dict[str, Any] | None:
-    """A JSON object written by :func:`write_json_atomic`; None when absent, unreadable (a FIFO, a device,
-    larger than ``limit``), malformed (nesting too deep included) or not an object."""
-    try:
-        data = json.loads(read_bytes_bounded(path, limit=limit, what="record"))
-    except (BadInput, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -187,14 +222,16 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
-                       follow_symlinks: bool = True) -> bytes:
+                       follow_symlinks: bool = True, own: bool = False) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
     read through here: a FIFO or device file (``/dev/zero``) is refused without reading, and a file
     past the bound is refused instead of filling memory. ``follow_symlinks=False`` refuses a symbolic
-    link (a file in a folder others write to). The file is read in chunks sized by its length, so a
-    small file costs one small read whatever the bound.
+    link (a file in a folder others write to; the resolver's own cache and state files, which it never
+    writes as links). ``own=True`` (the same files) refuses a file this user does not own or others may
+    write: what the resolver writes is the user's, mode 644. The file is read in chunks sized by its
+    length, so a small file costs one small read whatever the bound.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
     try:
@@ -215,6 +252,9 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | No
                 raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file")
             raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
                            fix=fix or "pass a regular file (save the text to a file first)")
+        if own and (info.st_uid != os.getuid() or info.st_mode & 0o022):
+            raise BadInput(f"{what} {path} was not written by this user (or others may write it)",
+                           fix=fix or f"remove {path}")
         chunks, size = [], 0
         want = min(info.st_size, limit) + 1  # one byte past the size: a file that grew is read on
         while size <= limit:

@@ -145,7 +145,7 @@ def check_manifest(data: Any, where: str = "pixi.toml") -> None:
 
 def _check_upgrade(check, value) -> None:
     """``[tool.resolver.upgrade]`` (written by ``upgrade``): environment names, and per environment a table of
-    strings (resolver.upgrade.record reads the rest)."""
+    strings (resolver.upgrade_record reads the rest)."""
     fix = "correct [tool.resolver.upgrade] in pixi.toml (docs/upgrade.md)"
     table = check.table(value, "tool.resolver.upgrade")
     for role in ("default", "candidate", "previous"):

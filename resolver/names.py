@@ -6,7 +6,9 @@ path, a command-line argument or a line on the terminal passes through here firs
 * :func:`check_env_name`: environment names are what pixi allows (lowercase letters, digits, ``-``),
   so a name can never be ``..``, ``a/b`` or ``./../../docs``;
 * :func:`inside`: a path derived from input, resolved (symlinks followed), stays inside its root;
-* :func:`check_file_name`: a download's file name is one plain name, never a path;
+* :func:`check_file_name` / :func:`download_name`: a download's file name is one plain name, never a
+  path; :func:`local_path`: the file behind a ``file://`` URL or a plain path;
+* :func:`redact_url`: an index URL's credentials never reach a cache, a log or a message;
 * :func:`check_pypi_name` / :func:`check_version_spec`: what reaches pip (or uv) is a PEP 508 name
   and a version specifier, never an option such as ``-e/some/dir``;
 * :func:`printable`: control characters (terminal escapes, bidi overrides) are shown escaped.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from resolver.errors import BadInput
 
@@ -106,6 +109,74 @@ def check_file_name(name: object, *, what: str, fix: str) -> str:
             or len(name.encode("utf-8", "surrogatepass")) > NAME_MAX or printable(name) != name:
         raise BadInput(f"{what} {printable(repr(name))} is not a plain file name", fix=fix)
     return name
+
+
+# ----------------------------------------------------------------------------- URLs and downloads
+
+
+def local_path(url: str) -> Path | None:
+    """The file behind a ``file://`` URL or a plain path; None for remote URLs.
+
+    >>> local_path("file:///srv/wheels/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl").name
+    'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'
+    >>> local_path("https://pypi.org/simple/torch/") is None
+    True
+    """
+    if url.startswith("file://"):
+        return Path(unquote(urlsplit(url).path))
+    if url.startswith("/"):
+        return Path(url)
+    return None
+
+
+def file_name_of(url: str) -> str:
+    """The last path segment of ``url``, decoded (not checked: for comparing, never for a path)."""
+    return unquote(urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1])
+
+
+def download_name(url: str) -> str:
+    """The file name an artefact is stored as: the URL's last path segment, decoded, which must be one
+    plain name (a ``%2F``-encoded ``..`` in a shared lock must not become a path).
+
+    >>> download_name("https://h/whl/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl")
+    'torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl'
+    """
+    return check_file_name(unquote(urlsplit(url).path.rsplit("/", 1)[-1]), what=f"the file name of {redact_url(url)}",
+                           fix="restore pixi.lock from version control or lock again: a locked URL must end in "
+                               "the artefact's own file name")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password (or token) in it replaced by ``****``, as pip shows index URLs: what
+    is written to a cache, a log or a message.
+
+    >>> redact_url("https://user:s3cret@pypi.example.org/simple/")
+    'https://user:****@pypi.example.org/simple/'
+    >>> redact_url("https://token@pypi.example.org/simple/"), redact_url("/srv/wheels")
+    ('https://****@pypi.example.org/simple/', '/srv/wheels')
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    netloc, slash, path = rest.partition("/")
+    userinfo, _, host = netloc.rpartition("@")
+    user, colon, _password = userinfo.partition(":")
+    shown = f"{user}:****" if colon else "****"
+    return f"{scheme}://{shown}@{host}{slash}{path}"
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with any user and password removed: what a lock or a cache records of an index's file
+    (credentials stay in the configuration they came from).
+
+    >>> without_credentials("https://user:s3cret@pypi.example.org/simple/x-1.whl")
+    'https://pypi.example.org/simple/x-1.whl'
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}"
 
 
 # --------------------------------------------------------------------------------- PyPI (pip / uv)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import hashlib
 import time
 import urllib.error
 import urllib.request
@@ -20,9 +19,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.errors import BadInput, IntegrityError, SourceUnreachable
-from resolver.fs import MiB, atomic_stream
+from resolver.fs import MiB, atomic_stream, sha256_hasher
+from resolver.names import redact_url
 
-Progress = Callable[[str, int, "int | None", float], None]  # (label, done MiB, total MiB or None, started)
+Progress = Callable[..., None]  # Output.progress: (label, done bytes, total bytes or None, started, unit="bytes")
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,7 +64,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
              progress: Progress | None = None, what: str | None = None) -> Path:
     """``url`` saved as ``target``; the file appears only complete, and only with ``expected_sha256``."""
     label = what or target.name
-    digest = hashlib.sha256()
+    digest = sha256_hasher()
     try:
         with atomic_stream(target, label="download") as sink, _open(url, timeout) as response:
             total = int(response.headers.get("Content-Length") or 0) or None
@@ -74,14 +74,14 @@ def download(url: str, target: Path, *, expected_sha256: str | None = None, time
                 digest.update(block)
                 done += len(block)
                 if progress is not None:
-                    progress(f"downloading {label}", done >> 20, total >> 20 if total else None, started)
+                    progress(f"downloading {label}", done, total or None, started, unit="bytes")
             if expected_sha256 and digest.hexdigest() != expected_sha256:
                 raise IntegrityError(f"the download of {label} has sha256 {digest.hexdigest()[:12]}…, expected "
-                                     f"{expected_sha256[:12]}… ({url})",
+                                     f"{expected_sha256[:12]}… ({redact_url(url)})",
                                      fix="retry; if it persists the server (or a mirror in front of it) serves a "
                                          "different file")
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-        raise SourceUnreachable(f"cannot download {url} ({getattr(exc, 'reason', exc)})",
+        raise SourceUnreachable(f"cannot download {redact_url(url)} ({getattr(exc, 'reason', exc)})",
                                 fix="check the network or point a mirror at it ([tool.resolver] mirrors)") from None
     except OSError as exc:
         if exc.errno not in _DISK_ERRNOS:

@@ -14,19 +14,16 @@ unsafe-best-match`` makes uv choose across indexes as pip does.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from resolver import proc
-from resolver.errors import EnvironmentProblem, ResolverError
-from resolver.fs import write_atomic
+from resolver.errors import EnvironmentProblem
 
 RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build fetches metadata of ~60 wheels
 INSTALL_TIMEOUT_S = 3600
@@ -82,17 +79,19 @@ def environ() -> dict[str, str]:
 def compile_pins(requirements_file: Path, output: Path, *, python: str, platform: str, flags: Sequence[str]) -> proc.Completed:
     """``uv pip compile`` for one Python and platform, wheels only: exact pins, the sha256 of each pin's
     fitting files, and the source of each (``# from <index>``)."""
-    return start_compile(requirements_file, output, python=python, platform=platform,
-                         flags=flags).result(RESOLVE_TIMEOUT_S)
+    return proc.run([binary(), "pip", "compile", "--no-config", "--quiet", "--generate-hashes",
+                     "--emit-index-annotation", "--no-annotate", "--no-header", "--python-version", python,
+                     "--python-platform", platform, "--only-binary", ":all:", "--output-file", str(output), *flags,
+                     str(requirements_file)], timeout=RESOLVE_TIMEOUT_S, env=environ())
 
 
-def start_compile(requirements_file: Path, output: Path, *, python: str, platform: str,
-                  flags: Sequence[str]) -> proc.Running:
-    """:func:`compile_pins`, started: it runs while the caller goes on."""
-    return proc.start([binary(), "pip", "compile", "--no-config", "--quiet", "--generate-hashes",
-                       "--emit-index-annotation", "--no-annotate", "--no-header", "--python-version", python,
-                       "--python-platform", platform, "--only-binary", ":all:", "--output-file", str(output), *flags,
-                       str(requirements_file)], env=environ())
+def cache_dir() -> Path | None:
+    """The folder uv keeps unpacked wheels in (``UV_CACHE_DIR``, else what ``uv cache dir`` says), for
+    progress while uv unpacks; None when uv does not say."""
+    if os.environ.get("UV_CACHE_DIR"):
+        return Path(os.environ["UV_CACHE_DIR"])
+    done = proc.run([binary(), "cache", "dir"], timeout=30, env=environ())
+    return Path(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip() else None
 
 
 def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bool) -> proc.Completed:
@@ -107,125 +106,20 @@ def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bo
 
 @dataclass(frozen=True)
 class UvCompile:
-    """One ``uv pip compile``, with everything it is given: equal values are the same resolve."""
+    """One ``uv pip compile``, with everything it is given."""
 
     requirements: tuple[str, ...]
     python: str
     platform: str  # uv's --python-platform
     flags: tuple[str, ...]  # the sources, as uv flags
-    uv_cache: str | None  # UV_CACHE_DIR: another cache may hold other index pages
 
-    def start(self) -> _CompileRun:
+    def run(self) -> tuple[proc.Completed, str | None]:
+        """(what uv did, the pins it wrote or None), in a temporary folder removed afterwards."""
         folder = Path(tempfile.mkdtemp(prefix="resolver-uv-"))
         try:
-            wanted = folder / "requirements.in"
+            wanted, pinned = folder / "requirements.in", folder / "requirements.txt"
             wanted.write_text("".join(f"{r}\n" for r in self.requirements), encoding="utf-8")
-            return _CompileRun(folder, start_compile(wanted, folder / "requirements.txt", python=self.python,
-                                                        platform=self.platform, flags=self.flags))
-        except BaseException:  # no uv (one sentence from binary()), a full disk: no folder left behind
+            done = compile_pins(wanted, pinned, python=self.python, platform=self.platform, flags=self.flags)
+            return done, (pinned.read_text(encoding="utf-8") if done.returncode == 0 and pinned.is_file() else None)
+        finally:  # no uv (one sentence from binary()), a full disk, an interrupt: no folder left behind
             shutil.rmtree(folder, ignore_errors=True)
-            raise
-
-    def to_json(self) -> dict:
-        return {"requirements": list(self.requirements), "python": self.python, "platform": self.platform,
-                "flags": list(self.flags), "uv_cache": self.uv_cache}
-
-    @classmethod
-    def from_json(cls, data: dict) -> UvCompile:
-        return cls(tuple(map(str, data["requirements"])), str(data["python"]), str(data["platform"]),
-                   tuple(map(str, data["flags"])), None if data.get("uv_cache") is None else str(data["uv_cache"]))
-
-
-class _CompileRun:
-    """A started ``uv pip compile`` and the folder of its input and output."""
-
-    def __init__(self, folder: Path, running) -> None:
-        self.folder, self.running, self.started = folder, running, time.monotonic()
-
-    def finish(self):
-        """(what uv did, the pins it wrote or None); the folder is removed."""
-        try:
-            done = self.running.result(RESOLVE_TIMEOUT_S)
-            output = self.folder / "requirements.txt"
-            return done, (output.read_text(encoding="utf-8") if done.returncode == 0 and output.is_file() else None)
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-    def cancel(self) -> None:
-        try:
-            self.running.cancel()
-        finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-
-class Speculation:
-    """PyPI resolves started before a lock knows its exact inputs.
-
-    A re-lock of the same targets almost always gives uv exactly what the last one did, and what comes
-    before uv in a lock (planning, reading the manifest and the old lock, checking that remote indexes
-    answer) takes a third of uv's own time. So ``lock`` starts uv at once with the inputs the last lock
-    of the same request had (kept in the PyPI cache); :func:`resolver.lock.pypi.resolve` takes such a
-    run only when its inputs are equal to the ones it computed, else it starts its own and the guess is
-    stopped. A guess older than :attr:`FRESH_S` is not taken (the lock waited for another one)."""
-
-    FILE = "last-resolves.json"
-    KEEP = 16  # requests remembered
-    FRESH_S = 60.0
-
-    def __init__(self, cache: Path, key: str) -> None:
-        self.file, self.key = cache / self.FILE, key
-        self._runs: list[tuple[str, UvCompile, _CompileRun]] = []
-        self._ran: dict[str, UvCompile] = {}
-        self._lock = threading.Lock()
-
-    @classmethod
-    def start(cls, cache: Path, key: str) -> Speculation:
-        """The resolves the last lock of ``key`` ran, started again."""
-        speculation = cls(cache, key)
-        for label, job in speculation._remembered().get(key, {}).items():
-            try:
-                speculation._runs.append((label, job, job.start()))
-            except (OSError, ResolverError):  # no uv, no temp folder: the lock runs its own and says why
-                break
-        return speculation
-
-    def take(self, job: UvCompile, label: str) -> _CompileRun | None:
-        """The run started for exactly ``job``, if any; a guess for ``label`` that missed is stopped."""
-        with self._lock:
-            taken = next((entry for entry in self._runs if entry[1] == job), None)
-            missed = [entry for entry in self._runs if entry is not taken and entry[0] == label]
-            self._runs = [entry for entry in self._runs if entry is not taken and entry not in missed]
-        for _, _, run in missed:
-            run.cancel()
-        if taken is not None and time.monotonic() - taken[2].started > self.FRESH_S:
-            taken[2].cancel()
-            return None
-        return taken[2] if taken is not None else None
-
-    def ran(self, job: UvCompile, label: str) -> None:
-        with self._lock:
-            self._ran[label] = job
-
-    def finish(self, *, remember: bool) -> None:
-        """Stop the guesses nobody took; with ``remember``, keep what this lock ran for the next one."""
-        with self._lock:
-            left, self._runs = self._runs, []
-        for _, _, run in left:
-            run.cancel()
-        if remember and self._ran:
-            known = {k: v for k, v in self._remembered().items() if k != self.key}
-            known[self.key] = dict(self._ran)
-            kept = dict(list(known.items())[-self.KEEP:])
-            data = {k: {label: job.to_json() for label, job in jobs.items()} for k, jobs in kept.items()}
-            try:  # insertion order is age: the oldest request is dropped first
-                write_atomic(self.file, (json.dumps(data, indent=1) + "\n").encode(), label="cache")
-            except OSError:  # a cache is an optimisation
-                pass
-
-    def _remembered(self) -> dict[str, dict[str, UvCompile]]:
-        try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-            return {str(k): {str(label): UvCompile.from_json(job) for label, job in jobs.items()}
-                    for k, jobs in data.items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return {}

@@ -337,7 +337,11 @@ def test_cli_json_and_refusal(tmp_path) -> None:
     assert "CUDA 13 dropped sm_70" in err["error"] and err["because"]
     assert refused.stderr.strip().count("\n") == 0  # one line
     human = _cli("--profile", str(path))
-    assert human.returncode == 0 and "trace:" in human.stdout and "cu126" in human.stdout
+    assert human.returncode == 0 and "trace:" not in human.stdout and "cu126" in human.stdout
+    assert "add --trace" in human.stdout
+    traced = _cli("--profile", str(path), "--trace")
+    assert traced.returncode == 0 and traced.stdout.startswith(human.stdout.split("\n\nevery rule")[0])
+    assert "trace:" in traced.stdout and traced.stdout != human.stdout
 
 
 def test_what_the_plan_memo_leaves_out_of_its_key_changes_no_plan() -> None:
@@ -353,8 +357,9 @@ def test_what_the_plan_memo_leaves_out_of_its_key_changes_no_plan() -> None:
 
 def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatch) -> None:
     """A second `plan` prints the remembered answer, byte for byte what deciding again prints; a memo
-    of other inputs (another profile, other decision code) is never taken."""
+    of other inputs (another profile, another resolver package) is never taken."""
     from resolver import planning
+    from resolver.decide.model import Request
 
     path = tmp_path / "h100.json"
     path.write_text(json.dumps(nvidia(H100)))
@@ -365,18 +370,40 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     assert len(memos) == 1
     human = _cli("--profile", str(path), "--quiet")
     assert human.returncode == 0 and "trace:" not in human.stdout and "kernels" in human.stdout
+    assert "trace:" in _cli("--profile", str(path), "--trace").stdout  # rendered from the remembered plan as from a decided one
     profile = HardwareProfile.from_file(path)
     memo = planning.PlanMemo(profile, "auto", None)
-    assert memo.file == memos[0] and memo.recall()["plan"] == json.loads(first.stdout)
-    monkeypatch.setattr(planning, "_code_stamp", lambda: [["decide/rules.py", 1, 2]])  # the code changed
+    assert memo.file == memos[0] and {"schema_version": 1, **memo.recall()} == json.loads(first.stdout)
+    assert {"schema_version": 1, **planning.plan_for(Request(), profile).to_json()} == json.loads(first.stdout)  # the same memo
+    monkeypatch.setattr(planning, "package_digest", lambda: "0" * 20)  # the installed resolver changed
     assert planning.PlanMemo(profile, "auto", None).recall() is None
     monkeypatch.undo()
     other = json.loads(memos[0].read_text())
     other["inputs"] = other["inputs"].replace("H100", "A100")  # a colliding file written for other inputs
-    other["answer"]["plan"]["backend"] = "wrong"
+    other["plan"]["backend"] = "wrong"
     memos[0].write_text(json.dumps(other))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert json.loads(_cli("--profile", str(path), "--json").stdout) == json.loads(first.stdout)
+
+
+def test_the_plan_memo_is_keyed_by_the_content_of_every_file_of_the_package(tmp_path, monkeypatch) -> None:
+    """Any file of the resolver package, whatever decide imports, is part of the key: a copy of the
+    package with one byte changed in a module no list names gives another key."""
+    import shutil
+
+    from resolver import planning
+
+    copy = tmp_path / "resolver"
+    shutil.copytree(planning.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(planning, "PACKAGE", copy)
+    before = planning.package_digest()
+    assert planning.package_digest() == before
+    module = copy / "decide" / "context.py"
+    module.write_text(module.read_text() + "\n")
+    edited = planning.package_digest()
+    table = copy / "knowledge" / "data" / "gpus.toml"
+    table.write_text(table.read_text().replace("H100", "H1OO", 1))
+    assert len({before, edited, planning.package_digest()}) == 3
 
 
 def test_plan_for_gives_the_same_plan_from_its_memo(tmp_path, monkeypatch) -> None:

@@ -33,7 +33,9 @@ def _env(root: Path, name: str, torch: str) -> None:
     (prefix / "conda-meta").mkdir(parents=True)
     (prefix / "bin").mkdir()
     (prefix / "bin" / "python").symlink_to(sys.executable)
-    (prefix / "resolver-ready.json").write_text(json.dumps({"pypi": [f"torch=={torch}"], "conda": []}))
+    (prefix / "resolver-ready.json").write_text(json.dumps({
+        "environment": name, "kind": "conda", "python": "3.12", "platform": "linux-64", "lock_digest": "0" * 64,
+        "conda": [], "pypi": [f"torch=={torch}"]}))
 
 
 @pytest.fixture()

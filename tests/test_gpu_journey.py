@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 from conftest import conda_workspace
 
-from resolver.verify.fatbin import archs_of_library
+from resolver.inenv.fatbin import archs_of_library
 
 REPO = Path(__file__).resolve().parent.parent
 DOUBLES = Path(__file__).parent / "doubles"
@@ -165,6 +166,23 @@ def test_mixed_a100_t4_node_builds_both_architectures_into_the_same_environment(
     assert found["archs:tiny_ext_cuda"]["status"] == "pass"
     assert found["archs:tiny_ext_cuda"]["carried"] == ["sm_75", "sm_80"]
     assert result["verify"]["ok"] is True
+
+
+def test_a_kernel_build_shows_its_progress_with_an_estimate_from_the_last_build(project, h100_run):
+    """What a user sees while kernels compile, here not on a terminal (a log, CI): the translation units
+    done of the total with the time so far and what is left, estimated from the H100 run's build of the
+    same package, a line every 10 s while it runs and one when it ends."""
+    assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
+    env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_KERNEL_RECIPES=str(TINY_RECIPE)))
+    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--env", "cuda13", "--arch", "8.6", "--no-install"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    print(f"\n$ python -m resolver build --env cuda13 --arch 8.6 --no-install\n{done.stdout}{done.stderr}")
+    progress = [line for line in done.stderr.splitlines() if line.startswith("tiny-ext: translation units: ")]
+    assert progress, done.stderr
+    assert re.fullmatch(r"tiny-ext: translation units: (\d+)/\1 \(100%\) \S+ elapsed, ~0s left "
+                        r"\(\S+ expected from the last build\)", progress[-1]), progress
+    assert "tiny-ext: built in" in done.stdout
 
 
 def _copy_double(tmp_path: Path, name: str) -> Path:

@@ -11,8 +11,8 @@ from conftest import torch_cpu_mirror
 
 from resolver import install
 from resolver.fs import sha256_of
-from resolver.install.fetch import file_name_of
 from resolver.lock.lockfile import read_lock
+from resolver.names import file_name_of
 from resolver.paths import ProjectPaths
 
 
@@ -43,7 +43,10 @@ def test_cpu_lock_records_every_wheel_with_its_hash(cpu_project):
         assert torch.location.startswith("https://download.pytorch.org/whl/cpu/torch-2.13.0")
         assert sha256_of(mirror / file_name_of(torch.location)) == torch.sha256
     assert all(len(a.sha256) == 64 for a in cpu.pypi)
-    assert [r.name for r in cpu.conda] == ["python"] and not cpu.fallback
+    # conda-forge's python and the pip conda pairs with it (pip brings setuptools and wheel)
+    assert {r.name for r in cpu.conda} == {"python", "pip", "setuptools", "wheel"} and not cpu.fallback
+    env = project.env("cpu")
+    assert (env / "bin" / "pip").is_file() and "(cpu) " in (env / "bin" / "activate").read_text()
 
 
 def test_cpu_reinstall_from_warm_cache_is_a_no_op(cpu_project):

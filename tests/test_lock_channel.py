@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import venv
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  
 from resolver.errors import IntegrityError, ResolverError  # noqa: E402
 from resolver.fs import sha256_of  # noqa: E402
 from resolver.knowledge import Knowledge  # noqa: E402
-from resolver.lock.canonical import Canonicalizer  # noqa: E402
+from resolver.lock import current  # noqa: E402
 from resolver.lock.lockfile import read_lock  # noqa: E402
 from resolver.lock.manifest import Manifest  # noqa: E402
 from resolver.lock.sources import Sources  # noqa: E402
@@ -232,92 +231,29 @@ def test_lock_is_deterministic_and_current(locked, tmp_path, served, conda_chann
     other = make_project(tmp_path / "elsewhere", served[1].url, conda_channel)
     lock.lock_plans(other, [cpu_plan(), cuda_plan()])
     assert other.lockfile.read_bytes() == first
-    assert lock.lock_is_current(project, cpu_plan())
-    assert lock.lock_is_current(project, cuda_plan())
-    assert not lock.lock_is_current(project, cpu_plan(python="3.12"))
+    assert current.lock_status(project, [cpu_plan(), cuda_plan()]).current
+    stale = current.lock_status(project, [cpu_plan(python="3.12")])
+    assert [(r.kind, r.environment) for r in stale.reasons] == [("python-changed", "cpu")]
 
 
-def test_pypi_resolve_starts_beside_the_conda_solve_only_for_the_python_it_gets(locked, monkeypatch):
-    """A re-lock starts uv with the Python the previous lock solved while conda solves; when the solve
-    gives another Python (a stale hint), uv runs again for the solved one and the lock is the same."""
-    from resolver import uv
-    from resolver.lock import _conda_python
-
+def test_a_relock_resolves_an_environment_whose_dependencies_changed_and_keeps_the_others(locked, tmp_path):
+    """Relocking one target carries the other environments over only while they still satisfy pixi.toml:
+    one whose dependencies changed is resolved again, as pixi would."""
     project, _, _ = locked
-    pythons: list[str] = []
-    real = uv.start_compile
-
-    def counted(*args, **kwargs):
-        pythons.append(kwargs["python"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(uv, "start_compile", counted)
-    first = project.lockfile.read_bytes()
-    solved = _conda_python(next(e for e in read_lock(project.lockfile, project.root)["cpu"] if e.platform.subdir == "linux-64"))
-    lock.lock_plans(project, [cpu_plan()])
-    assert pythons == [solved] and project.lockfile.read_bytes() == first
-    pythons.clear()
-    manifest = Manifest.load(project.manifest)
-    spec_platform = manifest.environment("cpu").platforms[0]
-    sources = Sources.load(project.root)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        stale = lock._start_pypi(pool, project, manifest, "cpu", spec_platform, sources, "3.11.0", lambda text: None)
-        env, _ = lock.lock_environment(project, manifest, "cpu", spec_platform, sources,
-                                       Canonicalizer(sources, project.cache, project.root), early=stale)
-    assert sorted(pythons) == sorted(["3.11.0", solved]) and solved != "3.11.0"
-    again = next(e for e in read_lock(project.lockfile, project.root, manifest.platforms().values())["cpu"]
-                 if e.platform.name == spec_platform.name)
-    assert [(a.name, a.version, a.sha256) for a in env.pypi] == [(a.name, a.version, a.sha256) for a in again.pypi]
-
-
-def test_a_relock_takes_the_resolve_started_ahead_only_when_its_inputs_are_equal(locked, monkeypatch):
-    """`lock` starts uv at once with what the last lock of the same request gave it: the lock takes that
-    run when its own inputs are equal (no second uv), and stops a guess that missed (no process, no
-    folder left); the lock is the same bytes either way."""
-    from resolver import uv
-
-    project, _, _ = locked
-    started: list[tuple[str, Path, object]] = []
-    real = uv.start_compile
-
-    def counted(requirements_file, output, **kwargs):
-        running = real(requirements_file, output, **kwargs)
-        started.append((kwargs["python"], Path(requirements_file).parent, running))
-        return running
-
-    monkeypatch.setattr(uv, "start_compile", counted)
-    first = project.lockfile.read_bytes()
-    cache = project.cache / "pypi"
-
-    def relock(key: str) -> uv.Speculation:
-        speculation = uv.Speculation.start(cache, key)
-        try:
-            lock.lock_plans(project, [cpu_plan()], speculation=speculation)
-        finally:
-            speculation.finish(remember=True)
-        assert project.lockfile.read_bytes() == first
-        return speculation
-
-    relock("ahead-test")  # nothing remembered under this key: one run, then remembered
-    assert len(started) == 1
-    started.clear()
-    relock("ahead-test")
-    assert len(started) == 1, "the run started ahead was not taken"
-    solved = started[0][0]
-    started.clear()
-    remembered = json.loads((cache / uv.Speculation.FILE).read_text())
-    for job in remembered["ahead-test"].values():
-        job["python"] = "3.11.0"  # what a stale guess looks like: inputs this lock will not have
-    (cache / uv.Speculation.FILE).write_text(json.dumps(remembered))
-    relock("ahead-test")
-    assert [python for python, _, _ in started] == ["3.11.0", solved]
-    guess, folder = started[0][2], started[0][1]
-    assert guess._child.poll() is not None and not folder.exists()
-    # a lock that fails (or is interrupted) stops what it started ahead
-    started.clear()
-    speculation = uv.Speculation.start(cache, "ahead-test")
-    speculation.finish(remember=False)
-    assert len(started) == 1 and started[0][2]._child.poll() is not None and not started[0][1].exists()
+    copy = tmp_path / "edited"
+    shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("envs", "cache"))
+    edited = ProjectPaths(copy)
+    manifest = Manifest.load(edited.manifest)
+    del manifest.doc["feature"]["cpu"]["dependencies"]["pip"]
+    manifest.save()
+    status = current.lock_status(edited, [cuda_plan()])
+    assert [(r.kind, r.environment, r.packages) for r in status.reasons] == \
+        [("packages-not-required", "cpu", ("pip", "setuptools", "wheel"))]
+    summary = lock.lock_plans(edited, [cuda_plan()])
+    assert [e.name for e in summary.locked] == ["cpu", "cuda13"] and summary.carried_over == ("default",)
+    assert current.lock_status(edited, [cpu_plan(), cuda_plan()]).current
+    cpu = {e.platform.name: e for e in read_lock(edited.lockfile, edited.root)["cpu"]}
+    assert all("pip" not in [r.name for r in env.conda] for env in cpu.values())
 
 
 def test_relocking_one_target_keeps_the_others_byte_for_byte(locked, tmp_path, served, conda_channel):
@@ -445,13 +381,15 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     cmd = [sys.executable, "-m", "resolver"]
     done = subprocess.run([*cmd, "lock", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    assert [e["environment"] for e in data["locked"]] == ["cpu", "cuda13"] and data["carried_over"] == ["default"]
-    assert (copy / "pixi.lock").read_bytes() == project.lockfile.read_bytes()
-    remembered = json.loads((copy / ".resolver" / "cache" / "pypi" / "last-resolves.json").read_text())
-    assert sorted(label.split("/")[0] for jobs in remembered.values() for label in jobs) == ["cpu", "cuda13"]
-    done = subprocess.run([*cmd, "lock", "--json"], env=env, capture_output=True, text=True)  # with both started ahead
+    data = json.loads(done.stdout)  # the stored plans are what pixi.lock holds: nothing to resolve
+    assert data["status"] == "up-to-date" and data["locked"] == [] and data["reasons"] == []
+    done = subprocess.run([*cmd, "lock", "--check", "--json"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["current"] is True
+    done = subprocess.run([*cmd, "lock", "--force", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["status"] == "locked" and data["reasons"] == []
+    assert [e["environment"] for e in data["locked"]] == ["cpu", "cuda13"] and data["carried_over"] == ["default"]
     assert (copy / "pixi.lock").read_bytes() == project.lockfile.read_bytes()
     done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -597,9 +535,22 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
     python = next((template / "bin").glob("python3.*"))
     python.unlink()
     python.symlink_to("/nonexistent/python3")  # as if the cached build had lost its interpreter
+    shutil.rmtree(copy.env("cpu"))
     again = install.install_environment(copy, "cpu", bytecode="all")
     assert again.built_from == "lock" and run(again.path / "bin" / "rt-kernel") == "rt-kernel cpu"
     assert run(again.path / "bin" / "python", "-c", "print(1)") == "1"
+    shutil.rmtree(copy.env("cpu"))  # the cached build made again is linked next time, bytecode and all
+    linked = install.install_environment(copy, "cpu", bytecode="all")
+    assert (linked.built_from, linked.bytecode) == ("cache", "all") and list(linked.path.rglob("*.pyc"))
+    assert run(linked.path / "bin" / "python", "-c", "print(1)") == "1"
+    # a file of the cached build edited through an environment (they share it): the cached build is dropped
+    (template,) = copy.cache.glob("envs/cpu-*")
+    shared = next(p for p in (linked.path / "bin").iterdir() if p.is_file() and not p.is_symlink())
+    with open(shared, "ab") as handle:
+        handle.write(b"\n# edited in place\n")
+    shutil.rmtree(copy.env("cpu"))
+    rebuilt = install.install_environment(copy, "cpu", bytecode="all")
+    assert rebuilt.built_from == "lock" and b"edited in place" not in (rebuilt.path / "bin" / shared.name).read_bytes()
 
 
 def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_channel):
@@ -632,7 +583,7 @@ def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_
     assert "__cuda=13" in [str(v) for v in platform.virtual_packages]
     kernel = [p.location for p in lf.environment(plan.env_name).packages(platform) if p.name == "rt-kernel"]
     assert kernel[0].endswith("rt-kernel-1.2.0-cuda_1.conda")
-    assert lock.lock_is_current(project, plan)
+    assert current.lock_status(project, [plan]).current
 
 
 def test_a_channel_folder_that_is_not_indexed_is_one_sentence(tmp_path, monkeypatch, conda_channel):

@@ -14,8 +14,9 @@ import channel_factory as cf  # noqa: E402
 
 from resolver.errors import ResolverError  # noqa: E402
 from resolver.fs import sha256_of  # noqa: E402
-from resolver.install.fetch import local_path  # noqa: E402
 from resolver.lock import pypi  # noqa: E402
+from resolver.names import local_path  # noqa: E402
+from resolver.paths import ProjectPaths  # noqa: E402
 from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def wheels(tmp_path_factory):
 def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
     py = f"{sys.version_info.major}.{sys.version_info.minor}"
     result = pypi.resolve(pypi.PypiRequest(("torch==2.13.0+cpu", "rtpy"), python=py, platform=host_subdir(),
-                                          find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
+                                          find_links=(str(wheels),)), ProjectPaths(tmp_path))
     got = {a.name: a for a in result.artifacts}
     assert sorted(got) == ["rtpy", "torch"] and got["torch"].version == "2.13.0+cpu"
     assert got["torch"].sha256 == sha256_of(wheels / "torch-2.13.0+cpu-py3-none-any.whl")
@@ -45,18 +46,18 @@ def test_host_resolution_records_location_and_sha256(wheels, tmp_path):
 
 def test_another_platform_and_python_resolve_from_here(wheels, tmp_path):
     result = pypi.resolve(pypi.PypiRequest(("torch==2.13.0+cu130",), python="3.12", platform="linux-aarch64",
-                                          glibc="2.35", find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
+                                          glibc="2.35", find_links=(str(wheels),)), ProjectPaths(tmp_path))
     assert [a.version for a in result.artifacts] == ["2.13.0+cu130"]
 
 
 def test_unreachable_index_is_left_out_and_missing_pin_is_one_sentence(wheels, tmp_path):
     result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
                                           platform=host_subdir(), extra_index_urls=("http://127.0.0.1:9/simple",),
-                                          find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
+                                          find_links=(str(wheels),)), ProjectPaths(tmp_path))
     assert result.skipped_indexes == ("http://127.0.0.1:9/simple",)
     with pytest.raises(ResolverError, match="the PyPI part cannot be resolved") as info:
         pypi.resolve(pypi.PypiRequest(("torch==9.9.9",), python="3.11", platform=host_subdir(),
-                                     find_links=(str(wheels),)), tmp_path, tmp_path / "verified")
+                                     find_links=(str(wheels),)), ProjectPaths(tmp_path))
     assert "\n" not in str(info.value) and "torch==9.9.9" in str(info.value)
 
 
@@ -81,9 +82,9 @@ def test_requires_dist_comes_from_the_wheels_metadata_and_is_kept_by_sha256(tmp_
     cf.write_wheel(folder, "needs", "1.0", {"needs/__init__.py": ""}, requires=["rtpy>=1", "extra-thing ; extra == 'x'"])
     cf.write_wheel(folder, "rtpy", "1.0.0", {"rtpy/__init__.py": ""})
     request = pypi.PypiRequest(("needs",), python="3.11.7", platform="linux-64", find_links=(str(folder),))
-    first = {a.name: a for a in pypi.resolve(request, tmp_path / "cache", tmp_path / "verified").artifacts}
+    first = {a.name: a for a in pypi.resolve(request, ProjectPaths(tmp_path)).artifacts}
     assert first["needs"].requires_dist == ("rtpy>=1", "extra-thing ; extra == 'x'")
-    assert (tmp_path / "cache" / "metadata" / "requires.json").is_file()
+    assert ProjectPaths(tmp_path).pypi_requires.is_file()
 
 
 def test_pip_configuration_is_read_as_pip_reads_it(tmp_path):
@@ -129,10 +130,12 @@ def test_a_local_file_pypi_has_takes_its_url_and_one_it_lacks_is_asked_for_once_
     try:
         monkeypatch.setenv("RESOLVER_CANONICAL_INDEX", server.url + "simple")
         sources = Sources.load(tmp_path / "project", environ={})
-        cache = tmp_path / "cache"
+        from resolver.paths import ProjectPaths
+
+        project = ProjectPaths(tmp_path / "project")
 
         def locate(sha: str) -> tuple[str, list[str]]:
-            c = canonical.Canonicalizer(sources, cache)
+            c = canonical.Canonicalizer(sources, project)
             art = c.pypi_artifact(PypiArtifact("pkg", "1.0", "file:///srv/wheels/pkg-1.0-py3-none-any.whl", sha), _NoIndex())
             return art.location, c.notes
 
@@ -141,7 +144,7 @@ def test_a_local_file_pypi_has_takes_its_url_and_one_it_lacks_is_asked_for_once_
         assert location == "file:///srv/wheels/pkg-1.0-py3-none-any.whl" and "canonical address is unknown" in notes[0]
         asked = len(server.requests)
         assert locate(public)[0].startswith(server.url) and locate(local)[1] and len(server.requests) == asked
-        misses = cache / "canonical-misses.json"
+        misses = project.canonical_misses
         misses.write_text(json.dumps({local: time.time() - 2 * 86400}))  # a day later: asked again
         locate(local)
         assert len(server.requests) == asked + 1
@@ -155,3 +158,22 @@ class _NoIndex:
     @staticmethod
     def package_index(name: str) -> None:
         return None
+
+
+def test_index_credentials_never_reach_a_message_or_a_record(wheels, tmp_path):
+    """An index URL with a password in it (pip's and uv's way of naming a private index) is used as
+    given, but what is reported or remembered shows it as pip does (user:****) or leaves it out."""
+    from resolver.lock.sources import Sources
+
+    secret = "http://user:s3cret@127.0.0.1:9/simple"
+    project = ProjectPaths(tmp_path)
+    result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
+                                          platform=host_subdir(), extra_index_urls=(secret,), find_links=(str(wheels),)),
+                          project)
+    assert result.skipped_indexes == ("http://user:****@127.0.0.1:9/simple",)
+    sources = Sources.load(tmp_path, environ={"RESOLVER_EXTRA_INDEX_URLS": f"{secret} https://mirror.example/simple"})
+    assert secret in sources.extra_index_urls  # used as given
+    sources.remember(tmp_path)
+    kept = [p for p in tmp_path.rglob("*.json") if p.is_file()]
+    assert project.sources_record in kept and all("s3cret" not in p.read_text() for p in kept)
+    assert Sources.load(tmp_path, environ={}).extra_index_urls == ("https://mirror.example/simple",)

@@ -13,13 +13,14 @@ from resolver.setup.pipeline import Stamps, digest, project_lock
 
 def test_stamps_current_only_after_write(tmp_path):
     stamps = Stamps(tmp_path / "steps")
-    assert not stamps.is_current("lock", "abc")
-    stamps.write("lock", "abc", {"n": 1})
-    assert stamps.is_current("lock", "abc")
-    assert not stamps.is_current("lock", "abd")
+    abc, abd = digest("abc"), digest("abd")
+    assert not stamps.is_current("lock", abc)
+    stamps.write("lock", abc, {"n": 1})
+    assert stamps.is_current("lock", abc)
+    assert not stamps.is_current("lock", abd)
     assert stamps.read("lock")["result"] == {"n": 1}
     stamps.clear("lock")
-    assert not stamps.is_current("lock", "abc")
+    assert not stamps.is_current("lock", abc)
 
 
 def test_corrupt_stamp_is_not_current(tmp_path):

@@ -18,6 +18,7 @@ import socketserver
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -200,14 +201,15 @@ def test_lock_url_whose_file_name_is_a_path_writes_nothing(tmp_path, server, tai
 def test_conda_records_go_through_the_same_guarded_fetch(tmp_path, server):
     from resolver.install.fetch import Finder, verified_copy
     from resolver.lock.sources import Sources
+    from resolver.store import VerifiedStore
 
     cache = tmp_path / "project" / ".resolver" / "cache" / "verified"
     url = f"{server.url}/conda-forge/linux-64/..%2F..%2F..%2F..%2F..%2F..%2Fplanted.conda"
     with pytest.raises(BadInput, match="not a plain file name"):
-        verified_copy(url, hashlib.sha256(server.body).hexdigest(), cache, Finder(Sources()))
+        verified_copy(url, hashlib.sha256(server.body).hexdigest(), VerifiedStore(cache), Finder(Sources()))
     assert not (tmp_path / "planted.conda").exists() and not cache.exists() and server.requests == []
     good = verified_copy(f"{server.url}/conda-forge/linux-64/pkg-1.0-h0_0.conda", hashlib.sha256(server.body).hexdigest(),
-                         cache, Finder(Sources()))
+                         VerifiedStore(cache), Finder(Sources()))
     assert good.name == "pkg-1.0-h0_0.conda" and good.read_bytes() == server.body
 
 
@@ -238,9 +240,51 @@ def test_uv_gets_no_requirement_as_an_option(tmp_path):
     from resolver.lock import pypi
 
     with pytest.raises(BadInput, match="not a PyPI project name"):
-        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), tmp_path, tmp_path / "verified")
+        pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), ProjectPaths(tmp_path))
     source = (REPO / "resolver" / "uv.py").read_text()
     assert '"--", *(str(w) for w in wheels)' in source  # install: files after "--"; compile: a checked file
+
+
+def test_a_cache_of_uv_flags_from_an_older_resolver_runs_nothing(tmp_path):
+    """Older resolvers kept the flags of the last lock's uv runs in .resolver/cache/pypi/last-resolves.json
+    and started uv with them before anything was checked: a crafted one ran any program as uv's
+    ``--python``. That file is no longer read: while a lock waits for the project lock (long enough
+    for any started uv to run its interpreter), nothing has run."""
+    (tmp_path / "pixi.toml").write_text(MANIFEST)
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.sh"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    evil.chmod(0o755)
+    key = json.dumps([["cpu"], [], False, [], None, [], []])  # what `lock --target cpu` was remembered under
+    job = {"requirements": ["six"], "python": "3.11", "platform": "x86_64-manylinux_2_28",
+           "flags": ["--python", str(evil), "--no-index"], "uv_cache": None}
+    cache = tmp_path / ".resolver" / "cache" / "pypi"
+    cache.mkdir(parents=True)
+    (cache / "last-resolves.json").write_text(json.dumps({key: {"cpu/linux-64": job}}))
+    state = tmp_path / ".resolver" / "state"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from resolver.paths import project_lock\n"
+                               f"with project_lock(Path({str(state)!r})):\n    print('held', flush=True); "
+                               "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        env = dict(os.environ, RESOLVER_PROJECT=str(tmp_path))
+        env.pop("RESOLVER_SYSROOT", None)
+        locking = subprocess.Popen([sys.executable, "-m", "resolver", "lock", "--target", "cpu"], cwd=tmp_path,
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            for line in locking.stdout:  # it reaches the project lock, and waits
+                if "waiting for another resolver run" in line:
+                    break
+            time.sleep(3)
+            assert not marker.exists()
+        finally:
+            locking.terminate()
+            locking.wait(30)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not marker.exists()
 
 
 # ------------------------------------------------------------------------------ 7. unbounded reads

@@ -122,7 +122,7 @@ def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
 
 
 def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():
-    from resolver.verify.fatbin import (
+    from resolver.inenv.fatbin import (
         archs_in_fatbin,
         archs_of_library,
         fatbin_container,

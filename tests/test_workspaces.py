@@ -76,9 +76,9 @@ class Counted:
             self.conda.append(list(specs))
             return solve(channels, specs, platform, virtual_packages)
 
-        def counted_resolve(project, spec, name, *args, **kwargs):
-            self.pypi.append(name)
-            return resolve(project, spec, name, *args, **kwargs)
+        def counted_resolve(settings, spec, *args, **kwargs):
+            self.pypi.append(spec.name)
+            return resolve(settings, spec, *args, **kwargs)
 
         monkeypatch.setattr(lock, "solve", counted_solve)
         monkeypatch.setattr(lock, "_resolve_pypi", counted_resolve)

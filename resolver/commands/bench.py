@@ -1,11 +1,6 @@
 """`python -m resolver bench [--env NAME] [--model DIR] [--compare OTHER_ENV] [--json]`: how fast, and
-(with --compare) do two environments agree?
-
-Measures prompt processing (tokens/s of one forward pass over the prompt) and decoding (tokens/s of
-greedy one-token steps) through the environment's library and through our reference. With
-``--compare OTHER`` the same checkpoint and the same prompt run in both environments: the logits
-must agree within the dtype's tolerance, the generations must be equal, and the speed ratio
-OTHER/ENV is reported - the seed's migration check before and after a change.
+(with --compare) do two environments agree? The measuring is :mod:`resolver.verify.bench`'s; this
+module reads the flags, and :mod:`resolver.verify.bench_text` puts the document in words.
 """
 
 from __future__ import annotations
@@ -14,10 +9,10 @@ HELP = "throughput and latency (prompt, decode); --compare OTHER_ENV checks nume
 
 
 def add_arguments(parser) -> None:
+    from resolver.commands.flags import add_env_argument
     from resolver.names import env_name_arg  # light: the name rule only
 
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to measure (default: the only one installed)")
+    add_env_argument(parser, "to measure")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (default: the tiny one)")
     parser.add_argument("--compare", metavar="OTHER_ENV", type=env_name_arg,
                         help="run the same inputs in OTHER_ENV and compare")
@@ -30,30 +25,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions; the median is reported (default 5)")
     parser.add_argument("--dtype", default="", help="float32, bfloat16 or float16 (default: float32 on CPU, bfloat16 on GPU)")
     parser.add_argument("--cpu", action="store_true", help="stay on the CPU even when a GPU is visible")
-
-
-def _one(env, model, args, dump, out) -> dict:
-    from resolver.verify import report as rep
-    from resolver.verify.in_env import run_in_env
-
-    extra = ["--mode", "bench", "--batch", str(args.batch), "--prompt-len", str(args.prompt_len),
-             "--new-tokens", str(args.new_tokens), "--repeat", str(args.repeat), "--dump-logits", str(dump)]
-    if args.dtype:
-        extra += ["--dtypes", args.dtype]
-    if args.cpu:
-        extra.append("--cpu")
-    if args.prompt_lens:
-        extra += ["--prompt-lens", args.prompt_lens]
-    out.info(f"benchmarking environment '{env.name}'" + (f" at prompt lengths {args.prompt_lens}" if args.prompt_lens else "")
-             + " ...")
-    result = run_in_env(env, model, extra)
-    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver={})
-    dtype = next(iter(doc["results"]), None)
-    entry = doc["results"].get(dtype, {}) if dtype else {}
-    return {"env": env.name, "ok": doc["ok"], "dtype": dtype, "device": (doc.get("device") or {}).get("used"),
-            "torch": doc["versions"]["torch"], "library": (doc.get("library") or {}).get("name"),
-            "bench": entry.get("bench"), "by_prompt_len": entry.get("bench_by_prompt_len"), "checks": doc["checks"],
-            "errors": doc["errors"], "wall_s": doc["timings"]["wall_s"]}
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -73,104 +44,20 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     return values
 
 
-def _fmt_by_len(by_len: dict) -> list[str]:
-    def rate(b: dict, key: str) -> str:
-        v = (b or {}).get(key)
-        return f"{v:,.0f}" if isinstance(v, (int, float)) else "n/a"
-
-    def ratio(v) -> str:
-        return f"x{v:.1f}" if isinstance(v, (int, float)) else "n/a"
-
-    lines = []
-    for length, b in by_len.items():
-        lib, ref = b.get("library") or {}, b.get("reference") or {}
-        lines.append(f"  prompt {length:>6}: library {rate(lib, 'prefill_tokens_per_s')} prompt tok/s, "
-                     f"{rate(lib, 'decode_tokens_per_s')} decode tok/s; reference {rate(ref, 'prefill_tokens_per_s')} / "
-                     f"{rate(ref, 'decode_tokens_per_s')}; speed-up prompt {ratio(b.get('speedup_prefill'))}, "
-                     f"decode {ratio(b.get('speedup_decode'))}")
-    return lines
-
-
-def _fmt(r: dict) -> list[str]:
-    lines = [f"{r['env']}: torch {r['torch']}, {r['library']} on {r['device']} ({r['dtype']})"]
-    if r.get("by_prompt_len"):
-        lines += _fmt_by_len(r["by_prompt_len"])
-    for label, b in (r.get("bench") or {}).items():
-        if isinstance(b, dict):
-            decode = (f"decode {b['decode_tokens_per_s']:9.1f} tok/s ({b['per_token_latency_ms']:.2f} ms/token)"
-                      if b.get("decode_tokens_per_s") else "decode: too noisy to measure, run again")
-            lines.append(f"  {label:9s} prompt {b['prefill_tokens_per_s']:10.1f} tok/s ({b['prefill_latency_ms']:.2f} ms)   {decode}")
-    bench = r.get("bench") or {}
-    if bench.get("speedup_prefill"):
-        decode = f"x{bench['speedup_decode']:.2f}" if bench.get("speedup_decode") else "n/a"
-        lines.append(f"  library vs reference: prompt x{bench['speedup_prefill']:.2f}, decode {decode}")
-    return lines
-
-
 def run(args, out) -> int:
-    import tempfile
-    from pathlib import Path
-
-    from resolver.errors import BadInput, ExitCode
-    from resolver.install.environment import Environment
-    from resolver.paths import ProjectPaths
-    from resolver.verify.compare import compare_dumps
-    from resolver.verify.in_env import resolve_model
-
-    if min(args.batch, args.prompt_len, args.new_tokens, args.repeat) < 1:
-        raise BadInput("--batch, --prompt-len, --new-tokens and --repeat must be at least 1", fix="pass positive numbers")
     from resolver.commands.verify import check_dtypes
+    from resolver.errors import BadInput, ExitCode
+    from resolver.paths import ProjectPaths
+    from resolver.verify.bench import BenchRequest, bench
 
     check_dtypes(args.dtype, "--dtype", one=True)
-    if args.prompt_lens:
-        args.prompt_lens = ",".join(str(v) for v in parse_lengths(args.prompt_lens))
     if args.dtype and args.dtype not in ("float32", "bfloat16", "float16"):
         raise BadInput(f"--dtype {args.dtype} is not one of float32, bfloat16, float16", fix="pick one of them")
-    project = ProjectPaths.discover()
-    model = resolve_model(project, args.model)  # a bad --model is reported before anything else
-    env = Environment.find(project, args.env)
-    other = Environment.find(project, args.compare) if args.compare else None
-    with tempfile.TemporaryDirectory(prefix="resolver-bench-") as tmp:
-        results = [_one(env, model, args, Path(tmp) / "a.f32", out)]
-        doc: dict = {"model": str(model), "inputs": {"batch": args.batch, "prompt_len": args.prompt_len,
-                                                    "prompt_lens": [int(v) for v in args.prompt_lens.split(",") if v],
-                                                    "new_tokens": args.new_tokens, "repeat": args.repeat},
-                     "runs": results}
-        if other is not None:
-            results.append(_one(other, model, args, Path(tmp) / "b.f32", out))
-            if results[0]["dtype"] != results[1]["dtype"]:
-                raise BadInput(f"the two environments ran different dtypes ({results[0]['dtype']} vs {results[1]['dtype']})",
-                               fix="pass the same --dtype for both, e.g. --dtype float32")
-            from resolver.inenv.models import (
-                TOLERANCE,  # plain data; this import pulls no torch
-            )
+    request = BenchRequest(env=args.env, model=args.model, compare=args.compare, batch=args.batch,
+                           prompt_len=args.prompt_len, prompt_lens=parse_lengths(args.prompt_lens) if args.prompt_lens else (),
+                           new_tokens=args.new_tokens, repeat=args.repeat, dtype=args.dtype, cpu=args.cpu)
+    doc = bench(ProjectPaths.discover(), request, out.info)
+    from resolver.verify.bench_text import render
 
-            a, b = Path(tmp) / "a.f32", Path(tmp) / "b.f32"
-            if a.is_file() and b.is_file():
-                numerics = compare_dumps(a, b, tolerance=TOLERANCE.get(results[0]["dtype"] or "float32", 1e-3))
-            else:
-                numerics = {"ok": False, "why": "one environment produced no logits (see its errors)"}
-            ba, bb = (results[0].get("bench") or {}).get("library"), (results[1].get("bench") or {}).get("library")
-            ratio = ({"prefill": bb["prefill_tokens_per_s"] / ba["prefill_tokens_per_s"],
-                      "decode": (bb["decode_tokens_per_s"] / ba["decode_tokens_per_s"]
-                                 if bb.get("decode_tokens_per_s") and ba.get("decode_tokens_per_s") else None)}
-                     if ba and bb else None)
-            doc["compare"] = {"env": env.name, "other": other.name, "numerics": numerics, "speed_ratio_other_over_env": ratio}
-    ok = all(r["ok"] for r in results) and (doc.get("compare", {}).get("numerics", {}).get("ok", True))
-    doc["ok"] = ok
-    lines = [line for r in results for line in _fmt(r)]
-    for r in results:
-        lines += [f"  [FAIL] {c['name']}: {c['detail']}" for c in r["checks"] if c["status"] == "fail"]
-    if "compare" in doc:
-        c = doc["compare"]
-        n = c["numerics"]
-        lines.append(f"compare {other.name} vs {env.name}: " + (
-            f"logits max abs err {n['max_abs_err']:.3g} (rel {n['rel_err']:.3g}, tolerance {n['tolerance']}), "
-            f"generations {'equal' if n['tokens_equal'] else 'DIFFER'}" if "rel_err" in n else n.get("why", "")))
-        if c["speed_ratio_other_over_env"]:
-            r = c["speed_ratio_other_over_env"]
-            decode = f"x{r['decode']:.2f}" if r["decode"] else "n/a (too noisy)"
-            lines.append(f"  speed {other.name}/{env.name}: prompt x{r['prefill']:.2f}, decode {decode}")
-    lines.append("PASSED" if ok else "FAILED")
-    out.result(doc, "\n".join(lines))
-    return int(ExitCode.OK if ok else ExitCode.CHECK_FAILED)
+    out.result(doc, "\n".join(render(doc)))
+    return int(ExitCode.OK if doc["ok"] else ExitCode.CHECK_FAILED)

@@ -12,7 +12,7 @@ HELP = "build the Mamba kernels (causal-conv1d, mamba-ssm) for this environment'
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument
 
     parser.add_argument("--package", default="all", metavar="NAME",
                         help="which kernel package to build: causal-conv1d, mamba-ssm (the knowledge base's list) "
@@ -20,8 +20,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--arch", default=None,
                         help="architectures, e.g. 9.0 or 8.6,9.0 or gfx90a; 'all' = upstream's list "
                              "(default: the GPUs present, from the plan)")
-    parser.add_argument("--env", type=env_name_arg, default=None,
-                        help="environment name under .resolver/envs (default: the only one)")
+    add_env_argument(parser, "to build for")
     parser.add_argument("--jobs", type=int, default=None,
                         help="at most this many compilers at once (default: fitted to cores and free memory)")
     parser.add_argument("--no-prebuilt", action="store_true", help="always compile, even when an upstream wheel fits")

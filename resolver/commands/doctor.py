@@ -18,10 +18,9 @@ HELP = "diagnose an environment and/or an error log: the cause and the exact fix
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument
 
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to check (default: the only one installed)")
+    add_env_argument(parser, "to check")
     parser.add_argument("--log", metavar="FILE", help="a log to diagnose; - reads stdin")
     parser.add_argument("--extension", metavar="MODULE", action="append", default=[],
                         help="also check that this compiled extension module loads (repeatable)")

@@ -6,20 +6,16 @@ HELP = "install an environment from pixi.lock only (sha256-verified; conda prefi
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument, add_source_arguments
 
-    parser.add_argument("--env", "-e", type=env_name_arg, metavar="NAME",
-                        help="environment to install (default: the only one locked)")
+    add_env_argument(parser, "to install", default="the only one locked")
     parser.add_argument("--force", action="store_true", help="rebuild even when the installed one matches the lock")
-    parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                        help="a mirror of the lock's conda channel (repeatable, in the channels' order)")
-    parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
-                        help="a local wheelhouse to take locked wheels from (repeatable)")
+    add_source_arguments(parser, indexes=False)
     parser.add_argument("--bytecode", choices=("auto", "all", "none"), default="auto",
                         help="compile every module now (all), or leave it to the first import (none); auto: now "
                              "only where Python would not keep it (PYTHONDONTWRITEBYTECODE set)")
     parser.add_argument("--no-cache", action="store_true",
-                        help="do not reuse the cached build of the same lock content (run pip again)")
+                        help="do not reuse the cached build of the same lock content (uv installs the wheels again)")
 
 
 def run(args, out) -> int:
@@ -41,7 +37,7 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         if args.env is None:
-            from resolver.upgrade.record import default_environment
+            from resolver.upgrade_record import default_environment
 
             args.env = default_environment(project)  # pixi.toml's default environment, when it names one
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,

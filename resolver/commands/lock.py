@@ -1,36 +1,38 @@
-"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets.
+"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets;
+nothing to do when pixi.lock already satisfies pixi.toml and the plans.
+
+`lock --check`: whether it does, and why not (exit 1), without solving anything.
 
 `lock --fleet DIR [--profile FILE ...]`: one environment per class of the fleet (docs/fleet.md), the classes
 recorded under [tool.resolver.fleet] of pixi.toml."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-HELP = "resolve environments (conda via py-rattler, PyPI via pip) into pixi.toml + pixi.lock"
+HELP = "resolve environments (conda via py-rattler, PyPI via uv) into pixi.toml + pixi.lock"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", "-t", action="append", default=[], metavar="T",
-                        help="target to lock (cpu, cudaX.Y, rocmX.Y, auto); repeatable. Default: relock the "
-                             "environments locked before, else auto")
+    from resolver.commands.flags import add_source_arguments, add_target_argument
+
+    add_target_argument(parser, repeatable=True,
+                        help="target to lock (cpu, cudaX.Y, rocmX.Y[.Z], auto); repeatable. Default: the plans locked "
+                             "here before, else auto. Nothing is resolved while pixi.lock satisfies them (--force)")
     parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of this one "
                              "(repeatable: each is a node of a fleet, with or without --fleet)")
-    parser.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                        help="a mirror of the manifest's conda channel (repeatable, in the channels' order); the lock "
-                             "records the manifest's channel")
-    parser.add_argument("--torch-index", metavar="URL", help="PyTorch wheel index; {variant} becomes cu126, cpu …")
-    parser.add_argument("--extra-index-url", action="append", default=[], metavar="URL",
-                        help="another PyPI-style index (repeatable)")
-    parser.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL",
-                        help="a local wheelhouse (repeatable)")
+    add_source_arguments(parser)
     parser.add_argument("--no-conda", action="store_true",
                         help="lock without the conda part; the environment falls back to a virtual environment of "
                              "this machine's Python (pixi cannot install it)")
     parser.add_argument("--no-pypi", action="store_true", help="lock without the PyPI part (conda packages only)")
+    parser.add_argument("--check", action="store_true",
+                        help="only say whether pixi.lock satisfies pixi.toml and the plans (exit 0) or why not "
+                             "(exit 1); solves nothing, writes nothing. Default plans: the ones locked here before")
+    parser.add_argument("--force", action="store_true",
+                        help="resolve again even when pixi.lock already satisfies pixi.toml and the plans")
     parser.add_argument("--fleet", type=Path, metavar="DIR",
                         help="lock one environment per class of this fleet (a folder of `probe --json` files, one per "
                              "node; --profile adds nodes)")
@@ -43,38 +45,6 @@ def add_arguments(parser) -> None:
     add_gpu_arguments(parser)
 
 
-def plans_for(targets: list[str], profile_file: Path | None, project, compute_capability: str | None = None,
-              gfx: str | None = None) -> list:
-    """One Plan per target, from ``resolver.planning.plan_for`` (stored plans when no target is given and
-    no GPU architecture is stated)."""
-    from resolver.decide.model import Request, Target
-
-    if not targets and not (compute_capability or gfx):
-        from resolver import lock
-        from resolver.lock.manifest import Manifest
-
-        if project.manifest.is_file() and profile_file is None:
-            stored = [lock.stored_plan(project, name) for name in Manifest.load(project.manifest).environment_names()]
-            stored = [p for p in stored if p is not None]
-            if stored:
-                return stored
-        targets = ["auto"]
-    parsed = [Target.parse(t) for t in targets]
-    from resolver.planning import plan_for
-
-    profile = None
-    if profile_file is not None:
-        from resolver.probe.profile import HardwareProfile
-
-        profile = HardwareProfile.from_file(profile_file)
-    if compute_capability or gfx:
-        from resolver.planning import probe_here
-        from resolver.probe.overrides import apply_gpu_overrides
-
-        profile = apply_gpu_overrides(profile or probe_here(), compute_capability, gfx)
-    return [plan_for(Request(target=t), profile) for t in parsed]
-
-
 def _fleet(args):
     """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
     from resolver.decide.model import Request, Target
@@ -85,12 +55,9 @@ def _fleet(args):
 
     if len(args.target) > 1:
         raise UsageError("--fleet takes one --target (every node plans with it)", fix="pass one, e.g. --target cuda12.6")
-    python = None
-    if args.python:
-        from resolver.commands.setup import _python
+    from resolver.commands.setup import _python
 
-        python = _python(args.python)
-    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=python)
+    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=_python(args.python))
     fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]
@@ -113,69 +80,85 @@ def _write_node_list(project, fleet) -> None:
         path.unlink()
 
 
+def _lock_fleet(project, edit, fleet, sources, args, out):
+    """Only the classes that changed are solved; (the summary, what happened to each class)."""
+    from resolver import lock
+    from resolver.fleet import relock
+    from resolver.paths import project_lock
+
+    with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
+        changes = relock.compare(*relock.project_state(project), fleet, edit)
+        solve = relock.to_solve(changes)
+        summary = lock.lock_plans(project, [c.plan for c in fleet.classes if c.name in solve], sources=sources(),
+                                  no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info, edit=edit)
+        changes = relock.settled(changes, {env.name for env in summary.locked})
+        _write_node_list(project, fleet)
+    return summary, changes
+
+
 def run(args, out) -> int:
+    from resolver.errors import ExitCode, UsageError
+    from resolver.lock import current
     from resolver.paths import ProjectPaths
+    from resolver.planning import plans_for
 
     project = ProjectPaths.discover()
     started = time.monotonic()
-    speculation = None
-    if args.fleet is None and len(args.profile) <= 1 and not args.no_pypi:
-        from resolver.uv import Speculation
-
-        # uv starts now with the inputs the last lock of this request gave it; the lock takes the run
-        # only if its own inputs turn out equal (they almost always are), else it is stopped
-        speculation = Speculation.start(project.cache / "pypi", json.dumps(
-            [sorted(args.target), [str(p) for p in args.profile], args.no_conda, args.channel, args.torch_index,
-             args.extra_index_url, args.find_links]))
-    try:
-        data, text = _lock(args, out, project, speculation)
-    except BaseException:
-        if speculation is not None:
-            speculation.finish(remember=False)
-        raise
-    if speculation is not None:
-        speculation.finish(remember=True)
-    data["seconds"] = round(time.monotonic() - started, 3)
-    out.result(data, text)
-    return 0
-
-
-def _lock(args, out, project, speculation) -> tuple[dict, str]:
-    from resolver import lock
-    from resolver.lock.sources import Sources
-
-    edit, fleet = None, None
+    fleet, edit = None, None
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
+        if args.check:
+            raise UsageError("--check takes the plans of one machine, not a fleet",
+                             fix="run `lock --check` (the plans locked before) or `lock --check --target T`")
         plans, edit, fleet = _fleet(args)
     else:
         if args.python or args.kernel_channel:
-            from resolver.errors import UsageError
-
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
                              fix="add --fleet DIR, or leave it out (`lock --target T` takes the plan's Python)")
-        plans = plans_for(args.target, args.profile[0] if args.profile else None, project, args.compute_capability, args.gfx)
-    sources = Sources.load(project.root, flags={
-        "conda-channels": args.channel, "torch-index": args.torch_index,
-        "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
-    from resolver.paths import project_lock
+        # no target: the plans locked here before (none: this machine's)
+        explicit = args.target or args.profile or args.compute_capability or args.gfx
+        plans = plans_for(project, args.target, args.profile[0] if args.profile else None,
+                          compute_capability=args.compute_capability, gfx=args.gfx) if explicit else None
+    if args.check:
+        status = current.lock_status(project, plans, pypi=not args.no_pypi)
+        out.result({"lockfile": str(project.lockfile), "manifest": str(project.manifest), **status.to_json(),
+                    "seconds": round(time.monotonic() - started, 3)}, _check_text(project, status))
+        return int(ExitCode.OK if status.current else ExitCode.CHECK_FAILED)
+
+    def sources():
+        from resolver.lock.sources import Sources
+
+        return Sources.load(project.root, flags={
+            "conda-channels": args.channel, "torch-index": args.torch_index,
+            "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
 
     changes = ()
-    with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
-        if fleet is not None:  # only the classes that changed are solved
-            from resolver.fleet import relock
-
-            changes = relock.compare(*relock.project_state(project), fleet, edit)
-            solve = relock.to_solve(changes)
-            plans = [c.plan for c in fleet.classes if c.name in solve]
-        summary = lock.lock_plans(project, plans, sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi,
-                                  info=out.info, edit=edit, speculation=speculation)
-        if fleet is not None:
-            changes = relock.settled(changes, {env.name for env in summary.locked})
-            _write_node_list(project, fleet)
+    if fleet is not None:
+        summary, changes = _lock_fleet(project, edit, fleet, sources, args, out)
+    else:
+        summary = current.lock_project(project, plans, plan_here=lambda: plans_for(project, []), force=args.force,
+                                       sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
+                                       on_wait=out.info)
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}
+    data["seconds"] = round(time.monotonic() - started, 3)
+    out.result(data, _summary_text(project, summary, fleet, changes))
+    return 0
+
+
+def _check_text(project, status) -> str:
+    if status.current:
+        return f"{project.lockfile} is current: it satisfies pixi.toml and the plans"
+    return "\n".join([f"{project.lockfile} is stale:", *(f"  {r.sentence}" for r in status.reasons),
+                      "fix: python -m resolver lock"])
+
+
+def _summary_text(project, summary, fleet, changes) -> str:
+    if summary.up_to_date:
+        return f"{summary.lockfile} is current: it satisfies pixi.toml and the plans (nothing resolved; " \
+               "--force resolves again)"
     lines = [f"wrote {summary.lockfile} ({'pixi.toml updated' if summary.manifest_changed else 'pixi.toml unchanged'})"]
+    lines += [f"  because {r.sentence}" for r in summary.reasons]
     for env in summary.locked:
         lines.append(f"  {env.name} [{env.platform}]: {env.conda_packages} conda + {env.pypi_packages} PyPI packages"
                      + (f", {env.torch}" if env.torch else ""))
@@ -187,16 +170,15 @@ def _lock(args, out, project, speculation) -> tuple[dict, str]:
     if summary.carried_over:
         lines.append(f"  kept unchanged: {', '.join(summary.carried_over)}")
     if fleet is not None:
+        from resolver.commands.plan import unserved_lines
         from resolver.fleet.record import NODE_LIST, lists_nodes
 
         done = {"new": "solved", "changed": "solved", "unlocked": "solved", "kept": "kept", "gone": "removed"}
         lines += [f"  class {c.environment}: {done[c.status]}: {c.why}" for c in changes]
-        from resolver.commands.plan import unserved_lines
-
         lines += [f"  no class for {line}" for line in unserved_lines(fleet)]
         if not lists_nodes(fleet):
             lines.append(f"  every node's class: {project.root / NODE_LIST}")
         lines.append("next: python -m resolver build --matrix (the kernel variants to build in CI)")
     else:
-        lines.append("next: python -m resolver install --env " + (summary.locked[0].name if summary.locked else "NAME"))
-    return data, "\n".join(lines)
+        lines.append(f"next: python -m resolver install --env {summary.locked[0].name if summary.locked else 'NAME'}")
+    return "\n".join(lines)

@@ -21,101 +21,85 @@ HELP = "choose the PyTorch build and Mamba kernels for this machine (or a --prof
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", default="auto", metavar="TARGET",
-                        help="auto (default), cpu, cudaX.Y (e.g. cuda12.6) or rocmX.Y[.Z] (e.g. rocm6.2)")
+    from resolver.commands.flags import add_python_argument, add_target_argument
+
+    add_target_argument(parser)
     parser.add_argument("--profile", metavar="FILE", action="append", default=[],
                         help="plan for the machine described by this `probe --json` file instead of probing here "
                              "(repeatable: each is a node of a fleet, with or without --fleet)")
     parser.add_argument("--fleet", metavar="DIR", default=None,
                         help="plan for a fleet: a folder of `probe --json` files, one per node or node type")
-    parser.add_argument("--python", metavar="X.Y", default=None,
-                        help="the Python version of the environment (default: the Python running here)")
-    parser.add_argument("--trace", action="store_true", help="print every rule that fired, not only the summary")
+    add_python_argument(parser, "the Python version of the environment (default: the Python running here, if supported)")
+    parser.add_argument("--sysroot", metavar="DIR",
+                        help="plan for a captured machine (`probe --capture`, docs/sysroot.md) instead of this one; "
+                             "the same as `probe --sysroot DIR --json > F; plan --profile F`")
+    parser.add_argument("--trace", action="store_true",
+                        help="also print every rule that fired and every candidate eliminated (JSON: always in "
+                             "`trace`)")
     from resolver.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
 
 
 def run(args, out) -> int:
-    from resolver.planning import PlanMemo
+    from resolver import planning
 
+    if args.sysroot and (args.profile or args.fleet is not None):
+        from resolver.errors import UsageError
+
+        raise UsageError(f"--sysroot and {'--profile' if args.profile else '--fleet'} cannot be combined: each names "
+                         "the machine to plan for", fix="use one of them")
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
-        return _fleet(args, _request(args.target, args.python), out)
-    if args.profile:
+        return _fleet(args, planning.request_of(args.target, args.python), out)
+    profile = None
+    if args.sysroot:
+        from resolver.probe import probe_machine
+
+        profile = probe_machine(args.sysroot)
+    elif args.profile:
         from resolver.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(args.profile[0])
-    else:
-        from resolver.planning import probe_here
+    if getattr(args, "compute_capability", None) or getattr(args, "gfx", None):
+        from resolver.probe.overrides import apply_gpu_arguments
 
-        profile = probe_here()
-    from resolver.probe.overrides import apply_gpu_arguments
-
-    profile = apply_gpu_arguments(profile, args)
-    memo = PlanMemo(profile, args.target, args.python)
-    answer = memo.recall()
-    if answer is None:
-        plan = _decide(profile, args.target, args.python)
-        answer = {"plan": plan.to_json(), "human": _human(plan, verbose=True), "brief": _human(plan, verbose=False)}
-        memo.keep(answer)
-    out.result(answer["plan"], human=answer["human" if args.trace or not args.quiet else "brief"])
+        profile = apply_gpu_arguments(profile or planning.probe_here(), args)
+    plan = planning.plan_document(profile, args.target, args.python)
+    human = _human(plan, verbose=args.trace)
+    if not args.trace:
+        human += "\n\nevery rule that fired and every candidate eliminated: add --trace"
+    out.result(plan, human=human)
     return 0
 
 
-def _request(target_text: str, python_text: str | None):
-    from resolver.decide.model import Request, Target
-    from resolver.errors import BadInput
-    from resolver.versions import DottedVersion
-
-    target = Target.parse(target_text)
-    python = None
-    if python_text is not None:
-        try:
-            python = DottedVersion.parse(python_text)
-        except ValueError:
-            python = None
-        if python is None or len(python.parts) < 2 or python.major != 3:
-            raise BadInput(f"--python {python_text!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
-    return Request(target=target, python=python)
-
-
-def _decide(profile, target_text: str, python_text: str | None):
-    from resolver.decide import decide
-    from resolver.knowledge import Knowledge
-
-    outcome = decide(profile, _request(target_text, python_text), Knowledge.load())
-    if outcome.plan is None:
-        raise outcome.refusal
-    return outcome.plan
-
-
-def _human(plan, verbose: bool) -> str:
-    lines = [plan.summary, ""]
-    torch = plan.torch
-    lines.append(f"  backend   {plan.backend}{' ' + plan.backend_version if plan.backend_version else ''}"
-                 f"{'' if plan.runnable_here else '  (a plan for another machine)'}")
-    lines.append(f"  python    {plan.python} on {plan.platform}" + (f", glibc {plan.glibc}" if plan.glibc else ""))
-    lines.append(f"  torch     {torch.requirement}  from {torch.source.url}")
-    if torch.conda:
-        lines.append(f"  conda     {torch.conda.spec}  (channel {torch.conda.channel})")
-    kernels = plan.kernels
-    if kernels.strategy == "none":
+def _human(plan: dict, verbose: bool) -> str:
+    """A plan's JSON form (``Plan.to_json``) as the lines ``plan`` prints."""
+    lines = [plan["summary"], ""]
+    torch, kernels = plan["torch"], plan["kernels"]
+    lines.append(f"  backend   {plan['backend']}{' ' + plan['backend_version'] if plan['backend_version'] else ''}"
+                 f"{'' if plan['runnable_here'] else '  (a plan for another machine)'}")
+    lines.append(f"  python    {plan['python']} on {plan['platform']}" + (f", glibc {plan['glibc']}" if plan["glibc"] else ""))
+    lines.append(f"  torch     {torch['requirement']}  from {torch['source']['url']}")
+    if torch["conda"]:
+        lines.append(f"  conda     {torch['conda']['spec']}  (channel {torch['conda']['channel']})")
+    if kernels["strategy"] == "none":
         lines.append("  kernels   none (reference path)")
     else:
-        packages = ", ".join(f"{n} {v}" for n, v in kernels.packages)
-        lines.append(f"  kernels   {kernels.strategy}: {packages} with {kernels.toolkit} for {', '.join(kernels.arch_list)}")
-    for patch in plan.patches:
-        lines.append(f"  patch     {patch.id} ({patch.file})")
-    for step in plan.trace:
-        if step.rule == "variant" and ", not " in step.result:
-            lines.append(f"  why       {step.result}: {step.because}")
-    for warning in plan.warnings:
+        packages = ", ".join(f"{n} {v}" for n, v in kernels["packages"].items())
+        lines.append(f"  kernels   {kernels['strategy']}: {packages} with {kernels['toolkit']} for "
+                     f"{', '.join(kernels['arch_list'])}")
+    for patch in plan["patches"]:
+        lines.append(f"  patch     {patch['id']} ({patch['file']})")
+    for step in plan["trace"]:
+        if step["rule"] == "variant" and ", not " in step["result"]:
+            lines.append(f"  why       {step['result']}: {step['because']}")
+    for warning in plan["warnings"]:
         lines.append(f"  warning   {warning}")
     if verbose:
         lines.append("")
         lines.append("trace:")
-        for step in plan.trace:
-            lines.append(f"  {step.rule:<14} {step.result:<22} {step.because}")
+        for step in plan["trace"]:
+            lines.append(f"  {step['rule']:<14} {step['result']:<22} {step['because']}")
     return "\n".join(lines)
 
 
@@ -146,7 +130,7 @@ def fleet_text(fleet, verbose: bool = False) -> str:
     for c in fleet.classes:
         plan = c.plan
         lines += ["", f"{c.name}: {len(c.nodes):,} node(s): {brief_list(c.nodes)}", f"  why       {c.why}"]
-        lines += ["  " + line for line in _human(plan, verbose=verbose).splitlines()[2:] if line.strip()]
+        lines += ["  " + line for line in _human(plan.to_json(), verbose=verbose).splitlines()[2:] if line.strip()]
     if fleet.unserved:
         lines += ["", "no class can serve:"] + ["  " + line for line in unserved_lines(fleet)]
     if len(fleet.membership) <= LIST_MAX:

@@ -6,9 +6,13 @@ HELP = "probe → plan → lock → install → patch → build → verify, skip
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--target", default="auto", help="auto (default), cpu, cudaX.Y or rocmX.Y[.Z]")
-    parser.add_argument("--python", help="Python X.Y for the environment (default: this interpreter's, if supported)")
-    parser.add_argument("--profile", help="plan for another machine from its `probe --json` file (stops after the lock)")
+    from resolver.commands.flags import add_python_argument, add_source_arguments, add_target_argument
+
+    add_target_argument(parser)
+    add_python_argument(parser, "the Python version of the environment (default: the Python running here, if supported)")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="plan for the machine described by this `probe --json` file instead of this one (stops "
+                             "after the lock)")
     parser.add_argument("--dry-run", action="store_true", help="list the steps that would run, and why")
     parser.add_argument("--no-wait", action="store_true", help="exit (code 6) instead of waiting for another run")
     parser.add_argument("--force", action="store_true", help="run every step even when its stamp is current")
@@ -18,6 +22,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sysroot", metavar="DIR",
                         help="a machine double: the GPUs, drivers and ROCm of the capture in DIR (docs/sysroot.md), "
                              "everything else from this machine; same as RESOLVER_SYSROOT=DIR")
+    add_source_arguments(parser)
 
 
 def run(args, out) -> int:
@@ -26,6 +31,7 @@ def run(args, out) -> int:
     from resolver.decide.model import Request, Target
     from resolver.paths import ProjectPaths
     from resolver.setup import SetupOptions, run_setup, summary_text
+    from resolver.setup.pipeline import append_to_log
 
     if args.sysroot:
         import os
@@ -34,17 +40,22 @@ def run(args, out) -> int:
 
         # every probe of this run (and of its child processes) sees the double, not just setup's own
         os.environ[SYSROOT_VAR] = str(Path(args.sysroot).resolve())
+    from resolver.commands.flags import source_flags
+
     request = Request(target=Target.parse(args.target), python=_python(args.python))
     options = SetupOptions(request=request, profile_file=Path(args.profile) if args.profile else None,
                            dry_run=args.dry_run, wait=not args.no_wait, force=args.force,
-                           kernel_channel=args.kernel_channel)
+                           kernel_channel=args.kernel_channel, sources=tuple(source_flags(args).items()))
     project = ProjectPaths.discover()
     if not out.quiet and not out.json_mode:
         from resolver.names import printable
 
-        print(f"mamba-resolver setup in {printable(str(project.root))}")
+        print(f"mamba-resolver setup --dry-run in {printable(str(project.root))}: the steps that would run, and why; "
+              "nothing is changed" if args.dry_run else f"mamba-resolver setup in {printable(str(project.root))}")
     result = run_setup(project, options, quiet=out.quiet, json_mode=out.json_mode, on_wait=out.info)
-    out.result(result_json(result), summary_text(result))
+    text = summary_text(result, dry_run=args.dry_run)
+    out.result(result_json(result), text)
+    append_to_log(result.log_file, text)  # with --json too: the log is the run's whole record
     return 0
 
 
@@ -69,5 +80,6 @@ def result_json(result) -> dict:
         "verify": result.verify,
         "remaining": result.remaining,
         "notes": result.notes,
+        "caveats": [{"step": step, **caveat.to_json()} for step, caveat in result.caveats],
         "log": str(result.log_file) if result.log_file else None,
     }

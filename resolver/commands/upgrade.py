@@ -18,9 +18,9 @@ HELP = "build a new torch/CUDA environment beside the current one, prove it agai
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument, add_source_arguments, add_target_argument
 
-    parser.add_argument("--target", metavar="T", help="another backend or toolkit: cpu, cudaX.Y, rocmX.Y[.Z], auto "
+    add_target_argument(parser, default=None, help="another backend or toolkit: cpu, cudaX.Y, rocmX.Y[.Z], auto "
                         "(default: the current environment's)")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--torch", metavar="X.Y", help="the torch release to upgrade to (e.g. 2.14)")
@@ -28,8 +28,7 @@ def add_arguments(parser) -> None:
                        help="the newest torch release the knowledge base lists, even one it marks unconfirmed")
     parser.add_argument("--python", metavar="X.Y", help="the new environment's Python (default: the current one's, "
                         "when the new torch supports it)")
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to upgrade (default: the project's default, else the only one)")
+    add_env_argument(parser, "to upgrade", default="the project's default, else the only one")
     parser.add_argument("--promote", action="store_true",
                         help="make the new environment the default once its proof passes (alone: promote the "
                              "pending upgrade, finishing it first)")
@@ -59,12 +58,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--report", type=Path, metavar="DIR", help="where the Markdown and JSON reports go "
                         "(default: .resolver/reports)")
     parser.add_argument("--no-wait", action="store_true", help="exit (code 6) instead of waiting for another run")
-    locking = parser.add_argument_group("sources (as for `lock`)")
-    locking.add_argument("--channel", action="append", default=[], metavar="URL_OR_PATH",
-                         help="a mirror of the manifest's conda channel (repeatable)")
-    locking.add_argument("--torch-index", metavar="URL", help="PyTorch wheel index; {variant} becomes cu126, cpu …")
-    locking.add_argument("--extra-index-url", action="append", default=[], metavar="URL", help="another index")
-    locking.add_argument("--find-links", action="append", default=[], metavar="DIR_OR_URL", help="a local wheelhouse")
+    add_source_arguments(parser.add_argument_group("sources (as for `lock`)"))
 
 
 def run(args, out) -> int:

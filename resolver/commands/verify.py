@@ -1,7 +1,7 @@
 """`python -m resolver verify [--env NAME] [--model DIR] [--json]`: does the environment really work?
 
 Loads a Mamba checkpoint through the real library in the environment and through our pure-PyTorch
-reference (resolver/verify/reference.py), compares logits and greedy generations, checks that the kernel
+reference (resolver/inenv/reference.py), compares logits and greedy generations, checks that the kernel
 extensions load and, on a GPU, that they were built for it. All torch work runs in ONE process
 inside the environment (resolver/inenv/verify.py); this process never imports torch.
 """
@@ -12,10 +12,9 @@ HELP = "load a Mamba model through the environment's libraries and our reference
 
 
 def add_arguments(parser) -> None:
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.commands.flags import add_env_argument
 
-    parser.add_argument("--env", type=env_name_arg, metavar="NAME",
-                        help="the environment to check (default: the only one installed)")
+    add_env_argument(parser, "to check")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (config.json + "
                         "*.safetensors); default: a tiny deterministic checkpoint the tool writes itself")
     parser.add_argument("--dtypes", metavar="LIST", default="",

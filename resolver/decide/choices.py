@@ -61,8 +61,10 @@ def kernel_compiler(ctx: Context, name: str, torch_version: DottedVersion,
 def environment_packages(ctx: Context, cuda: DottedVersion | None = None) -> tuple[tuple[str, str], ...]:
     """The environment's conda dependencies: its own Python, and with ``cuda`` the CUDA toolkit an extension
     build needs, pinned to torch's CUDA through ``cuda-version`` (the knowledge base's conda_forge.toml)."""
-    packages = [("python", f"{python_text(ctx.python)}.*")]
-    because = f"a conda environment with its own Python {python_text(ctx.python)}"
+    # conda-forge's python has no pip inside; conda pairs them (add_pip_as_python_dependency) and users
+    # expect `pip` in an environment (conda_forge.toml [[python_package]] python, pip)
+    packages = [("python", f"{python_text(ctx.python)}.*"), ("pip", "*")]
+    because = f"a conda environment with its own Python {python_text(ctx.python)} and pip, as conda pairs them"
     if cuda is not None:
         toolkit = ctx.k.conda_forge.toolkit_specs(cuda)
         packages += list(toolkit)

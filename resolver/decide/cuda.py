@@ -249,11 +249,7 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
     glibc_note(ctx)
     ctx.step("target", f"cuda{wanted}", "no NVIDIA GPU here: planning for another machine with the requested CUDA")
     kernels = ctx.os == "linux"
-    found, rejected = newest_first(
-        ctx, "cuda", variant_filter=lambda v: matches(v.version, wanted),
-        release_rule=lambda release: release_rejection(ctx, release, kernels),
-        variant_rule=lambda release, variant: None if confirmed(release, variant) else
-        explain.unconfirmed(release, variant))
+    found, rejected = _elsewhere_search(ctx, wanted, kernels)
     for name, items in _by_release(rejected).items():
         if any(item.variant is None for item in items):
             ctx.step("torch-release", f"{name} eliminated", items[0].why.message)
@@ -262,7 +258,7 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
     if found is None:
         raise Refusal(f"--target {ctx.request.target}: PyTorch publishes no confirmed CUDA {wanted} wheels usable with "
                       f"Python {python_text(ctx.python)} on {ctx.profile.platform}",
-                      fix=f"use one of {explain.cuda_targets(ctx)} (or check --python)")
+                      fix=_targets_that_plan_elsewhere(ctx, wanted, kernels))
     release, variant = found
     cuda = variant.version
     if cuda < ctx.k.min_cuda():
@@ -297,6 +293,44 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
                 platform=ctx.profile.platform, torch=torch, kernels=kernel_choice, warnings=tuple(ctx.warnings),
                 trace=tuple(ctx.trace), glibc=text_or_none(ctx.glibc), cuda_driver=str(cuda), runnable_here=False,
                 summary=summary, target=str(ctx.request.target), conda_packages=environment)
+
+
+def _elsewhere_search(ctx: Context, wanted: DottedVersion, kernels: bool):
+    return newest_first(
+        ctx, "cuda", variant_filter=lambda v: matches(v.version, wanted),
+        release_rule=lambda release: release_rejection(ctx, release, kernels),
+        variant_rule=lambda release, variant: None if confirmed(release, variant) else
+        explain.unconfirmed(release, variant))
+
+
+def _targets_that_plan_elsewhere(ctx: Context, wanted: DottedVersion, kernels: bool) -> str:
+    """The way out of a CUDA target nothing plans for: the targets the same search does plan (each one
+    tried, so every target named plans), the nearest first.
+
+    >>> from resolver.decide.context import Context
+    >>> from resolver.decide.model import Request, Target
+    >>> from resolver.knowledge import Knowledge
+    >>> from resolver.probe.profile import HardwareProfile
+    >>> cpu = HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.36", "python": "3.11.7",
+    ...                                  "nvidia": None, "amd": None, "cuda_toolkit": None})
+    >>> ctx = Context(cpu, Request(target=Target.parse("cuda12.5")), Knowledge.load(), cpu.python.truncate(2))
+    >>> _targets_that_plan_elsewhere(ctx, DottedVersion.parse("12.5"), True)  # doctest: +ELLIPSIS
+    'use --target cuda12.4 or cuda12.6 (the nearest; all that plan: cuda11.7, cuda11.8, cuda12.1, cuda12.4, ...)'
+    """
+    candidates = sorted({v.version.truncate(2) for release in ctx.k.releases
+                         for v in release.variants_for(ctx.profile.platform, "cuda") if v.version is not None})
+    planned = []
+    for version in candidates:
+        found, _ = _elsewhere_search(ctx.fresh(), version, kernels)
+        if found is not None and (not kernels or found.variant.version >= ctx.k.min_cuda()):
+            planned.append(version)
+    if not planned:
+        return "use --target cpu, or another --python"
+    below = [v for v in planned if v < wanted]
+    above = [v for v in planned if v > wanted]
+    nearest = [v for v in (below[-1:] + above[:1])]
+    return (f"use --target {' or '.join(f'cuda{v}' for v in nearest)} (the nearest; all that plan: "
+            f"{', '.join(f'cuda{v}' for v in planned)})")
 
 
 def _by_release(rejected: list[Rejected]) -> dict[str, list[Rejected]]:

@@ -53,6 +53,20 @@ class Target:
             return cls("rocm", DottedVersion.parse(match.group(3)))
         return cls(match.group(1))
 
+    @staticmethod
+    def for_environment(name: str) -> str:
+        """The ``--target`` that locks environment ``name`` again: the family name itself (``cuda12``
+        plans the newest CUDA 12.x), or ``TARGET`` for a name no target makes (a fleet's class).
+
+        >>> Target.for_environment("cuda12"), Target.for_environment("cpu"), Target.for_environment("cuda12-sm80")
+        ('cuda12', 'cpu', 'TARGET')
+        """
+        try:
+            target = Target.parse(name)
+        except UsageError:
+            return "TARGET"
+        return name if target.backend != "auto" and target.env_name == name else "TARGET"
+
     @property
     def env_name(self) -> str:
         """The environment family a target lands in: ``cpu``, ``cuda12``, ``cuda13``, ``rocm6`` …"""

@@ -15,7 +15,6 @@ imports torch.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from pathlib import Path
 
 from resolver.doctor.context import FixContext
 from resolver.inenv.answers import EnvironmentFacts, ExtensionState, TorchBuild
-from resolver.install.environment import READY_MARKER, Environment
+from resolver.install.environment import READY_MARKER, Environment, ready_record
 from resolver.paths import ProjectPaths
 
 
@@ -235,10 +234,10 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFac
     if not marker_path.is_file():
         return [Finding("ready-marker", "warn", f"{marker_path} is missing: this environment was not made by "
                         "`resolver install` or its install did not finish", f"python -m resolver install --env {env.name}")]
-    try:
-        marker = json.loads(marker_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return [Finding("ready-marker", "fail", f"{marker_path} is unreadable ({exc})", f"python -m resolver install --env {env.name} --force")]
+    marker = ready_record(env.path)
+    if marker is None:
+        return [Finding("ready-marker", "fail", f"{marker_path} is not a marker install wrote (unreadable, malformed, "
+                        "a link, or another user's)", f"python -m resolver install --env {env.name} --force")]
     out = []
     torch_facts = EnvironmentFacts.of(facts).torch
     installed = torch_facts.version if torch_facts is not None else None
@@ -267,7 +266,23 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFac
                            "does not match the lock", f"python -m resolver install --env {env.name}"))
     else:
         out.append(Finding("lock", "ok", f"'{env.name}' matches {project.lockfile.name}"))
+    out.append(drift_finding(env, marker))
     return out
+
+
+def drift_finding(env: Environment, marker: dict) -> Finding:
+    """Packages pip-installed, changed or removed by hand since install made the environment from the lock."""
+    from resolver.doctor.drift import drift_of
+
+    drift = drift_of(env.path, marker)
+    if not drift:
+        return Finding("drift", "ok", f"the packages in '{env.name}' are the ones pixi.lock lists")
+    names = " ".join(name for name, _ in drift.added) or "NAME"
+    return Finding("drift", "warn", f"{drift.sentence()}: a teammate's '{env.name}' made from pixi.lock differs, and "
+                   "the next reinstall undoes it",
+                   f"to keep them, add them under [feature.{env.name}.pypi-dependencies] in pixi.toml (with pixi: "
+                   f"`pixi add --feature {env.name} --pypi {names}`) and run `python -m resolver setup`, so pixi.lock "
+                   f"follows; to undo them, `python -m resolver install --env {env.name} --force`")
 
 
 def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> EnvironmentFacts:

@@ -11,7 +11,6 @@ architecture, which package. Pure functions of the log, the project and the prob
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -19,7 +18,11 @@ HOW_TO_GET_ARCH = ("`nvidia-smi --query-gpu=name,compute_cap --format=csv` print
                    "(`rocminfo | grep gfx` the gfx target); pass it with --arch")
 _LINE_LIMIT = 2000
 # a Python prefix as tracebacks and pip print it: <prefix>/lib/python3.X/site-packages, or <prefix>\Lib\site-packages
-_SITE = re.compile(r"((?:/[^\s\"':]{1,200}?){1,30})/lib(?:64)?/python3\.\d{1,2}/site-packages/")
+# (the prefix is the path before the marker, found with str methods: a pattern of bounded repeats of
+# path parts backtracked exponentially on "/a/a/a/..." lines, 50 s for 25 parts)
+_SITE_END = re.compile(r"/lib(?:64)?/python3\.\d{1,2}/site-packages/")
+_NOT_IN_PATH = re.compile(r"[\s\"':]")
+_PREFIX_MAX = 6000
 _SITE_WINDOWS = re.compile(r"([A-Za-z]:\\[^\"'\n]{0,300}?)\\Lib\\site-packages\\", re.IGNORECASE)
 _PACKAGES = (("causal-conv1d", re.compile(r"causal[_-]conv1d", re.I)),
              ("mamba-ssm", re.compile(r"selective_scan_cuda|mamba[_-]ssm", re.I)))
@@ -33,14 +36,31 @@ def where_log_ran(text: str, project_root: Path | None) -> str | None:
         line = line[:_LINE_LIMIT]
         if "site-packages" not in line:
             continue
-        for found in (_SITE.search(line), _SITE_WINDOWS.search(line)):
-            if found and found.group(1) not in prefixes:
-                prefixes.append(found.group(1))
+        windows = _SITE_WINDOWS.search(line)
+        for found in (_site_prefix(line), windows.group(1) if windows else None):
+            if found and found not in prefixes:
+                prefixes.append(found)
     if not prefixes:
         return None
     ours = str((project_root / ".resolver" / "envs").resolve()) if project_root else None
     outside = [p for p in prefixes if not (ours and p.startswith(ours))]
     return outside[0] if outside and len(outside) == len(prefixes) else None
+
+
+def _site_prefix(line: str) -> str | None:
+    """The POSIX prefix before the first ``/lib/python3.X/site-packages/`` of ``line``: from the first ``/``
+    of the path that ends there (a path holds no blank, quote or colon).
+
+    >>> _site_prefix('pip: "/opt/conda/envs/x/lib64/python3.12/site-packages/torch"'), _site_prefix("/a" * 40)
+    ('/opt/conda/envs/x', None)
+    """
+    for end in _SITE_END.finditer(line):
+        start = max((m.end() for m in _NOT_IN_PATH.finditer(line, max(0, end.start() - _PREFIX_MAX), end.start())),
+                    default=max(0, end.start() - _PREFIX_MAX))
+        slash = line.find("/", start, end.start())
+        if slash >= 0 and end.start() - slash >= 2:
+            return line[slash:end.start()]
+    return None
 
 
 def package_in_log(text: str) -> str | None:
@@ -59,13 +79,12 @@ def without_arch(template: str) -> str:
 
 def env_torch(env_path: Path) -> str | None:
     """The torch version install put into an environment (its ready marker), e.g. ``2.14.1+cu130``."""
-    from resolver.install.environment import READY_MARKER
+    from resolver.install.environment import ready_record
 
-    try:
-        marker = json.loads((env_path / READY_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    marker = ready_record(env_path)
+    if marker is None:
         return None
-    for item in marker.get("pypi", []) + marker.get("conda", []):
+    for item in marker["pypi"] + marker["conda"]:
         if isinstance(item, str) and item.lower().startswith("torch=="):
             return item.split("==", 1)[1]
         match = re.match(r"pytorch-(\d[^-]*)-(\S*)", str(item))

@@ -51,7 +51,7 @@ def diagnose(project, request: DoctorRequest, info=lambda text: None) -> Diagnos
 
     if request.sysroot and not Path(request.sysroot).is_dir():
         raise BadInput(f"--sysroot {request.sysroot} is not a folder",
-                       fix="pass a folder made by `python -m resolver probe --capture`")
+                       fix="pass a folder made by `python -m resolver probe --capture DIR`")
     log_name, log_text = checks.read_log(request.log) if request.log else (None, None)
     check_env = request.env is not None or request.log is None
     env = facts = None

@@ -1,4 +1,4 @@
-"""fleet: one lock for a mixed cluster (issue 17).
+"""fleet: one lock for a mixed cluster.
 
 ``nodes`` reads a folder of ``probe --json`` files (one per node or node type); ``classes`` groups the
 nodes into classes that share one environment (``decide`` per node, then the union of the class's GPU

@@ -7,22 +7,31 @@ py-rattler's ``index_fs``; a package already published under the same file name 
 name carries the variant's build key, so it is the same variant). ``fetch_package`` reads the channel's
 ``repodata.json`` over HTTP (or from a folder) and downloads one file, checked against the sha256 the
 index records, into the project's own channel.
+
+Both sides treat the packages as someone else's: ``publish`` checks every package first
+(:mod:`resolver.package_check`) and changes the channel only when all pass, restoring it as it was when
+indexing fails; a fetched package is checked against the index's record before it is kept. The shared
+folder is written only through real folders and files: its subdirs, the packages and indexes in them,
+and the publish lock are refused when they are symbolic links.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
-from resolver.errors import BadInput, IntegrityError, SourceUnreachable, UsageError
-from resolver.fs import atomic_stream, sha256_of
+from resolver.errors import BadInput, SourceUnreachable, UsageError
+from resolver.fs import atomic_stream, check_real_folder
+from resolver.package_check import PACKAGE_SUFFIXES, check_package
 
-PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
 _INDEX_LIMIT = 64 << 20
+LOCK_NAME = ".publish.lock"
 
 
 @dataclass
@@ -56,15 +65,23 @@ def local_folder(location: str) -> Path | None:
 
 
 def packages_of(channel: Path) -> list[Path]:
-    """The package files of a local channel folder, by subdir then name."""
+    """The package files of a local channel folder, by subdir then name. A package that is a symbolic link
+    is refused (exit 3): what it points to is not what the folder holds."""
     if not channel.is_dir():
         return []
-    return sorted(p for sub in channel.iterdir() if sub.is_dir() for p in sub.iterdir()
-                  if p.is_file() and p.name.endswith(PACKAGE_SUFFIXES))
+    found = sorted(p for sub in channel.iterdir() if sub.is_dir() for p in sub.iterdir()
+                   if p.name.endswith(PACKAGE_SUFFIXES))
+    for path in found:
+        if path.is_symlink() or path.parent.is_symlink():
+            link = path if path.is_symlink() else path.parent
+            raise BadInput(f"{link} is a symbolic link (to {os.readlink(link)}); packages are published from files, "
+                           "never through a link", fix=f"copy the package itself into {channel}, then publish again")
+    return [path for path in found if stat.S_ISREG(path.stat().st_mode)]
 
 
 def publish(source: Path, to: str) -> PublishReport:
-    """Add the packages of ``source`` to the channel at ``to`` (a folder or file:// URL) and re-index it."""
+    """Add the packages of ``source`` to the channel at ``to`` (a folder or file:// URL) and re-index it:
+    all of them or, when one is refused or the index cannot be written, none (the channel as it was)."""
     folder = local_folder(to)
     if folder is None:
         _refuse_remote(to)
@@ -77,40 +94,126 @@ def publish(source: Path, to: str) -> PublishReport:
     if not folder.is_dir() and not folder.parent.is_dir():
         raise BadInput(f"channel folder {folder} cannot be created: {folder.parent} does not exist",
                        fix="create the folder your web server or object store serves, then publish again")
+    for package in packages:  # every package first: a bad one leaves the channel untouched
+        check_package(package, subdir=package.parent.name)
+    subdirs = sorted({"noarch", *(p.parent.name for p in packages)})
+    _check_writable_tree(folder, subdirs)
     report = PublishReport(channel_url(str(folder)))
+    made = not folder.exists()
     folder.mkdir(exist_ok=True)
-    with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
-        _copy_and_index(packages, folder, report)
+    try:
+        with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
+            _check_writable_tree(folder, subdirs)  # again, now that no other publisher writes
+            _check_unindexed(folder, subdirs)
+            _copy_and_index(packages, folder, subdirs, report)
+    except BaseException:
+        if made:  # the channel did not exist: it still does not
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return report
+
+
+def _check_unindexed(folder: Path, subdirs: list[str]) -> None:
+    """The packages someone put into the channel folder without indexing them: the indexer reads them (and
+    panics on a broken one), so they are checked as ours are."""
+    import json
+
+    from resolver.errors import ResolverError
+    from resolver.fs import read_bytes_bounded
+
+    for subdir in subdirs:
+        place = folder / subdir
+        if not place.is_dir():
+            continue
+        try:  # a folder others write to: its index is read as outside input, never through a link
+            index = json.loads(read_bytes_bounded(place / "repodata.json", limit=_INDEX_LIMIT, what="channel index",
+                                                  follow_symlinks=False))
+        except (BadInput, ValueError, RecursionError):
+            index = {}
+        index = index if isinstance(index, dict) else {}
+        known = {name for key in ("packages", "packages.conda") if isinstance(index.get(key), dict)
+                 for name in index[key]}
+        for path in sorted(place.iterdir()):
+            if path.name.endswith(PACKAGE_SUFFIXES) and path.name not in known:
+                try:
+                    check_package(path, subdir=subdir)
+                except ResolverError as exc:
+                    raise type(exc)(f"channel folder {folder} already holds {subdir}/{path.name}, which is not in its "
+                                    f"index and cannot be indexed ({exc.message})",
+                                    fix=f"remove {path} (no `channel publish` put it there), then publish again") \
+                        from None
+
+
+def _check_writable_tree(folder: Path, subdirs: list[str]) -> None:
+    """Refuse (exit 3) a channel whose subdirs, indexes or packages are links (or not what they should be):
+    writing through one would put a file, or truncate one, wherever the link points."""
+    for subdir in subdirs:
+        check_real_folder(folder / subdir, what="channel folder")
+        place = folder / subdir
+        if not place.is_dir():
+            continue
+        for entry in os.scandir(place):
+            if entry.is_symlink() and (entry.name.endswith(PACKAGE_SUFFIXES) or entry.name.startswith("repodata")):
+                raise BadInput(f"{entry.path} in the channel is a symbolic link (to {os.readlink(entry.path)}); "
+                               "the resolver does not write or index through a link",
+                               fix=f"remove the link {entry.path} (and find out who made it), then publish again")
 
 
 @contextmanager
 def _publishing(folder: Path) -> Iterator[None]:
     import fcntl
 
-    with open(folder / ".publish.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    from resolver.fs import open_no_follow
+
+    fd = open_no_follow(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, what="the channel's publish lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(fd)
 
 
-def _copy_and_index(packages: list[Path], folder: Path, report: PublishReport) -> None:
+def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport) -> None:
+    """Copy and index; on any failure remove whatever was added (packages, folders, the indexer's temporary
+    files) and put the indexes back as they were."""
     from resolver.conda import index_channel
 
-    subdirs = {"noarch"}
-    for package in packages:
-        subdir = package.parent.name
-        target = folder / subdir / package.name
-        subdirs.add(subdir)
-        if target.is_file():
-            report.kept.append(f"{subdir}/{package.name}")
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(package, "rb") as handle, atomic_stream(target, mode=0o644, label="publish") as sink:
-            shutil.copyfileobj(handle, sink)
-        report.added.append(f"{subdir}/{package.name}")
-    for subdir in sorted(subdirs):
-        (folder / subdir).mkdir(parents=True, exist_ok=True)
-    index_channel(folder, tuple(sorted(subdirs)))
+    indexes = {path: path.read_bytes() for subdir in subdirs
+               for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
+    before = _entries(folder)
+    try:
+        for package in packages:
+            subdir = package.parent.name
+            target = folder / subdir / package.name
+            if target.is_file():
+                report.kept.append(f"{subdir}/{package.name}")
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(package, "rb") as handle, atomic_stream(target, mode=0o644, label="publish") as sink:
+                shutil.copyfileobj(handle, sink)
+            report.added.append(f"{subdir}/{package.name}")
+        for subdir in subdirs:
+            (folder / subdir).mkdir(parents=True, exist_ok=True)
+        index_channel(folder, tuple(subdirs))
+    except BaseException:
+        for path in sorted(_entries(folder) - before, key=lambda p: -len(p.parts)):  # deepest first
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        for path, data in indexes.items():
+            if not path.is_file() or path.read_bytes() != data:
+                with atomic_stream(path, label="publish-restore") as sink:
+                    sink.write(data)
+        raise
+
+
+def _entries(folder: Path) -> set[Path]:
+    """Every file and folder below ``folder`` (links not followed)."""
+    found = set()
+    for top, dirs, files in os.walk(folder):
+        found.update(Path(top) / name for name in (*dirs, *files))
+    return found
 
 
 def _refuse_remote(to: str) -> None:
@@ -138,11 +241,25 @@ def read_index(location: str, subdir: str) -> dict[str, Any]:
                                 fix="check the URL ([tool.resolver.fleet] kernel-channel in pixi.toml, "
                                     "--kernel-channel, or RESOLVER_KERNEL_CHANNEL) and that the channel was published")
     index = parse_json(data, what=f"the index of kernel channel {location}",
-                       fix="publish the channel again (`python -m resolver channel publish --to ...`)")
+                       fix="publish the channel again (`python -m resolver channel publish --to DIR_OR_URL`)")
     if not isinstance(index, dict):
         raise BadInput(f"the index of kernel channel {location} is not a repodata.json",
-                       fix="publish the channel again (`python -m resolver channel publish --to ...`)")
+                       fix="publish the channel again (`python -m resolver channel publish --to DIR_OR_URL`)")
     return index
+
+
+def index_entry(index: dict[str, Any], file_name: str) -> dict[str, Any] | None:
+    """The record of ``file_name`` in a channel's index (``repodata.json`` as read), or None.
+
+    >>> index_entry({"packages.conda": {"a-1-h0.conda": {"sha256": "00"}}, "packages": []}, "a-1-h0.conda")
+    {'sha256': '00'}
+    """
+    for key in ("packages.conda", "packages"):
+        table = index.get(key)
+        entry = table.get(file_name) if isinstance(table, dict) else None
+        if isinstance(entry, dict):
+            return entry
+    return None
 
 
 def fetch_package(location: str, file_name: str, local_channel: Path, *, variant: str,
@@ -154,19 +271,21 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
 
     check_file_name(file_name, what="kernel package file name", fix="lock the fleet again")
     index = read_index(location, subdir)
-    entry = (index.get("packages.conda") or {}).get(file_name) or (index.get("packages") or {}).get(file_name)
-    if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+    entry = index_entry(index, file_name)
+    if entry is None or not isinstance(entry.get("sha256"), str):
         raise BadInput(f"kernel channel {location} has no {file_name} ({variant}): it was not built or not published",
                        fix="build it in CI (`python -m resolver build --matrix` lists it) and publish it "
-                           "(`python -m resolver channel publish --to ...`)")
+                           "(`python -m resolver channel publish --to DIR_OR_URL`)")
     target = local_channel / subdir / file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     (local_channel / "noarch").mkdir(exist_ok=True)
     download(f"{channel_url(location)}/{subdir}/{file_name}", target, expected_sha256=entry["sha256"],
              what=file_name)
-    if sha256_of(target) != entry["sha256"]:  # download checks as it streams; this guards a replaced file
+    try:  # the index's sha256 again (a file replaced since the download), what the index says is what it
+        # holds, and every path and link of it stays inside the environment
+        check_package(target, record=entry, subdir=subdir)
+    except BaseException:
         target.unlink(missing_ok=True)
-        raise IntegrityError(f"{file_name} from {location} does not match its sha256 in the channel's index",
-                             fix="publish the channel again")
+        raise
     index_channel(local_channel, (subdir, "noarch"))
     return target

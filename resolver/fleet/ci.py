@@ -59,7 +59,7 @@ def run_fleet(args, out) -> int:
         lines = [f"{len(entries)} kernel variant(s) to build, each once:"]
         lines += [f"  {e['variant']:<48} {e['archs']:<24} runs-on {e['runs-on']}" for e in entries]
         lines += ["", "matrix (for strategy.matrix in GitHub Actions; `--json` prints it alone):", human]
-        out.result(data, "\n".join(lines))
+        out.result(data, "\n".join(lines), versioned=False)  # GitHub reads every key of it as a matrix dimension
         return 0
     return _variant(project, manifest, args, out)
 

@@ -13,13 +13,13 @@ and what is kept per node is its name and its class.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from resolver.decide.model import Plan, Request, TraceStep
 from resolver.fleet.nodes import Node, decision_inputs
+from resolver.fs import sha256_text
 from resolver.knowledge import Knowledge
 from resolver.names import ENV_NAME_MAX
 from resolver.probe.profile import HardwareProfile
@@ -190,7 +190,7 @@ def class_names(plans: list[Plan]) -> list[str]:
             break
         names = [_name([n, qualify(p)]) if n in clashing else n for n, p in zip(names, plans)]
     clashing = {n for n in names if names.count(n) > 1}
-    return [_name([n, hashlib.sha256(class_key(p).encode()).hexdigest()[:6]]) if n in clashing else n for n, p in zip(names, plans)]
+    return [_name([n, sha256_text(class_key(p))[:6]]) if n in clashing else n for n, p in zip(names, plans)]
 
 
 def arch_tag(arch: str) -> str:
@@ -213,7 +213,7 @@ def _name(parts: list[str]) -> str:
     name = re.sub(r"[^a-z0-9-]+", "-", "-".join(p for p in parts if p).lower()).strip("-")
     if len(name) <= ENV_NAME_MAX:
         return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    digest = sha256_text(name)[:8]
     return name[:ENV_NAME_MAX - 9].rstrip("-") + "-" + digest
 
 

@@ -117,7 +117,7 @@ def github(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> 
     return _header("github", entries, [
         f"Save it as {path}; GitHub Pages serves the channel{channel}, and the nodes read it with",
         "`python -m resolver setup --kernel-channel https://ORG.github.io/REPO/` (or pixi.toml's kernel-channel).",
-        "Generate it again after `python -m resolver lock --fleet`: the job `current` fails while it is older.",
+        "Generate it again after `python -m resolver lock --fleet DIR`: the job `current` fails while it is older.",
     ]) + to_yaml(workflow)
 
 

@@ -103,7 +103,11 @@ def fleet_files(folder: Path | None, files: tuple[Path, ...] = ()) -> list[tuple
         real_folder = folder.resolve()
     seen: set[Path] = set()
     for file in files:
-        real = Path(file).resolve()
+        try:
+            real = Path(file).resolve()
+        except (OSError, RuntimeError):  # a loop of symbolic links (RuntimeError before Python 3.13)
+            raise BadInput(f"profile file {file} is a loop of symbolic links",
+                           fix="replace it by the `python -m resolver probe --json` file of that node") from None
         if real in seen or (folder is not None and real.parent == real_folder and real.name in in_folder):
             continue  # the same file named twice is one file
         seen.add(real)

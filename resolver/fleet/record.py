@@ -22,13 +22,13 @@ From it come the CI build matrix (:func:`matrix`) and, on a node, its class (:fu
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
 from resolver.decide.model import Plan, Request
 from resolver.errors import BadInput, Refusal, UsageError
 from resolver.fleet.classes import FleetPlan, class_key, sort_archs
+from resolver.fs import sha256_text
 from resolver.lock.manifest import Manifest
 
 NODE_LIST = "fleet-nodes.tsv"  # beside pixi.toml: every node and its class, when pixi.toml would list too many
@@ -62,7 +62,7 @@ class StoredClass:
 
 
 def key_of(plan: Plan) -> str:
-    return hashlib.sha256(class_key(plan).encode()).hexdigest()[:16]
+    return sha256_text(class_key(plan))[:16]
 
 
 def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None = None,
@@ -159,7 +159,7 @@ def node_list(fleet: FleetPlan) -> str | None:
     if lists_nodes(fleet):
         return None
     lines = [f"# every node of the fleet and its environment in pixi.toml ({len(fleet.membership)} nodes); "
-             "written by `python -m resolver lock --fleet`"]
+             "written by `python -m resolver lock --fleet DIR`"]
     lines += [f"{node}\t{environment}" for node, environment in fleet.membership]
     return "\n".join(lines) + "\n"
 

@@ -31,8 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from resolver.inenv.fatbin import archs_of_library
 from resolver.inenv.protocol import emit
-from resolver.verify.fatbin import archs_of_library
 
 # The libraries whose versions the report carries, besides the kernel packages (which the resolver names:
 # ``--kernel DIST:MODULE,...`` for each, from its own kernel package list).

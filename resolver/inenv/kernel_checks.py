@@ -2,7 +2,7 @@
 
 ``verify`` calls :func:`run_kernel_checks` after the architecture checks and before any model is
 loaded. Each op runs on seeded inputs in every dtype verify checks, beside
-:func:`resolver.verify.reference.causal_conv1d` / :func:`resolver.verify.reference.selective_scan` computed in
+:func:`resolver.inenv.reference.causal_conv1d` / :func:`resolver.inenv.reference.selective_scan` computed in
 float32 on the *same* (already rounded) inputs, and is reported as a check named
 ``kernel:<op>:<dtype>`` with ``max_abs_err`` (max |kernel - reference|), ``rel_err`` (that divided by
 max |reference|, the measure verify uses for logits) and the ``tolerance`` it is held to.
@@ -170,7 +170,7 @@ def compare_op(torch, op: str, kernel_fn, device, dtype_name: str, *, seed: int 
     """Run ``kernel_fn`` (``causal_conv1d_fn`` or ``selective_scan_fn``, or anything with that signature)
     over the op's cases in ``dtype_name`` on ``device``, against the reference in float32 on the same
     rounded inputs. The worst case decides: ``{ok, max_abs_err, rel_err, tolerance, cases}``."""
-    from resolver.verify import reference
+    from resolver.inenv import reference
 
     dtype, tol = getattr(torch, dtype_name), KERNEL_TOLERANCE[dtype_name]
     cases = []

@@ -83,7 +83,7 @@ def load_mamba_ssm(torch, model_dir: Path, spec, state, dtype, device) -> Librar
     from mamba_ssm.models.config_mamba import MambaConfig
     from mamba_ssm.models.mixer_seq_simple import MambaLMHeadModel
 
-    from resolver.verify.reference import canonical_weights
+    from resolver.inenv.reference import canonical_weights
 
     config = MambaConfig(d_model=spec.d_model, n_layer=spec.n_layer, vocab_size=spec.vocab_size,
                          ssm_cfg={"d_state": spec.d_state, "d_conv": spec.d_conv, "expand": spec.expand,
@@ -104,7 +104,7 @@ def load_transformers(torch, model_dir: Path, cfg: dict, spec, state, dtype, dev
     from transformers import MambaConfig, MambaForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from resolver.verify.reference import canonical_weights
+    from resolver.inenv.reference import canonical_weights
 
     hf_logging.set_verbosity_error()
     if cfg.get("model_type") == "mamba" or "hidden_size" in cfg:

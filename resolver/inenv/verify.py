@@ -4,7 +4,7 @@ Run as ``python -m resolver.inenv.verify --model DIR [--mode verify|bench] ...``
 (see :mod:`resolver.verify.in_env`). It imports torch once, checks the kernel extensions, loads the
 checkpoint through the real library present (``mamba_ssm``'s ``MambaLMHeadModel`` when its kernels
 load and a GPU is there; transformers' ``MambaForCausalLM`` otherwise) and through
-:mod:`resolver.verify.reference`, and compares logits and greedy generations. Everything a person needs
+:mod:`resolver.inenv.reference`, and compares logits and greedy generations. Everything a person needs
 to read is in the JSON; chatter from libraries goes to stderr.
 
 The last line on stdout is ``RESOLVER-JSON <document>`` so that stray prints cannot corrupt it.
@@ -164,7 +164,7 @@ def run(args, report: dict) -> dict:
     # 3. the model through the reference and through a real library
     from safetensors.torch import load_file
 
-    from resolver.verify.reference import MambaSpec, ReferenceMambaLM, missing_weights
+    from resolver.inenv.reference import MambaSpec, ReferenceMambaLM, missing_weights
 
     model_dir = Path(args.model)
     cfg = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@
   checked, and only that copy is installed (:mod:`.fetch`); a mismatch is an :class:`IntegrityError`
   naming the file.
 * Kinds: a conda prefix when the lock has a conda ``python`` (its own interpreter, py-rattler links the
-  conda packages; the wheels go in with ``pip install --no-deps`` run for that interpreter); otherwise
+  conda packages; the wheels go in with ``uv pip install --no-deps`` run for that interpreter); otherwise
   the explicit fallback, a virtual environment of this machine's interpreter for the locked Python.
 * The environment is built in ``.resolver/envs/.<name>.tmp-<pid>`` with the final path patched into
   its files, the ready marker written, then renamed to ``.resolver/envs/<name>``: an interrupted
@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,11 +24,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver import proc
+from resolver.decide.model import Target
 from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
+from resolver.fs import sha256_text
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
-from resolver.install.environment import READY_MARKER
-from resolver.install.fetch import Finder, verified_copy
-from resolver.install.template import TEMPLATE_MARKER, link_tree, save_template, template_final, template_ready
+from resolver.install.environment import READY_MARKER, ready_record
+from resolver.install.fetch import Finder, manifest_folders, verified_copy
+from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.lock.sources import Sources
 from resolver.paths import ProjectPaths
@@ -57,13 +58,9 @@ class InstallSummary:
     @property
     def enter(self) -> dict[str, str | None]:
         """How to enter the environment: with pixi (None for a fallback, which pixi cannot install) and
-        without it (what ``pixi shell`` does: the prefix first on PATH, its activation scripts run)."""
-        bin_dir = self.path / "bin"
-        if self.kind == "venv":
-            return {"pixi": None, "shell": f"source {bin_dir / 'activate'}"}
-        return {"pixi": f"pixi shell -e {self.environment}",
-                "shell": (f"export CONDA_PREFIX={self.path} PATH={bin_dir}:$PATH; "
-                          f"for s in {self.path}/etc/conda/activate.d/*.sh; do [ -e \"$s\" ] && . \"$s\"; done")}
+        without it (its ``bin/activate``: for a conda prefix, what ``pixi shell`` does)."""
+        shell = f"source {self.path / 'bin' / 'activate'}"
+        return {"pixi": None if self.kind == "venv" else f"pixi shell -e {self.environment}", "shell": shell}
 
     def to_json(self) -> dict[str, Any]:
         return {"environment": self.environment, "path": str(self.path), "kind": self.kind, "python": self.python,
@@ -71,6 +68,15 @@ class InstallSummary:
                 "pypi_packages": self.pypi_packages, "status": self.status, "seconds": round(self.seconds, 3),
                 "lock_digest": self.digest, "built_from": self.built_from, "bytecode": self.bytecode,
                 "enter": self.enter}
+
+
+def seeded_pip(prefix: Path, kind: str, env: LockedEnv) -> list[str]:
+    """``pip==X`` when a fallback virtual environment holds the pip its Python seeds (the lock does not
+    list it), so doctor does not count it as installed by hand."""
+    if kind != "venv" or any(a.name == "pip" for a in env.pypi):
+        return []
+    found = sorted(prefix.glob("lib/python3*/site-packages/pip-*.dist-info"))
+    return [f"pip=={found[-1].name[len('pip-'):-len('.dist-info')]}"] if found else []
 
 
 def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
@@ -85,13 +91,14 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
         name = next(iter(envs))
     if name not in envs:
         raise EnvironmentProblem(f"pixi.lock has no environment '{name}' (it has: {', '.join(sorted(envs)) or 'none'})",
-                                 fix=f"run `python -m resolver lock --target <target for {name}>` first")
+                                 fix=f"run `python -m resolver lock --target {Target.for_environment(name)}` first")
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
         have = ", ".join(e.platform.subdir for e in envs[name])
         raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target ...` on this machine)")
+                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
+                                     "machine)")
     return matching[0]
 
 
@@ -100,7 +107,7 @@ def environment_digest(env: LockedEnv) -> str:
     parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256 or r.md5}"
                                                      for r in env.conda),
              *sorted(f"{a.location} {a.sha256}" for a in env.pypi)]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return sha256_text("\n".join(parts))
 
 
 def locked_environment_digest(project: ProjectPaths, name: str) -> str:
@@ -109,6 +116,23 @@ def locked_environment_digest(project: ProjectPaths, name: str) -> str:
         return environment_digest(locked_environment(project, name))
     except ResolverError:
         return ""
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What one install makes: the locked environment, where it goes, its kind and Python."""
+
+    env: LockedEnv
+    digest: str
+    final: Path
+    kind: str  # "conda" | "venv"
+    python: str
+    interpreter: str | None  # the host Python a venv is made of
+
+    def summary(self, status: str, started: float, built_from: str = "lock", bytecode: str = "") -> InstallSummary:
+        return InstallSummary(self.env.name, self.final, self.kind, self.python, self.env.platform.subdir,
+                              len(self.env.conda), len(self.env.pypi), status, time.monotonic() - started,
+                              self.digest, built_from, bytecode)
 
 
 def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
@@ -120,31 +144,39 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     ``force`` rebuilds even when the installed environment matches the lock, and never reuses a cached
     build (it repairs); ``use_cache=False`` also ignores the cached build of the same lock content.
     """
-    from resolver.lock.pipconfig import read_pip_config
-
     started = time.monotonic()
-    env = locked_environment(project, name)
-    digest = environment_digest(env)
-    final = project.env(env.name)
+    target = _target(project, locked_environment(project, name))
+    _remove_leftovers(project, target.env.name)  # an interrupted run's, even when up to date
+    if not force and (ready_record(target.final) or {}).get("lock_digest") == target.digest:
+        return target.summary("up-to-date", started)
+    ahead, why = bytecode_ahead(bytecode)
+    # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
+    # Without it, uv links from its cache faster (0.8 s for the CPU environment) than we copy links.
+    cached = EnvBuild(project.env_build(target.env.name, target.digest), target.final) if ahead and use_cache else None
+    if cached is not None and force:
+        cached.drop()
+    if cached is not None and not force and _linked(project, target, cached, info):
+        return target.summary("installed", started, "cache", "all")
+    info(f"checking {len(target.env.conda) + len(target.env.pypi)} locked artefacts")
+    conda_files, wheels = _verified_artefacts(project, target.env, sources, progress)
+    info(f"bytecode: {'compiled now' if ahead else 'on first import'} ({why})")
+    _into_place(project, target,
+                lambda tmp: _built(project, target, conda_files, wheels, tmp, info, ahead, cached, progress))
+    failure = _does_not_run(target.final)
+    if failure:
+        raise BuildFailed(f"the environment at {target.final} does not run after the move ({failure})",
+                          fix=f"run `python -m resolver install --env {target.env.name} --force`")
+    return target.summary("installed", started, "lock", "all" if ahead else "none")
+
+
+def _target(project: ProjectPaths, env: LockedEnv) -> _Target:
     has_conda_python = any(r.name == "python" for r in env.conda)
     if env.pypi and not has_conda_python and not env.fallback:
         raise BadInput(f"pixi.lock's environment '{env.name}' has PyPI packages but no conda python, and is not "
                        "marked as a fallback (the lock was edited, or written by an older resolver)",
-                       fix=f"lock it again: `python -m resolver lock --target <target for {env.name}>`")
+                       fix=f"lock it again: `python -m resolver lock --target {Target.for_environment(env.name)}`")
     kind = "conda" if has_conda_python else "venv"
     python = env.python or f"{sys.version_info.major}.{sys.version_info.minor}"
-    for folder, pattern in ((project.envs, f".{env.name}.tmp-*"), (project.envs, f".{env.name}.old-*"),
-                            (project.cache / "envs", f".{env.name}-*.part-*")):  # an interrupted run's, even when up to date
-        for stale in folder.glob(pattern):
-            shutil.rmtree(stale, ignore_errors=True)
-    marker = final / READY_MARKER
-    if not force and marker.is_file():
-        try:
-            if json.loads(marker.read_text(encoding="utf-8")).get("lock_digest") == digest:
-                return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda),
-                                      len(env.pypi), "up-to-date", time.monotonic() - started, digest)
-        except (OSError, ValueError):
-            pass
     interpreter = None
     if kind == "venv":
         interpreter = find_interpreter(python)
@@ -153,51 +185,95 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                                      f"and this machine has no python{python} on PATH",
                                      fix="relock where a conda channel answers (the environment then brings its own "
                                          f"Python), or install Python {python} (e.g. `pyenv install {python}`)")
-    info(f"checking {len(env.conda) + len(env.pypi)} locked artefacts")
-    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels)
-    store = project.verified
-    conda_files = [verified_copy(r.url, r.sha256 or "", store, finder, progress=progress)
+    return _Target(env, environment_digest(env), project.env(env.name), kind, python, interpreter)
+
+
+def _remove_leftovers(project: ProjectPaths, name: str) -> None:
+    for folder, pattern in ((project.envs, f".{name}.tmp-*"), (project.envs, f".{name}.old-*"),
+                            (project.env_builds, f".{name}-*.part-*")):
+        for stale in folder.glob(pattern):
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _linked(project: ProjectPaths, target: _Target, cached: EnvBuild, info: Info) -> bool:
+    """The environment linked from its cached build, in place and running; False (nothing changed) when
+    there is no usable cached build (then it is dropped and the environment built from the lock)."""
+    record = cached.record()
+    if record is None:
+        return False  # nothing to link: nothing is made
+
+    def link(tmp: Path) -> None:
+        if not cached.link_into(tmp, record):
+            raise _NoCachedBuild
+        info(f"linked the environment from the cache ({cached.folder})")
+
+    try:
+        _into_place(project, target, link)
+    except _NoCachedBuild:
+        return False
+    if _does_not_run(target.final):  # e.g. the interpreter a cached venv points at is gone
+        cached.drop()
+        return False
+    return True
+
+
+class _NoCachedBuild(Exception):
+    pass
+
+
+def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources | None,
+                        progress: Progress | None) -> tuple[list[Path], list[Path]]:
+    """The private, checked copies of every locked conda package and wheel."""
+    from resolver.lock.pipconfig import read_pip_config
+
+    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels,
+                    manifest_folders(project.root, env.name))
+    store = project.verified_store
+    fetched, count, started = 0, len(env.conda) + len(env.pypi), time.monotonic()
+
+    def one_more(path: Path) -> Path:  # files verified of the total: a download's own bytes show while it runs
+        nonlocal fetched
+        fetched += 1
+        if progress is not None:
+            progress("verifying the locked files", fetched, count, started)
+        return path
+    conda_files = [one_more(verified_copy(r.url, r.sha256 or "", store, finder, progress=progress))
                    for r in env.conda]
-    wheels = [verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress) for a in env.pypi]
+    wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
+              for a in env.pypi]
+    return conda_files, wheels
+
+
+def _built(project: ProjectPaths, target: _Target, conda_files: list[Path], wheels: list[Path], tmp: Path,
+           info: Info, bytecode: bool, cached: EnvBuild | None, progress: Progress | None = None) -> None:
+    build_environment(target.env, target.kind, target.python, target.interpreter, conda_files, wheels, tmp,
+                      target.final, project, info, bytecode=bytecode, progress=progress)
+    if cached is not None:
+        cached.keep(tmp)
+
+
+def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], None]) -> None:
+    """``make`` the environment in a temporary folder, mark it ready, rename it into place: an
+    interrupted install never leaves a half environment that looks ready."""
+    env = target.env
     project.envs.mkdir(parents=True, exist_ok=True)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
-    ahead, why = bytecode_ahead(bytecode)
-    # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
-    # Without it, uv links from its cache faster (0.8 s for the CPU environment) than we copy links (2.8 s).
-    use_cache = use_cache and ahead
-    template = project.cache / "envs" / f"{env.name}-{digest[:20]}-pyc"
-    if force:
-        shutil.rmtree(template, ignore_errors=True)
-    # a cached build is used only for the same place: conda files have the prefix baked in
-    from_cache = use_cache and not force and template_ready(template) and template_final(template) == str(final)
     try:
-        if from_cache:
-            info(f"linking the environment from the cache ({template})")
-            link_tree(template, tmp)
-            (tmp / TEMPLATE_MARKER).unlink()
-        else:
-            info(f"bytecode: {'compiled now' if ahead else 'on first import'} ({why})")
-            build_environment(env, kind, python, interpreter, conda_files, wheels, tmp, final, project, info,
-                              bytecode=ahead)
-            if use_cache:
-                save_template(tmp, template, final)
+        make(tmp)
         (tmp / READY_MARKER).write_text(json.dumps({
-            "environment": env.name, "kind": kind, "python": python, "platform": env.platform.subdir,
-            "lock_digest": digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
-            "pypi": [f"{a.name}=={a.version}" for a in env.pypi]}, indent=2, sort_keys=True) + "\n",
-            encoding="utf-8")
-        swap_into_place(tmp, final)
+            "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
+            "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
+            "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, target.kind, env)},
+            indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        swap_into_place(tmp, target.final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _does_not_run(final: Path) -> str | None:
+    """Why the environment's interpreter does not run as that environment (None: it does)."""
     check = proc.run([str(final / "bin" / "python"), "-c", "import sys; print(sys.prefix)"], timeout=120)
     if check.returncode != 0 or Path(check.stdout.strip()).resolve() != final.resolve():
-        if from_cache:  # e.g. the interpreter the cached venv points at is gone: drop it, build afresh
-            shutil.rmtree(template, ignore_errors=True)
-            return install_environment(project, env.name, force=True, use_cache=use_cache, info=info,
-                                       progress=progress, sources=sources, bytecode=bytecode)
-        raise BuildFailed(f"the environment at {final} does not run after the move ({check.stderr.strip()[:200]})",
-                          fix=f"run `python -m resolver install --env {env.name} --force`")
-    return InstallSummary(env.name, final, kind, python, env.platform.subdir, len(env.conda), len(env.pypi),
-                          "installed", time.monotonic() - started, digest, "cache" if from_cache else "lock",
-                          "all" if ahead else "none")
+        return check.stderr.strip()[:200] or f"sys.prefix is {check.stdout.strip()[:200]}"
+    return None

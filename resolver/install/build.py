@@ -18,22 +18,103 @@ Info = Callable[[str], None]
 
 def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str | None, conda_files: list[Path],
                       wheels: list[Path], tmp: Path, final: Path, project: ProjectPaths, info: Info,
-                      bytecode: bool = False) -> None:
+                      bytecode: bool = False, progress: Callable[..., None] | None = None) -> None:
+    """Build the environment in ``tmp`` for its place ``final``. A fallback virtual environment gets the
+    pip its Python seeds, as ``python -m venv`` would (the ready marker says so: it is not in the lock)."""
     if kind == "venv":
         info(f"creating a virtual environment of Python {python}")
-        _run([interpreter, "-m", "venv", "--without-pip", str(tmp)], "creating the virtual environment")
+        # --prompt: its activate script names the environment, not the temporary folder it is built in
+        _run([interpreter, "-m", "venv", "--without-pip", "--prompt", env.name, str(tmp)],
+             "creating the virtual environment")
+        pip = bundled_pip(interpreter) if not any(w.name.startswith("pip-") for w in wheels) else None
+        seeded = 0
+        if pip is not None:  # what `python -m venv` seeds, installed with the wheels (ensurepip alone takes 4-16 s)
+            wheels, seeded = [*wheels, pip], 1
     else:
+        seeded = 0
         tmp.mkdir(parents=True)
     if env.conda:
         info(f"linking {len(env.conda)} conda packages")
         _link_conda(project, env, conda_files, tmp, final)
+        write_activate(tmp, final, env.name)
     if wheels:
-        info(f"installing {len(wheels)} wheels with uv" + (" and byte-compiling them" if bytecode else ""))
-        done = uv.install_wheels(tmp / "bin" / "python", wheels, compile_bytecode=bytecode)
+        import time
+
+        from resolver.install.progress import wheels_heartbeat
+        from resolver.timings import Timings
+
+        info(f"installing {len(wheels) - seeded} locked wheels" + (" and the pip its Python bundles" if seeded else "")
+             + " with uv" + (", byte-compiling them" if bytecode else ""))
+        timings, key = Timings(project.timings), f"install {env.name} wheels bytecode={bytecode}"
+        started = time.monotonic()
+        with wheels_heartbeat(progress, tmp, wheels, bytecode=bytecode, expected_s=timings.expected(key),
+                              uv_cache=uv.cache_dir() if progress is not None else None):
+            done = uv.install_wheels(tmp / "bin" / "python", wheels, compile_bytecode=bytecode)
+        if done.ok:
+            timings.record(key, time.monotonic() - started)
         if not done.ok:
             raise BuildFailed(f"installing the locked wheels failed ({done.tail()})",
                               fix="read the message above; run install again to retry")
     _retarget(tmp, final)
+
+
+def bundled_pip(interpreter: str) -> Path | None:
+    """The pip wheel ``interpreter``'s ensurepip carries (what ``python -m venv`` installs), or None
+    (a Python built without ensurepip, as some distributions ship it)."""
+    done = proc.run([interpreter, "-c", "import ensurepip, os; print(os.path.dirname(ensurepip.__file__))"],
+                    timeout=60)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    found = sorted(Path(done.stdout.strip(), "_bundled").glob("pip-*-py3-none-any.whl"))
+    return found[-1] if found else None
+
+
+ACTIVATE = """\
+# The environment {name} (a conda prefix made by mamba-resolver from pixi.lock), for shells without pixi:
+#   source {shown}/bin/activate      and to leave it:   deactivate
+# It does what `pixi shell -e {name}` does: the prefix first on PATH, its activation scripts run.
+if [ -n "${{_RESOLVER_OLD_PATH+set}}" ]; then deactivate; fi
+_RESOLVER_OLD_PATH="$PATH"
+_RESOLVER_OLD_PS1="${{PS1-}}"
+_RESOLVER_OLD_CONDA_PREFIX="${{CONDA_PREFIX-}}"
+export CONDA_PREFIX={prefix}
+export CONDA_DEFAULT_ENV="{name}"
+export PATH="$CONDA_PREFIX/bin:$PATH"
+for _resolver_script in "$CONDA_PREFIX"/etc/conda/activate.d/*.sh; do
+    if [ -e "$_resolver_script" ]; then . "$_resolver_script"; fi
+done
+unset _resolver_script
+if [ -z "${{VIRTUAL_ENV_DISABLE_PROMPT-}}" ]; then PS1="({name}) ${{PS1-}}"; fi
+deactivate () {{
+    for _resolver_script in "$CONDA_PREFIX"/etc/conda/deactivate.d/*.sh; do
+        if [ -e "$_resolver_script" ]; then . "$_resolver_script"; fi
+    done
+    unset _resolver_script
+    PATH="$_RESOLVER_OLD_PATH"; export PATH
+    PS1="$_RESOLVER_OLD_PS1"
+    if [ -n "$_RESOLVER_OLD_CONDA_PREFIX" ]; then CONDA_PREFIX="$_RESOLVER_OLD_CONDA_PREFIX"; export CONDA_PREFIX
+    else unset CONDA_PREFIX; fi
+    unset CONDA_DEFAULT_ENV _RESOLVER_OLD_PATH _RESOLVER_OLD_PS1 _RESOLVER_OLD_CONDA_PREFIX
+    unset -f deactivate
+    hash -r 2>/dev/null || true
+}}
+hash -r 2>/dev/null || true
+"""
+
+
+def write_activate(prefix: Path, final: Path, name: str) -> None:
+    """``bin/activate`` for a conda prefix (sh, bash, zsh), unless a package brought one (conda's own):
+    one way to enter every environment, ``source <env>/bin/activate``, with the prompt naming it."""
+    script = prefix / "bin" / "activate"
+    if script.exists() or script.is_symlink():
+        return
+    script.parent.mkdir(parents=True, exist_ok=True)
+    import shlex
+
+    from resolver.names import printable
+
+    script.write_text(ACTIVATE.format(name=name, prefix=shlex.quote(str(final)), shown=printable(str(final))),
+                      encoding="utf-8")
 
 
 def bytecode_ahead(choice: str = "auto", environ: dict[str, str] | None = None) -> tuple[bool, str]:

@@ -19,8 +19,18 @@ from resolver.errors import EnvironmentProblem
 from resolver.names import is_env_name
 from resolver.paths import ProjectPaths
 from resolver.proc import Completed
+from resolver.records import SHA256, Fields, ListOf, Text, read_record
 
 READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
+_READY = Fields({"environment": Text(max_len=64), "kind": Text("conda|venv"), "python": Text(max_len=32),
+                 "platform": Text(max_len=64), "lock_digest": SHA256, "conda": ListOf(Text(max_len=1024)),
+                 "pypi": ListOf(Text(max_len=1024))},
+                {"seeded": ListOf(Text(max_len=1024))})  # what install added beyond the lock (a fallback's pip)
+
+
+def ready_record(folder: Path) -> dict | None:
+    """What install wrote into ``folder``'s ready marker (None: no marker, or not one install wrote)."""
+    return read_record(folder / READY_MARKER, _READY)
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,7 @@ class Environment:
         """The named environment, else the project's default (pixi.toml ``[tool.resolver.upgrade]``), else the
         only one there is; one clear error otherwise."""
         if name is None:
-            from resolver.upgrade.record import default_environment
+            from resolver.upgrade_record import default_environment
 
             name = default_environment(project)
             if name is not None and cls.kind_of(project.env(name)) is None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 
-def build_for_plan(project, plan, env, out=None, *, fleet_channel: str | None = None) -> dict[str, Any]:
+def build_for_plan(project, plan, env, out=None, *, fleet_channel: str | None = None,
+                   fetch_variant=None) -> dict[str, Any]:
     """Build and install what ``plan.kernels`` asks for into ``env`` (progress lines through ``out``);
-    the summary's JSON form. On a fleet's node, ``fleet_channel`` is where the variants come from."""
+    the summary's JSON form. On a fleet's node, ``fleet_channel`` is where the variants come from and
+    ``fetch_variant`` how (see :class:`~resolver.kernels.summary.BuildOptions`)."""
     from resolver.kernels.driver import build_for_plan as run
 
-    return run(project, plan, env, out, fleet_channel=fleet_channel)
+    return run(project, plan, env, out, fleet_channel=fleet_channel, fetch_variant=fetch_variant)

@@ -10,7 +10,6 @@ Parallelism, log paths and timing are left out on purpose (they change nothing i
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 
@@ -37,4 +36,6 @@ class BuildKey:
         return data
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+        from resolver.fs import sha256_text
+
+        return sha256_text(json.dumps(self.to_json(), sort_keys=True))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import BadInput, EnvironmentProblem
+from resolver.errors import BadInput, EnvironmentProblem, InternalError
 from resolver.kernels.archs import apply_rules, parse_arch_list
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.envfacts import EnvFacts, probe_environment
@@ -27,7 +27,7 @@ from resolver.kernels.naming import build_string
 from resolver.kernels.packages import BUILD_EXT, KernelRecipe, selected_packages
 from resolver.kernels.parallelism import fit_parallelism, machine_resources
 from resolver.kernels.recipe_run import SUBDIR, RecipeRun, publish, run_recipe
-from resolver.kernels.summary import BuildOptions, BuildSummary, PackageOutcome
+from resolver.kernels.summary import BuildContext, BuildOptions, BuildSummary, PackageOutcome, Variant
 from resolver.paths import ProjectPaths
 from resolver.versions import DottedVersion
 
@@ -39,7 +39,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     started = time.monotonic()
     env = Environment.find(project, options.env_name)
     packages = selected_packages(options.packages, options.recipe_dirs)
-    facts = probe_environment(env, project.cache / "build")
+    facts = probe_environment(env, project.env_facts_record(env.name))
     needs_torch = any(p.needs_torch for p in packages)
     if needs_torch and not facts.torch:
         raise EnvironmentProblem(f"environment '{env.name}' has no importable torch ({facts.torch_error or 'not installed'})",
@@ -61,116 +61,130 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     if mismatch:
         summary.warnings.append(mismatch)
         _say(out, f"warning: {mismatch}")
+    ctx = BuildContext(project, env, facts, backend, toolkit, archs, overlay, options, cores, free, out)
     for package in packages:
-        summary.packages.append(_one(project, env, facts, backend, toolkit, archs, package, overlay, options, cores,
-                                     free, out, summary))
+        summary.packages.append(_one(ctx, package, summary))
     summary.seconds = time.monotonic() - started
     return summary
 
 
-def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel: str | None = None) -> dict[str, Any]:
+def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel: str | None = None,
+                   fetch_variant=None) -> dict[str, Any]:
     """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``); on a fleet's
     node, ``fleet_channel`` is where the variants come from (fetched, never compiled)."""
     options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
                            plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
                            plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel,
+                           fetch_variant=fetch_variant,
                            # a fleet's variants are compiled in CI (build --variant, never from an upstream wheel):
                            # the node's key must not depend on whether it can reach that wheel
                            prebuilt="never" if fleet_channel else "auto")
     return build(project, options, out).to_json()
 
 
-def _one(project, env, facts: EnvFacts, backend: str, toolkit, archs, package: KernelRecipe, overlay: Path | None,
-         options: BuildOptions, cores: int, free: int, out, summary: BuildSummary) -> PackageOutcome:
-    kept, dropped = apply_rules(archs, package.never_archs, toolkit.major_minor if backend == "cuda" else None)
-    if archs and not kept:
+def _one(ctx: BuildContext, package: KernelRecipe, summary: BuildSummary) -> PackageOutcome:
+    """One package: its variant, taken from the channel, fetched from the fleet's, or made; then installed."""
+    variant = _variant(ctx, package)
+    in_channel = ctx.project.channel / SUBDIR / variant.file_name
+    outcome = PackageOutcome(package.name, package.version, "cached", variant.build_string, str(in_channel),
+                             variant.key_digest[:16], variant.kept, variant.dropped, 0.0)
+    started = time.monotonic()
+    if not in_channel.is_file() and ctx.options.fleet_channel:
+        if ctx.options.fetch_variant is None:
+            raise InternalError(f"a fleet channel ({ctx.options.fleet_channel}) was named without a way to fetch from it",
+                                fix="pass fetch_variant with fleet_channel")
+        ctx.options.fetch_variant(variant.file_name, ctx.project.channel, variant=f"{package.name} for {ctx.env.name}")
+        outcome.status = "fetched"
+        _say(ctx.out, f"{package.name} {package.version}: fetched {variant.file_name} from {ctx.options.fleet_channel}, "
+                      "nothing to compile")
+    elif not in_channel.is_file():
+        _make(ctx, variant, outcome, summary)
+    else:
+        _say(ctx.out, f"{package.name} {package.version}: cached ({variant.build_string}), nothing to compile")
+    if ctx.options.install:
+        _install(ctx, package, Path(outcome.file), outcome)
+    outcome.seconds = outcome.seconds or (time.monotonic() - started)
+    return outcome
+
+
+def _variant(ctx: BuildContext, package: KernelRecipe) -> Variant:
+    kept, dropped = apply_rules(ctx.archs, package.never_archs, ctx.toolkit.major_minor if ctx.backend == "cuda" else None)
+    if ctx.archs and not kept:
         raise BadInput(f"no architecture is left to build {package.name} for ({'; '.join(dropped)})",
                        fix="choose other architectures with --arch")
+    facts = ctx.facts
     cxx_std = ""
     if package.cxx_std and package.cxx_std_torch_min and facts.torch and (
             DottedVersion.parse(_torch_base(facts.torch)) >= DottedVersion.parse(package.cxx_std_torch_min)):
         cxx_std = package.cxx_std
-    sdist_path, sdist_sha = _source(project, package)
-    wheel = _prebuilt_wheel(project, package, facts, toolkit, options, out) if toolkit else None
-    toolkit_version = toolkit.version if toolkit else ""
-    abi = bool(facts.cxx11_abi) if facts.cxx11_abi is not None else True  # no torch: g++'s default ABI
-    key = BuildKey(package=package.name, version=package.version, sdist_sha256=sdist_sha, backend=backend,
-                   toolkit=toolkit_version, torch=facts.torch or "", cxx11_abi=abi, python=facts.python,
-                   archs=kept, cxx_std=cxx_std, fixes=package.fixes_hash(), overlay=_tree_hash(overlay) if overlay else "",
+    source, source_sha = _source(ctx.project, package)
+    wheel = _prebuilt_wheel(ctx.project, package, facts, ctx.toolkit, ctx.options, ctx.out) if ctx.toolkit else None
+    key = BuildKey(package=package.name, version=package.version, sdist_sha256=source_sha, backend=ctx.backend,
+                   toolkit=ctx.toolkit_version, torch=facts.torch or "", cxx11_abi=ctx.cxx11_abi, python=facts.python,
+                   archs=kept, cxx_std=cxx_std, fixes=package.fixes_hash(),
+                   overlay=_tree_hash(ctx.overlay) if ctx.overlay else "",
                    prebuilt_wheel=_file_hash(wheel) if wheel else "")
     digest = key.digest()
-    bstring = build_string(backend=backend, toolkit=toolkit_version, torch=facts.torch or "",
-                           cxx11_abi=abi, python=facts.python, archs=kept, key_digest=digest)
-    file_name = f"{package.name}-{package.version}-{bstring}.conda"
-    in_channel = project.channel / SUBDIR / file_name
-    outcome = PackageOutcome(package.name, package.version, "cached", bstring, str(in_channel), digest[:16], kept,
-                             dropped, 0.0)
-    started = time.monotonic()
-    if not in_channel.is_file() and options.fleet_channel:
-        from resolver.fleet.channel import fetch_package
+    bstring = build_string(backend=ctx.backend, toolkit=ctx.toolkit_version, torch=facts.torch or "",
+                           cxx11_abi=ctx.cxx11_abi, python=facts.python, archs=kept, key_digest=digest)
+    return Variant(package, kept, dropped, cxx_std, source, wheel, digest, bstring)
 
-        fetch_package(options.fleet_channel, file_name, project.channel, variant=f"{package.name} for {env.name}")
-        outcome.status = "fetched"
-        _say(out, f"{package.name} {package.version}: fetched {file_name} from {options.fleet_channel}, nothing to compile")
-    elif not in_channel.is_file():
-        parallel = fit_parallelism(cores=cores, free_bytes=free, units=package.translation_units, archs=len(kept),
-                                   max_jobs=options.jobs or _env_int("MAX_JOBS"))
-        summary.parallelism = parallel
-        _say(out, f"{package.name} {package.version}: {'unpacking the upstream wheel' if wheel else 'compiling'} for "
-                  f"{', '.join(kept) or 'the host only (no GPU toolkit)'} ({bstring}); {parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): "
-                  f"{parallel.reason}" + (f"; skipping {'; '.join(dropped)}" if dropped else ""))
-        q = shlex.quote  # the values land in the recipe's shell script
-        fix_args = [f"--jobs {parallel.jobs}", f"--nvcc-threads {parallel.nvcc_threads}"]
-        if toolkit:
-            fix_args.append(f"--toolkit-home {q(str(toolkit.home))}")
-        if cxx_std:
-            fix_args.append(f"--cxx-std {q(cxx_std)}")
-        if overlay:
-            fix_args.append(f"--include-first {q(str(overlay))}")
-        if wheel:
-            fix_args.append(f"--wheel {q(str(wheel))}")
-        if package.factory != "torch.utils.cpp_extension:CUDAExtension":
-            fix_args.append(f"--factory {q(package.factory)}")
-        run = RecipeRun(
-            recipe=package.recipe,
-            variant={"backend": backend, "toolkit": toolkit.major_minor if toolkit else "none",
-                     "torch": _torch_mm(facts.torch) if facts.torch else "none",
-                     "cxx11_abi": "1" if abi else "0", "python_version": facts.python,
-                     "archs": ",".join(kept)},
-            context={"resolver_source": sdist_path.as_uri() if package.sdist else str(sdist_path),
-                     "resolver_build_string": bstring, "resolver_python": q(facts.executable),
-                     "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
-            work_dir=project.cache / "build" / f"{package.name}-{digest[:12]}",
-            log_path=project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
-        label_started = time.monotonic()
 
-        def progress(done: int, total: int) -> None:
-            if out is not None:
-                out.progress(f"{package.name}: translation units", done, total, label_started)
+def _make(ctx: BuildContext, variant: Variant, outcome: PackageOutcome, summary: BuildSummary) -> None:
+    """Compile the variant (or relocate its upstream wheel) with its recipe, into the channel."""
+    package, toolkit, facts = variant.package, ctx.toolkit, ctx.facts
+    parallel = fit_parallelism(cores=ctx.cores, free_bytes=ctx.free, units=package.translation_units,
+                               archs=len(variant.kept), max_jobs=ctx.options.jobs or _env_int("MAX_JOBS"))
+    summary.parallelism = parallel
+    _say(ctx.out, f"{package.name} {package.version}: {'unpacking the upstream wheel' if variant.wheel else 'compiling'} "
+                  f"for {', '.join(variant.kept) or 'the host only (no GPU toolkit)'} ({variant.build_string}); "
+                  f"{parallel.jobs} job(s) × {parallel.nvcc_threads} nvcc thread(s): {parallel.reason}"
+                  + (f"; skipping {'; '.join(variant.dropped)}" if variant.dropped else ""))
+    q = shlex.quote  # the values land in the recipe's shell script
+    fix_args = [f"--jobs {parallel.jobs}", f"--nvcc-threads {parallel.nvcc_threads}"]
+    if toolkit:
+        fix_args.append(f"--toolkit-home {q(str(toolkit.home))}")
+    if variant.cxx_std:
+        fix_args.append(f"--cxx-std {q(variant.cxx_std)}")
+    if ctx.overlay:
+        fix_args.append(f"--include-first {q(str(ctx.overlay))}")
+    if variant.wheel:
+        fix_args.append(f"--wheel {q(str(variant.wheel))}")
+    if package.factory != "torch.utils.cpp_extension:CUDAExtension":
+        fix_args.append(f"--factory {q(package.factory)}")
+    run = RecipeRun(
+        recipe=package.recipe,
+        variant={"backend": ctx.backend, "toolkit": toolkit.major_minor if toolkit else "none",
+                 "torch": _torch_mm(facts.torch) if facts.torch else "none",
+                 "cxx11_abi": "1" if ctx.cxx11_abi else "0", "python_version": facts.python,
+                 "archs": ",".join(variant.kept)},
+        context={"resolver_source": variant.source.as_uri() if package.sdist else str(variant.source),
+                 "resolver_build_string": variant.build_string, "resolver_python": q(facts.executable),
+                 "resolver_build_ext": q(str(BUILD_EXT)), "resolver_fix_args": " ".join(fix_args)},
+        work_dir=ctx.project.kernel_work_dir(package.name, variant.key_digest),
+        log_path=ctx.project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
+    built, seconds = _compile(ctx.project, run, package, len(variant.kept), ctx.out)
+    in_channel = publish(built, ctx.project.channel)
+    shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
+    outcome.status = "prebuilt" if variant.wheel else "built"
+    outcome.seconds = seconds
+    outcome.log = str(run.log_path)
+    outcome.file = str(in_channel)
+    outcome.units = _units_from_log(run.log_path)
+    _say(ctx.out, f"{package.name}: {outcome.status} in {seconds:.0f}s → {in_channel}")
 
-        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=progress)
-        in_channel = publish(built, project.channel)
-        shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
-        outcome.status = "prebuilt" if wheel else "built"
-        outcome.seconds = seconds
-        outcome.log = str(run.log_path)
-        outcome.file = str(in_channel)
-        outcome.units = _units_from_log(run.log_path)
-        _say(out, f"{package.name}: {outcome.status} in {seconds:.0f}s → {in_channel}")
-    elif outcome.status == "cached":
-        _say(out, f"{package.name} {package.version}: cached ({bstring}), nothing to compile")
-    if options.install:
-        stamp = project.cache / "build" / f"imported-{env.name}-{package.name}.json"
-        imported = verified(stamp, env, in_channel)
-        if imported is None:
-            add_to_environment(project, env, in_channel)
-            outcome.imports_ok = check_imports(env, package)
-            write_verified(stamp, env, in_channel, outcome.imports_ok)
-        else:
-            outcome.imports_ok = imported
-        outcome.installed = True
-    outcome.seconds = outcome.seconds or (time.monotonic() - started)
-    return outcome
+
+def _install(ctx: BuildContext, package: KernelRecipe, in_channel: Path, outcome: PackageOutcome) -> None:
+    """Link the package into the environment and import its modules there (once per install of it)."""
+    stamp = ctx.project.kernel_import_record(ctx.env.name, package.name)
+    imported = verified(stamp, ctx.env, in_channel)
+    if imported is None:
+        add_to_environment(ctx.project, ctx.env, in_channel)
+        outcome.imports_ok = check_imports(ctx.env, package)
+        write_verified(stamp, ctx.env, in_channel, outcome.imports_ok)
+    else:
+        outcome.imports_ok = imported
+    outcome.installed = True
 
 
 def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str, toolkit: str) -> tuple[str, ...]:
@@ -262,7 +276,7 @@ def _prebuilt_wheel(project, package: KernelRecipe, facts: EnvFacts, toolkit, op
                                     toolkit_or_torch_cuda=facts.torch_cuda or facts.torch_hip or toolkit.major_minor,
                                     torch=facts.torch or "", cxx11_abi=facts.cxx11_abi is not False,
                                     python=facts.python)
-    cached = project.cache / "wheels" / name
+    cached = project.upstream_wheels / name
     if cached.is_file():
         return cached
     url = package.wheel_url.format(version=package.version, wheel=name)
@@ -280,7 +294,7 @@ def _source(project: ProjectPaths, package: KernelRecipe) -> tuple[Path, str]:
     if package.sdist:
         from resolver.kernels.sdist import ensure_sdist
 
-        path = ensure_sdist(package.sdist, project.cache / "sdists")
+        path = ensure_sdist(package.sdist, project.sdists)
         return path, package.sdist.sha256
     assert package.source_dir is not None
     return package.source_dir, _tree_hash(package.source_dir)
@@ -371,3 +385,31 @@ def _env_int(name: str) -> int | None:
 def _say(out, text: str) -> None:
     if out is not None:
         out.info(text)
+
+
+def _compile(project: ProjectPaths, run: RecipeRun, package: KernelRecipe, archs: int, out) -> tuple[Path, float]:
+    """Run the recipe with its progress shown: translation units compiled of the total (ninja's count),
+    the time so far and an estimate from the last build of this package (scaled by the number of
+    architectures); the same line every 10 s in a log. The time taken is remembered for the next one."""
+    from resolver.timings import Timings
+
+    timings = Timings(project.timings)
+    key = f"build {package.name}"
+    units: list = [0, None]  # ninja's last [done/total]
+
+    def on_progress(done: int, total: int) -> None:
+        units[:] = [done, total]
+
+    def poll() -> tuple:
+        return (units[0], units[1]) if units[1] else (0, None, "preparing the build (sources, the build environment)")
+
+    expected = timings.expected(key, scale=max(archs, 1))
+    label = f"{package.name}: translation units"
+    if out is None:
+        built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}", on_progress=on_progress)
+    else:
+        with out.heartbeat(label, poll, expected_s=expected, expected_from="the last build"):
+            built, seconds = run_recipe(run, package_label=f"{package.name} {package.version}",
+                                        on_progress=on_progress)
+    timings.record(key, seconds, scale=max(archs, 1))
+    return built, seconds

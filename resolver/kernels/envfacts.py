@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from resolver.errors import EnvironmentProblem
-from resolver.fs import read_json, write_json_atomic
+from resolver.fs import sha256_text
+from resolver.records import SHA256, Fields, Flag, Text, optional, read_record, write_record
 
 
 @dataclass(frozen=True)
@@ -49,44 +50,49 @@ class EnvFacts:
 
 def fingerprint(env) -> str:
     """Changes whenever the interpreter or the installed torch changes (no torch import needed):
-    the interpreter's real path and mtime, and every ``torch-*.dist-info`` folder with its mtime."""
+    the interpreter's real path, mtime and ctime, and every ``torch-*.dist-info`` folder with its
+    mtime and ctime."""
     import glob
-    import hashlib
     import os
 
     parts = []
     python = os.path.realpath(env.python)
-    parts.append(f"{python}:{os.stat(python).st_mtime_ns}")
+    info = os.stat(python)
+    parts.append(f"{python}:{info.st_mtime_ns}:{info.st_ctime_ns}")
     for pattern in ("lib/python*/site-packages/torch-*.dist-info", "Lib/site-packages/torch-*.dist-info"):
         for folder in sorted(glob.glob(str(env.path / pattern))):
-            parts.append(f"{os.path.basename(folder)}:{os.stat(folder).st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+            info = os.stat(folder)
+            parts.append(f"{os.path.basename(folder)}:{info.st_mtime_ns}:{info.st_ctime_ns}")
+    return sha256_text("\n".join(parts))
 
 
-def probe_environment(env, cache_dir=None) -> EnvFacts:
+_FACTS = Fields({"python": Text(r"\d+\.\d+", 16), "executable": Text(max_len=4096), "platlib": Text(max_len=4096),
+                 "torch": optional(Text(max_len=128)), "torch_cuda": optional(Text(max_len=64)),
+                 "torch_hip": optional(Text(max_len=64)), "cxx11_abi": optional(Flag()),
+                 "torch_error": optional(Text(max_len=4096))})
+_RECORD = Fields({"fingerprint": SHA256, "path": Text(max_len=4096), "facts": _FACTS})
+
+
+def probe_environment(env, record=None) -> EnvFacts:
     """Run the probe in ``env`` (a resolver.install.environment.Environment); 120 s is plenty even for torch's import.
 
-    With ``cache_dir`` the answer is kept beside the environment's :func:`fingerprint` and reused
-    while it holds, so a cached build does not pay for importing torch.
+    With ``record`` (:meth:`~resolver.paths.ProjectPaths.env_facts_record`) the answer is kept beside the
+    environment's :func:`fingerprint` and reused while it holds, so a cached build does not pay for
+    importing torch.
     """
-    stored = None
-    if cache_dir is not None:
-        stored = cache_dir / f"envfacts-{env.name}.json"
+    if record is not None:
         current = fingerprint(env)
-        data = read_json(stored) or {}
-        if data.get("fingerprint") == current and data.get("path") == str(env.path):
-            try:
-                return EnvFacts.from_json(data["facts"])
-            except (KeyError, TypeError):
-                pass
+        data = read_record(record, _RECORD)
+        if data is not None and data["fingerprint"] == current and data["path"] == str(env.path):
+            return EnvFacts.from_json(data["facts"])
     answer = env.call("resolver.inenv.interpreter", timeout=120)
     if answer.document is None:
         raise EnvironmentProblem(f"the Python of environment '{env.name}' did not describe itself ({answer.failure})",
                                  fix=f"check `{env.python} -c 'import torch'` by hand; "
                                      f"`python -m resolver install --env {env.name}` repairs a broken environment")
     facts = EnvFacts.from_json(answer.document)
-    if stored is not None:
-        write_json_atomic(stored, {"fingerprint": current, "path": str(env.path), "facts": _raw(facts)})
+    if record is not None:
+        write_record(record, {"fingerprint": current, "path": str(env.path), "facts": _raw(facts)}, label="env-facts")
     return facts
 
 

@@ -3,30 +3,31 @@ and that check remembered while neither the package nor the environment changes.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from resolver.errors import BuildFailed
 from resolver.kernels.packages import KernelRecipe
 from resolver.paths import ProjectPaths
+from resolver.records import SHA256, Fields, Integer, ListOf, Text, read_record, write_record
+
+_RECORD = Fields({"package": Text(r"[^/\\\s]+\.conda", 512), "env": SHA256, "record_mtime": Integer(),
+                  "imports": ListOf(Text(r"[A-Za-z_][A-Za-z0-9_.]*", 256), 256)})
 
 
 def verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
-    """The modules checked earlier, when this exact package is still installed in this unchanged env."""
+    """The modules checked earlier, when this exact package is still installed in this unchanged env
+    (``stamp``: :meth:`~resolver.paths.ProjectPaths.kernel_import_record`, read as untrusted data)."""
 
     from resolver.kernels.envfacts import fingerprint
 
     record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
     if not record.is_file():
         return None
-    try:
-        data = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    data = read_record(stamp, _RECORD)
+    if data is None or data["package"] != package_file.name or data["env"] != fingerprint(env) \
+            or data["record_mtime"] != record.stat().st_mtime_ns:
         return None
-    if data.get("package") != package_file.name or data.get("env") != fingerprint(env) \
-            or data.get("record_mtime") != record.stat().st_mtime_ns:
-        return None
-    return tuple(data.get("imports", ()))
+    return tuple(data["imports"])
 
 
 def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...]) -> None:
@@ -35,15 +36,17 @@ def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...
 
     record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
     if record.is_file():
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps({"package": package_file.name, "env": fingerprint(env),
-                                     "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}),
-                         encoding="utf-8")
+        write_record(stamp, {"package": package_file.name, "env": fingerprint(env),
+                             "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}, label="kernel-import")
 
 
 def add_to_environment(project: ProjectPaths, env, package_file: Path) -> None:
+    """Link ``package_file`` (in a channel folder: this project's, where built and fetched packages go) into
+    the environment, once it is checked: the project's channel is a folder others may write."""
     from resolver.conda import add_package
+    from resolver.package_check import channel_record, check_package
 
+    check_package(package_file, record=channel_record(package_file), subdir=package_file.parent.name)
     add_package(env.path, package_file, cache_dir=project.package_cache)
 
 

@@ -12,7 +12,6 @@ every build's cache key, so editing a fix rebuilds.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -141,8 +140,6 @@ class KernelRecipe:
 
     def fixes_hash(self) -> str:
         """sha256 over this recipe folder and recipes/common (what our fixes are made of)."""
-        digest = hashlib.sha256()
-        for folder in (self.recipe_dir, COMMON):
-            for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-        return digest.hexdigest()
+        from resolver.fs import tree_digest
+
+        return tree_digest(self.recipe_dir, COMMON)

@@ -1,4 +1,5 @@
-"""What a kernel build is asked (:class:`BuildOptions`) and what it answers (per package and in all).
+"""What a kernel build is asked (:class:`BuildOptions`), what it works with (:class:`BuildContext`, one
+:class:`Variant` per package) and what it answers (per package and in all).
 
 >>> BuildOptions(packages=("causal-conv1d",)).packages
 ('causal-conv1d',)
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from resolver.kernels.envfacts import EnvFacts
+from resolver.kernels.packages import KernelRecipe
 from resolver.kernels.parallelism import Parallelism
+from resolver.paths import ProjectPaths
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,54 @@ class BuildOptions:
     plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
     rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
     fleet_channel: str | None = None  # a fleet's shared channel: a variant missing here is fetched, never compiled
+    # how a variant is fetched from it: (file name, local channel, variant=what it is for) -> the file; the fleet
+    # stage hands it in (resolver.fleet.channel.fetch_package), so this stage imports nothing of the fleet
+    fetch_variant: Callable[..., Path] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What every package of one build shares: the project, the environment and what its Python said about
+    itself, the backend and toolkit, the architectures asked for, the header overlay, the options, this
+    machine's cores and free memory, and where progress goes."""
+
+    project: ProjectPaths
+    env: Any  # resolver.install.environment.Environment
+    facts: EnvFacts
+    backend: str
+    toolkit: Any  # resolver.kernels.toolkit.Toolkit, None for a host-only build
+    archs: tuple[str, ...]
+    overlay: Path | None
+    options: BuildOptions
+    cores: int
+    free: int
+    out: Any = None
+
+    @property
+    def toolkit_version(self) -> str:
+        return self.toolkit.version if self.toolkit else ""
+
+    @property
+    def cxx11_abi(self) -> bool:
+        return bool(self.facts.cxx11_abi) if self.facts.cxx11_abi is not None else True  # no torch: g++'s default
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One package's build for this context: the architectures kept, its sources, its cache key."""
+
+    package: KernelRecipe
+    kept: tuple[str, ...]
+    dropped: tuple[str, ...]
+    cxx_std: str
+    source: Path
+    wheel: Path | None  # an upstream wheel relocated instead of compiling
+    key_digest: str
+    build_string: str
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.package.name}-{self.package.version}-{self.build_string}.conda"
 
 
 @dataclass

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from resolver.errors import ExitCode
+
 DATA_FILE = Path(__file__).resolve().parent / "data" / "pci_gpus.toml"
 VENDORS = {"10de": "nvidia", "1002": "amd"}
 # pci.ids entries of a GPU vendor that are not GPUs: audio functions, bridges, switches, controllers
@@ -198,7 +200,7 @@ def _place_raw(vendor: str, entry: str) -> bool:
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m resolver.knowledge.pci_ids PATH/TO/pci.ids", file=sys.stderr)
-        return 2
+        return int(ExitCode.REFUSED)  # usage
     text = Path(argv[0]).read_text(encoding="utf-8", errors="replace")
     version = re.search(r"^#\s*Version:\s*(\S+)", text, re.M)
     DATA_FILE.write_text(refresh(text, version.group(1) if version else "unknown version"), encoding="utf-8")

@@ -3,15 +3,18 @@
 Every environment the manifest declares is locked, for every platform it declares (pixi requires
 it): the requested ones are (re)resolved, the others keep their entries as text when the lock still
 holds them as pixi.toml asks (:func:`carry_over`: platforms matched by identity as pixi matches them,
-environments by name), and are resolved again only when the resolver can lock all of them; a
-workspace it cannot lock is refused before anything runs. For one environment on one platform:
+environments by name; and no package left that nothing requires, :mod:`.staleness`), and are resolved
+again only when the resolver can lock all of them; a workspace it cannot lock is refused before
+anything runs. Each (environment, platform) is resolved on its own, side by side. For one
+environment on one platform:
 
 1. conda: py-rattler ``solve`` of its ``[dependencies]`` (its own ``python``; for CUDA the toolkit)
    against its channels, mirrors applied, with the platform's virtual packages as the manifest declares
    them (pixi's defaults otherwise), so a laptop can lock for a GPU cluster. When no channel answers,
    the environment falls back, explicitly, to a virtual environment of the host's Python: the lock
    says so in its header and ``setup`` in its summary;
-2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`);
+2. PyPI: uv resolves its ``[pypi-dependencies]`` for that Python and platform (:mod:`.pypi`); which
+   indexes answer is asked while conda solves;
 3. locations are canonical: the channel and index a package canonically comes from, never this
    machine's mirror or wheelhouse (:mod:`.canonical`); install applies the mirrors again.
 
@@ -21,30 +24,32 @@ resolve leaves the previous pair as it was, byte for byte.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import os
+import re
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.conda import solve
-from resolver.decide.model import Plan
 from resolver.errors import BadInput, SourceUnreachable
-from resolver.fs import write_text_atomic
-from resolver.lock.canonical import Canonicalizer
-from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, locked_python, realigned
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, read_lock
-from resolver.lock.manifest import EnvSpec, Manifest
-from resolver.lock.pixi_platforms import PixiPlatform
-from resolver.lock.sources import Sources, channel_url
 from resolver.paths import ProjectPaths
+from resolver.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
 
-if TYPE_CHECKING:
-    from resolver.uv import Speculation
+if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchanged project never loads it
+    from resolver.decide.model import Plan
+    from resolver.lock.canonical import Canonicalizer
+    from resolver.lock.lockfile import ExistingLock, LockedEnv
+    from resolver.lock.manifest import EnvSpec, Manifest
+    from resolver.lock.pixi_platforms import PixiPlatform
+    from resolver.lock.reasons import Reason
+    from resolver.lock.sources import Sources
 
 Info = Callable[[str], None]
+
+
+def _quiet(text: str) -> None:
+    """The default ``info``: say nothing."""
 
 
 @dataclass(frozen=True)
@@ -76,20 +81,44 @@ class LockSummary:
     sha256: str = ""
     notes: tuple[str, ...] = field(default=())
     added: tuple[str, ...] = ()  # what pixi.toml gained ("environment cpu (...)", "platform linux-64-cuda13")
+    reasons: tuple[Reason, ...] = ()  # why pixi.lock was stale (empty: asked to lock anyway)
+    up_to_date: bool = False  # nothing was resolved: pixi.lock already satisfied pixi.toml and the plans
 
     def to_json(self) -> dict[str, Any]:
         return {"lockfile": str(self.lockfile), "manifest": str(self.manifest), "sha256": self.sha256,
+                "status": "up-to-date" if self.up_to_date else "locked", "reasons": [r.to_json() for r in self.reasons],
                 "manifest_changed": self.manifest_changed, "locked": [e.to_json() for e in self.locked],
                 "carried_over": list(self.carried_over), "notes": list(self.notes), "added": list(self.added)}
 
 
+@dataclass(frozen=True)
+class LockSettings:
+    """What every environment of one lock run is resolved with."""
+
+    project: ProjectPaths
+    sources: Sources
+    canonical: Canonicalizer  # collects the notes about locations it could not make canonical
+    no_conda: bool = False
+    no_pypi: bool = False
+    info: Info = _quiet
+
+
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
-               no_conda: bool = False, no_pypi: bool = False, info: Info = lambda text: None,
-               edit: Callable[[Manifest], None] | None = None, speculation: Speculation | None = None) -> LockSummary:
+               no_conda: bool = False, no_pypi: bool = False, info: Info = _quiet,
+               edit: Callable[[Manifest], None] | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
-    (kept from the existing lock, or resolved when it holds none); write pixi.toml and pixi.lock.
-    ``edit`` changes the manifest further before it is locked (``lock --fleet`` records its classes);
-    ``speculation``: PyPI resolves the caller started ahead (:class:`resolver.uv.Speculation`)."""
+    (kept from the existing lock while it holds them as pixi.toml asks, else resolved); write pixi.toml
+    and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
+    its classes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from resolver.fs import sha256_text, write_text_atomic
+    from resolver.lock.canonical import Canonicalizer
+    from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, realigned
+    from resolver.lock.manifest import Manifest
+    from resolver.lock.sources import Sources
+    from resolver.planning import save_plan
+
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
@@ -106,39 +135,43 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         notes.append(note)
         info(f"note: {note}")
     kept, todo = carry_over(existing, manifest, set(wanted), no_conda=no_conda, no_pypi=no_pypi)  # refusals: here
-    ahead = ThreadPoolExecutor(max_workers=4)
+    settings = LockSettings(project, sources, Canonicalizer(sources, project), no_conda=no_conda, no_pypi=no_pypi,
+                            info=info)
+    # every (environment, platform) is resolved on its own, side by side; meanwhile the ones kept are checked
+    # for packages nothing requires any more (the carry-over does not look for them), which are resolved too
+    pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
     try:
-        # uv starts now, for the Python the last lock solved, while the old lock is read and conda solves
-        pythons = {} if no_pypi or no_conda else _stored_pythons(project, list(wanted))
-        early = {(name, platform.name): guess for name in wanted for platform in manifest.environment(name).platforms
-                 if (guess := _start_pypi(ahead, project, manifest, name, platform, sources,
-                                          pythons.get((name, platform.name)), info, speculation))}
-        canonical = Canonicalizer(sources, project.cache, project.root)
+        resolving = {(name, platform.name): pool.submit(_resolved, settings, manifest.environment(name, platform.name),
+                                                        platform) for name, platform in todo}
+        again = _no_longer_required(existing, project, manifest, {name for name, _, _ in kept}, no_pypi)
+        kept = [entry for entry in kept if entry[0] not in again]
+        for name in sorted(again):
+            for platform in manifest.environment(name).platforms:
+                if (name, platform.name) in resolving:
+                    continue
+                todo.append((name, platform))
+                resolving[(name, platform.name)] = pool.submit(_resolved, settings,
+                                                               manifest.environment(name, platform.name), platform)
+        order = {name: i for i, name in enumerate(manifest.environment_names())}
+        todo.sort(key=lambda item: order[item[0]])  # reported in pixi.toml's order
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
-        for name, platform in todo:
-            guess = early.get((name, platform.name))
-            if guess is None and not no_pypi and not no_conda:
-                guess = _start_pypi(ahead, project, manifest, name, platform, sources,
-                                    locked_python(existing, name, platform), info, speculation)
-            started = time.monotonic()
-            env, skipped = lock_environment(project, manifest, name, platform, sources, canonical,
-                                            no_conda=no_conda, no_pypi=no_pypi, info=info, early=guess,
-                                            speculation=speculation)
+        for position, (name, platform) in enumerate(todo, 1):
+            env, report = resolving[(name, platform.name)].result()
             if env.fallback and name not in wanted and locked_normally(existing, name, platform):
                 raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
                                         "channel answers: pixi.toml and pixi.lock are left as they were",
                                         fix="lock where its channels answer, or name a mirror (--channel, "
                                             "RESOLVER_CONDA_CHANNELS)")
             envs.append(env)
-            torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
-            reports.append(EnvLockReport(name, platform.name, len(env.conda), len(env.pypi), torch, env.channels,
-                                         skipped, time.monotonic() - started, env.fallback))
+            reports.append(report)
+            info(f"[{position}/{len(todo)}] {name} ({platform.name}): locked in {report.seconds:.1f}s, "
+                 f"{report.conda_packages} conda + {report.pypi_packages} PyPI packages")
     except BaseException:
-        ahead.shutdown(wait=False, cancel_futures=True)  # the error now, not after a guessed resolve ends
+        pool.shutdown(wait=False, cancel_futures=True)  # the error now, not after the other resolves end
         raise
-    ahead.shutdown(wait=True)
-    for note in canonical.notes + [r.fallback_note for r in envs if r.fallback]:
+    pool.shutdown()
+    for note in sorted(settings.canonical.notes) + [r.fallback_note for r in envs if r.fallback]:
         if note not in notes:
             notes.append(note)
             info(f"note: {note}")
@@ -152,118 +185,120 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     carried = [name for name, _, _ in kept]
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
-                       hashlib.sha256(text.encode()).hexdigest(), tuple(notes), tuple(manifest.added))
+                       sha256_text(text), tuple(notes), tuple(manifest.added))
 
 
-def lock_environment(project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform, sources: Sources,
-                     canonical: Canonicalizer, *, no_conda: bool = False, no_pypi: bool = False,
-                     info: Info = lambda text: None, early: tuple[str, Future] | None = None,
-                     speculation: Speculation | None = None) -> tuple[LockedEnv, tuple[str, ...]]:
-    """Resolve one environment for one platform.
+def _no_longer_required(existing: ExistingLock | None, project: ProjectPaths, manifest: Manifest, kept: set[str],
+                        no_pypi: bool) -> set[str]:
+    """Of the environments ``kept``, the ones pixi.lock holds with packages nothing in pixi.toml requires
+    any more (a dependency removed), where the resolver can lock them."""
+    if existing is None or not kept:
+        return set()
+    from resolver.lock import staleness
+    from resolver.lock.lockfile import locked_envs
 
-    The PyPI part needs the conda python's exact version (markers). ``early`` is a resolve started
-    before the conda solve for a guessed Python (:func:`_start_pypi`): its answer is taken only when
-    the solve gives that same Python; otherwise uv runs again for the one solved."""
-    spec = manifest.environment(name, platform.name)
-    requirements = [] if no_pypi else spec.pypi_requirements()
-    records, python, python_full, fallback = _solve_conda(spec, name, platform, sources, canonical,
-                                                          no_conda=no_conda, info=info)
+    status = staleness.check(locked_envs(existing, project.root), manifest, environments=sorted(kept),
+                             pypi=not no_pypi)
+    return {r.environment for r in status.reasons if r.kind == "packages-not-required" and r.environment
+            and not any(manifest.unlockable(r.environment, p) for p in manifest.environment(r.environment).platforms)}
+
+
+def _resolved(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, EnvLockReport]:
+    """:func:`lock_environment`, and what ``lock`` reports of it."""
+    started = time.monotonic()
+    env, skipped = lock_environment(settings, spec, platform)
+    torch = next((f"{a.name}=={a.version}" for a in env.pypi if a.name == "torch"), None)
+    return env, EnvLockReport(spec.name, platform.name, len(env.conda), len(env.pypi), torch, env.channels, skipped,
+                              time.monotonic() - started, env.fallback)
+
+
+def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform) -> tuple[LockedEnv, tuple[str, ...]]:
+    """Resolve one environment (``spec``: merged for ``platform``) for one platform: its conda
+    packages, then its PyPI packages for the conda python the solve gave (its exact version decides
+    markers); which PyPI indexes answer is asked while conda solves."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from resolver.lock.lockfile import LockedEnv, LockedPlatform
+    from resolver.lock.sources import channel_url
+
+    requirements = [] if settings.no_pypi else spec.pypi_requirements()
     artifacts: tuple = ()
     skipped: tuple[str, ...] = ()
-    if requirements:
-        if python is None:
-            raise BadInput(f"environment {name} has PyPI dependencies but no python (neither a conda python nor a "
-                           "python pin in its [dependencies])",
-                           fix=f"add python = \"3.11.*\" to [feature.{name}.dependencies] in pixi.toml")
-        wanted_python = python_full or python
-        info(f"resolving PyPI packages for {name} ({platform.name}, Python {wanted_python}) with uv")
-        if early is not None and early[0] == wanted_python:
-            resolution = early[1].result()
-        else:
-            resolution = _resolve_pypi(project, spec, name, platform, sources, requirements, wanted_python, info,
-                                       speculation)
-        artifacts = tuple(canonical.pypi_artifact(a, spec) for a in resolution.artifacts)
-        skipped = resolution.skipped_indexes
+    with ThreadPoolExecutor(max_workers=1) as side:
+        answering = side.submit(_answering_indexes, settings, spec) if requirements else None
+        records, python, python_full, fallback = _solve_conda(settings, spec, platform)
+        if answering is not None:
+            if python is None:
+                raise BadInput(f"environment {spec.name} has PyPI dependencies but no python (neither a conda python "
+                               "nor a python pin in its [dependencies])",
+                               fix=f"add python = \"3.11.*\" to [feature.{spec.name}.dependencies] in pixi.toml")
+            resolution = _resolve_pypi(settings, spec, platform, requirements, python_full or python, answering.result())
+            with ThreadPoolExecutor(max_workers=8) as pool:  # a location PyPI is asked about is a network round trip
+                artifacts = tuple(pool.map(lambda a: settings.canonical.pypi_artifact(a, spec), resolution.artifacts))
+            skipped = resolution.skipped_indexes
     indexes = tuple(spec.pypi_indexes()) if spec.pypi else ()
     locked = LockedPlatform(platform.name, platform.subdir, tuple(platform.lock_virtual_packages()))
-    return LockedEnv(name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts, indexes,
-                     fallback=fallback, python=python), skipped
+    return LockedEnv(spec.name, locked, tuple(channel_url(c) for c in spec.channels), tuple(records), artifacts,
+                     indexes, fallback=fallback, python=python), skipped
 
 
-def _solve_conda(spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources, canonical: Canonicalizer, *,
-                 no_conda: bool, info: Info) -> tuple[list[Any], str | None, str | None, bool]:
+def _solve_conda(settings: LockSettings, spec: EnvSpec,
+                 platform: PixiPlatform) -> tuple[list[Any], str | None, str | None, bool]:
     """(records, python X.Y, the conda python's X.Y.Z or None, whether the environment falls back)."""
+    from resolver.lock.sources import channel_url
+
     channels = tuple(channel_url(c) for c in spec.channels)
     python = _python_of_spec(spec)
-    if spec.conda and no_conda:
-        return [], _fallback_python(spec, name, "--no-conda skips the conda channels", "lock without --no-conda"), \
-            None, True
+    if spec.conda and settings.no_conda:
+        return [], _fallback_python(spec, "--no-conda skips the conda channels", "lock without --no-conda"), None, True
     if not spec.conda:
         return [], python, None, False
-    solve_channels = sources.channels_for(list(spec.channels))
-    info(f"solving conda packages for {name} ({platform.name}): {', '.join(spec.conda_specs())}")
+    solve_channels = settings.sources.channels_for(list(spec.channels))
+    settings.info(f"solving conda packages for {spec.name} ({platform.name}): {', '.join(spec.conda_specs())}")
     try:
         solved = solve(solve_channels, spec.conda_specs(), platform.subdir, platform.solve_virtual_packages())
     except SourceUnreachable as exc:
         if solve_channels != list(channels):  # mirrors the user named must answer: no silent fallback
             raise
-        info(f"note: {exc.message}: environment {name} falls back to a virtual environment of this machine's "
-             "Python (not installable by pixi until locked where a conda channel answers)")
-        return [], _fallback_python(spec, name, exc.message, exc.fix), None, True
-    records = [canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
+        settings.info(f"note: {exc.message}: environment {spec.name} falls back to a virtual environment of this "
+                      "machine's Python (not installable by pixi until locked where a conda channel answers)")
+        return [], _fallback_python(spec, exc.message, exc.fix), None, True
+    records = [settings.canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
     python_full = next((r.version for r in records if r.name == "python"), None)
     return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
 
 
-def _resolve_pypi(project: ProjectPaths, spec: EnvSpec, name: str, platform: PixiPlatform, sources: Sources,
-                  requirements: list[str], python: str, info: Info = lambda text: None,
-                  speculation: Speculation | None = None):
-    from resolver.lock import pypi
-
+def _pypi_indexes(settings: LockSettings, spec: EnvSpec) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+    """(index-url, extra index URLs, wheelhouses) of ``spec``'s PyPI part, mirrors applied: the
+    manifest's, the PyTorch index of each pinned package, and ``[tool.resolver]``'s."""
+    sources = settings.sources
     pinned = {url for _, dep in spec.pypi if (url := dep.get("index"))}
     extra = [sources.torch_index_for(url, _variant_of(url)) for url in sorted(pinned)]
+    return (sources.mirror(spec.index_url) if spec.index_url else None,
+            tuple(dict.fromkeys(u.rstrip("/") for u in [*(u for u in extra if u), *sources.extra_index_urls,
+                                                        *(sources.mirror(u) for u in spec.extra_index_urls)])),
+            tuple(dict.fromkeys([*sources.find_links, *spec.find_links])))
+
+
+def _answering_indexes(settings: LockSettings, spec: EnvSpec):
+    from resolver.lock import pypi
+
+    return pypi.uv_sources(*_pypi_indexes(settings, spec), info=settings.info)
+
+
+def _resolve_pypi(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform, requirements: list[str], python: str,
+                  sources=None):
+    from resolver.lock import pypi
+
+    settings.info(f"resolving PyPI packages for {spec.name} ({platform.name}, Python {python}) with uv")
+    index_url, extra_index_urls, find_links = _pypi_indexes(settings, spec)
     return pypi.resolve(pypi.PypiRequest(
         requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
-        index_url=sources.mirror(spec.index_url) if spec.index_url else None,
-        extra_index_urls=tuple(dict.fromkeys(u.rstrip("/") for u in [
-            *(u for u in extra if u), *sources.extra_index_urls, *(sources.mirror(u) for u in spec.extra_index_urls)])),
-        find_links=tuple(dict.fromkeys([*sources.find_links, *spec.find_links]))),
-        project.cache / "pypi", project.verified, info=info, speculation=speculation, label=f"{name}/{platform.name}")
+        index_url=index_url, extra_index_urls=extra_index_urls, find_links=find_links),
+        settings.project, info=settings.info, sources=sources)
 
 
-def _start_pypi(pool: ThreadPoolExecutor, project: ProjectPaths, manifest: Manifest, name: str, platform: PixiPlatform,
-                sources: Sources, python: str | None, info: Info,
-                speculation: Speculation | None = None) -> tuple[str, Future] | None:
-    """The PyPI resolve of ``name`` for a guessed conda ``python``, started in ``pool`` (None when
-    there is no guess, no conda python to solve, or nothing from PyPI)."""
-    spec = manifest.environment(name, platform.name)
-    requirements = spec.pypi_requirements()
-    if not python or not spec.conda or not requirements:
-        return None
-    return python, pool.submit(_resolve_pypi, project, spec, name, platform, sources, requirements, python, info,
-                               speculation)
-
-
-def _stored_pythons(project: ProjectPaths, names: list[str]) -> dict[tuple[str, str], str]:
-    """(environment, platform) → the conda python the last lock of it solved (kept with its plan)."""
-    found = {}
-    for name in names:
-        try:
-            data = json.loads((project.stamps / "plans" / f"{name}.json").read_text(encoding="utf-8"))
-            found.update({(name, str(k)): str(v) for k, v in (data.get("pythons") or {}).items()})
-        except (OSError, ValueError, AttributeError):
-            continue
-    return found
-
-
-def _conda_python(env: LockedEnv | None) -> str | None:
-    """The exact version of the conda python a previous lock of this environment holds."""
-    if env is None or env.fallback:
-        return None
-    return next((r.version for r in env.conda if r.name == "python"), None)
-
-
-def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str:
+def _fallback_python(spec: EnvSpec, why: str, fix: str | None) -> str:
     """The Python of a fallback environment: the pinned ``X.Y``, or this interpreter's when the pin
     admits it (the fallback is a virtual environment of a Python this machine has)."""
     import sys
@@ -277,13 +312,12 @@ def _fallback_python(spec: EnvSpec, name: str, why: str, fix: str | None) -> str
     pin = dict(spec.conda).get("python", "").strip()
     if not pin or pin == "*" or version_matches(pin, f"{here}.{sys.version_info.micro}"):
         return here
-    raise SourceUnreachable(f"{why}, and environment {name} asks for python {pin} which this machine's Python "
+    raise SourceUnreachable(f"{why}, and environment {spec.name} asks for python {pin} which this machine's Python "
                             f"{here} is not", fix=fix)
 
 
 def _python_of_spec(spec: EnvSpec) -> str | None:
     """``3.11`` from a ``python = "3.11.*"`` pin (what a fallback environment uses), else None."""
-    import re
 
     pin = dict(spec.conda).get("python", "")
     match = re.match(r"^=?=?(\d+\.\d+)", pin.strip())
@@ -295,74 +329,8 @@ def _variant_of(index_url: str) -> str:
     return index_url.rstrip("/").rsplit("/", 1)[-1]
 
 
-# -- the plans behind the lock -------------------------------------------------------------------
-def plan_key(plan: Plan) -> dict[str, Any]:
-    """What in a plan decides the lock (trace, warnings and kernels do not)."""
-    return {"environment": plan.env_name, "platform": plan.platform, "python": plan.python,
-            "torch": plan.torch.requirement, "index": plan.torch.source.url,
-            "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
-
-
-def save_plan(project: ProjectPaths, plan: Plan, manifest: Manifest, pythons: dict[str, str] | None = None) -> Path:
-    """The plan behind an environment, and (``pythons``) the conda python locked per platform."""
-    from resolver.fs import write_json_atomic
-
-    path = project.stamps / "plans" / f"{plan.env_name}.json"
-    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
-                             "manifest_env": _env_digest(manifest, plan.env_name)}, label="plan")
-    return path
-
-
-def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
-    path = project.stamps / "plans" / f"{env_name}.json"
-    try:
-        return Plan.from_json(json.loads(path.read_text(encoding="utf-8"))["plan"])
-    except (OSError, ValueError, KeyError, BadInput):
+def _conda_python(env: LockedEnv | None) -> str | None:
+    """The exact version of the conda python an environment was locked with."""
+    if env is None or env.fallback:
         return None
-
-
-def _env_digest(manifest: Manifest, name: str) -> str:
-    spec = manifest.environment(name)
-    return hashlib.sha256(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
-                                      spec.index_url, spec.extra_index_urls, spec.find_links],
-                                     default=str).encode()).hexdigest()
-
-
-def lock_is_current(project: ProjectPaths, plan: Plan) -> bool:
-    """Whether pixi.lock already holds ``plan``'s environment as ``plan`` would lock it.
-
-    Checked against the lock's own content (torch build, the environment's conda python), so it also
-    holds on a teammate's machine; where this machine locked it, the pixi.toml section must also be
-    unchanged since.
-    """
-    if not project.lockfile.is_file() or not project.manifest.is_file():
-        return False
-    try:
-        manifest = Manifest.load(project.manifest)
-        if plan.env_name not in manifest.environment_names():
-            return False
-        spec = manifest.environment(plan.env_name)
-        torch_pin = dict(spec.pypi).get("torch", {}).get("version", "")
-        if torch_pin != "==" + plan.torch.requirement.split("==", 1)[1]:
-            return False
-        if any(dict(spec.conda).get(name) != wanted for name, wanted in plan.conda_packages):
-            return False
-        state_path = project.stamps / "plans" / f"{plan.env_name}.json"
-        if state_path.is_file():
-            state = json.loads(state_path.read_text(encoding="utf-8"))
-            if state.get("key") != plan_key(plan) or state.get("manifest_env") != _env_digest(manifest, plan.env_name):
-                return False
-        locked = {e.platform.name: e for e in read_lock(project.lockfile, project.root,
-                                                        manifest.platforms().values()).get(plan.env_name, [])}
-    except (BadInput, OSError, ValueError):
-        return False
-    if not spec.platforms or any(p.name not in locked for p in spec.platforms):
-        return False
-    version = plan.torch.requirement.split("==", 1)[1]
-    for env in locked.values():
-        torch = [a for a in env.pypi if a.name == "torch"]
-        if torch and torch[0].version != version:
-            return False
-        if env.python not in (None, plan.python):
-            return False
-    return True
+    return next((r.version for r in env.conda if r.name == "python"), None)

@@ -19,9 +19,9 @@ What none of these places is kept as it is, and ``lock`` says so in one line wit
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -30,6 +30,9 @@ from typing import Mapping
 from resolver.conda import CondaRecord
 from resolver.lock.lockfile import PypiArtifact
 from resolver.lock.sources import Sources
+from resolver.names import without_credentials
+from resolver.paths import ProjectPaths
+from resolver.records import Number, RecordMap, Text
 
 # PyPI's simple index in its JSON form (PEP 691): absolute file URLs with their sha256. (The legacy
 # /pypi/NAME/json answers with relative URLs through some proxies, and its per-release form with 404.)
@@ -42,14 +45,13 @@ MISS_TTL_S = 24 * 3600  # a file PyPI did not have is looked for again after a d
 class Canonicalizer:
     """Canonical locations for one lock run, and the notes about the ones it could not find."""
 
-    def __init__(self, sources: Sources, cache: Path, root: Path | None = None) -> None:
+    def __init__(self, sources: Sources, project: ProjectPaths) -> None:
         self.sources = sources
-        self.root = root.resolve() if root is not None else None
-        self.cache_file = cache / "canonical-urls.json"
-        self.misses_file = cache / "canonical-misses.json"  # sha256 -> when PyPI last did not have it
+        self.root = project.root.resolve()
+        self.known = RecordMap(project.canonical_urls, Text(r"https?://[^/\s@]+/\S*", 8192))
+        self.misses = RecordMap(project.canonical_misses, Number())  # sha256 -> when PyPI last did not have it
         self.notes: list[str] = []
-        self._known: dict[str, str] | None = None
-        self._misses: dict[str, float] | None = None
+        self._lock = threading.Lock()  # environments and their wheels are made canonical side by side
 
     # ---- conda
     def conda_record(self, record: CondaRecord, solved_from: list[str], canonical: list[str]) -> CondaRecord:
@@ -76,18 +78,17 @@ class Canonicalizer:
                             index=index)
 
     def _in_project(self, location: str) -> bool:
-        from resolver.install.fetch import local_path
+        from resolver.names import local_path
 
         path = local_path(location)
         return self.root is not None and path is not None and path.resolve().is_relative_to(self.root)
 
     def _from_pypi(self, art: PypiArtifact) -> str | None:
-        known = self._load()
-        if art.sha256 in known:
-            return known[art.sha256]
-        misses = self._load_misses()
-        if time.time() - misses.get(art.sha256, 0.0) < MISS_TTL_S:
-            return None
+        with self._lock:
+            if art.sha256 in self.known:
+                return self.known.get(art.sha256)
+            if 0 <= time.time() - self.misses.get(art.sha256, 0.0) < MISS_TTL_S:
+                return None
         from resolver.net import fetch_json
 
         page = _pypi_page(re.sub(r"[-_.]+", "-", art.name).lower())
@@ -95,13 +96,15 @@ class Canonicalizer:
         if not isinstance(data, dict):
             return None  # PyPI did not answer: asked again next time
         file_name = art.file_name
-        for entry in data.get("files") or []:
-            if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
-                known[art.sha256] = urllib.parse.urljoin(page, str(entry["url"]))
-                self._save(self.cache_file, known)
-                return known[art.sha256]
-        misses[art.sha256] = time.time()  # a local build (torch's +cpu) is not on PyPI: not asked again today
-        self._save(self.misses_file, misses)
+        with self._lock:
+            for entry in data.get("files") or []:
+                if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
+                    url = without_credentials(urllib.parse.urljoin(page, str(entry["url"])))
+                    self.known.put(art.sha256, url)
+                    self.known.save()
+                    return url
+            self.misses.put(art.sha256, time.time())  # a local build (torch's +cpu) is not on PyPI: not asked again
+            self.misses.save()
         return None
 
     def _note_local(self, art: PypiArtifact, index: str | None) -> None:
@@ -111,35 +114,10 @@ class Canonicalizer:
         else:
             fix = ("lock where PyPI (https://pypi.org) answers, so the file's PyPI address can be recorded, or map its "
                    f"canonical address to {folder} under [tool.resolver.mirrors]")
-        self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock records "
-                          f"a path of this machine. Fix: {fix}")
+        with self._lock:
+            self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock "
+                              f"records a path of this machine. Fix: {fix}")
 
-    def _load(self) -> dict[str, str]:
-        if self._known is None:
-            try:
-                data = json.loads(self.cache_file.read_text(encoding="utf-8"))
-                self._known = {k: v for k, v in data.items() if isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", k)}
-            except (OSError, ValueError, AttributeError):
-                self._known = {}
-        return self._known
-
-    def _load_misses(self) -> dict[str, float]:
-        if self._misses is None:
-            try:
-                data = json.loads(self.misses_file.read_text(encoding="utf-8"))
-                self._misses = {k: float(v) for k, v in data.items() if re.fullmatch(r"[0-9a-f]{64}", k)}
-            except (OSError, ValueError, TypeError, AttributeError):
-                self._misses = {}
-        return self._misses
-
-    @staticmethod
-    def _save(path: Path, data: dict) -> None:
-        from resolver.fs import write_json_atomic
-
-        try:
-            write_json_atomic(path, data, label="canonical-cache")
-        except OSError:  # a cache is an optimisation
-            pass
 
 
 def _pypi_page(project: str, environ: Mapping[str, str] | None = None) -> str:

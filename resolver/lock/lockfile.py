@@ -90,7 +90,7 @@ class LockedEnv:
     channels: tuple[str, ...]
     conda: tuple[CondaRecord, ...] = ()  # urls absolute
     pypi: tuple[PypiArtifact, ...] = ()
-    indexes: tuple[str, ...] = field(default=())  # set when locked now (read_lock leaves it empty)
+    indexes: tuple[str, ...] = field(default=())  # the PyPI indexes it was resolved with
     fallback: bool = False  # no conda python: a virtual environment of the host's Python (no channel answered)
     python: str | None = None  # "3.11": the conda python's, else the wheels' cpXY tag
     sources: tuple[str, ...] = ()  # conda packages pixi builds from source (pixi-build): not ours to install
@@ -396,6 +396,15 @@ def _fallbacks_in_header(text: str) -> dict[tuple[str, str], str | None]:
     return found
 
 
+def _deeply_nested(text: str) -> bool:
+    """Whether the text opens 8 YAML flow collections (``[``, ``{``) with none closed in between: a lock nests
+    them two deep at most, and rattler's YAML reader is quadratic in the depth (200 kB of ``{a: ``: 25 s)."""
+    return _NESTED.search(text) is not None
+
+
+_NESTED = re.compile(r"(?:[\[{][^\[\]{}]*){8}")
+
+
 @dataclass(frozen=True)
 class ExistingLock:
     """The pixi.lock there is: rattler's reading of it, its text cut into blocks (version 7; an older
@@ -438,6 +447,9 @@ def _read(path: Path) -> tuple[str, LockView]:
                                fix="put the project's pixi.lock there (from version control, or `python -m resolver lock`)")
         raise BadInput(f"{path} does not exist", fix="run `python -m resolver lock` first")
     text = read_bytes_bounded(path, limit=LOCK_LIMIT, what="the lock file").decode("utf-8", errors="replace")
+    if _deeply_nested(text):  # the YAML reader takes seconds per 100 kB of "{a: " before it gives up
+        raise NotALock(f"{path} cannot be read as a pixi.lock (its YAML is nested too deeply)",
+                       fix="restore it from version control or run `python -m resolver lock` again")
     try:
         view = LockView(path)
     except ValueError as exc:
@@ -476,9 +488,18 @@ def read_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> dict[str
     from resolver.lock.pixi_platforms import align
 
     text, view = _read(path)
-    fallbacks = _fallbacks_in_header(text)
+    return _locked_envs(view, root, align(view.platforms(), platforms), _fallbacks_in_header(text), _indexes(text))
+
+
+def locked_envs(existing: ExistingLock, root: Path) -> dict[str, list[LockedEnv]]:
+    """:func:`read_lock` of a lock already read (:func:`load_lock`)."""
+    return _locked_envs(existing.view, root, existing.renames, existing.fallbacks,
+                        {name: env.indexes() for name, env in existing.raw.envs.items()})
+
+
+def _locked_envs(view: LockView, root: Path, renames: dict[str, str], fallbacks: dict[tuple[str, str], str | None],
+                 indexes: dict[str, tuple[str, ...]]) -> dict[str, list[LockedEnv]]:
     lock_platforms = view.platforms()
-    renames = align(lock_platforms, platforms)
     result: dict[str, list[LockedEnv]] = {}
     for name in view.environments():
         channels = tuple(absolute_location(c, root) for c in view.channels(name))
@@ -491,10 +512,22 @@ def read_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> dict[str
             subdir, packages = lock_platforms.get(plat, (plat, ()))
             locked.append(LockedEnv(
                 name=name, platform=LockedPlatform(renames.get(plat, plat), subdir, packages), channels=channels,
-                conda=conda, pypi=pypi, fallback=(name, plat) in fallbacks,
+                conda=conda, pypi=pypi, indexes=indexes.get(name, ()), fallback=(name, plat) in fallbacks,
                 python=python or fallbacks.get((name, plat)) or _wheel_python(pypi), sources=sources))
         result[name] = locked
     return result
+
+
+def _indexes(text: str) -> dict[str, tuple[str, ...]]:
+    """Environment -> the PyPI ``indexes`` the lock records for it (rattler reads them but does not say)."""
+    try:
+        raw = RawLock.parse(text)
+    except ValueError:  # laid out otherwise than rattler writes: as rattler would write it
+        try:
+            raw = RawLock.parse(canonical_lock_text(text))
+        except ValueError:
+            return {}
+    return {name: env.indexes() for name, env in raw.envs.items()}
 
 
 def replace_platform(env: LockedEnv, platform: LockedPlatform) -> LockedEnv:

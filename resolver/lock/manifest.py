@@ -27,18 +27,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Any, Collection
 
-from resolver.decide.model import Plan
 from resolver.errors import BadInput
 from resolver.fs import read_bytes_bounded, write_text_atomic
 from resolver.lock.pixi_platforms import PixiPlatform
 from resolver.manifest_shape import check_manifest
 
+if TYPE_CHECKING:
+    from resolver.decide.model import Plan
+
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
 DEFAULT_PYPI = ("numpy", "transformers", "safetensors", "einops", "packaging", "ninja")
 MANIFEST_LIMIT = 4 << 20  # a pixi.toml larger than 4 MiB is not one a person wrote
+# tomlkit reads some 75 kB/s, and a run of blank lines slower still (400 kB of them: 15 s): a shared pixi.toml
+# of more lines than any workspace has (a fleet's classes are a few hundred) is refused before it is parsed
+MANIFEST_LINES = 20_000
 _FIX = "fix pixi.toml (its layout is pixi's: https://pixi.sh/latest/reference/pixi_manifest/)"
 
 
@@ -98,6 +103,10 @@ class Manifest:
     def parse(cls, text: str, path: Path | None = None) -> "Manifest":
         import tomlkit
 
+        if text.count("\n") > MANIFEST_LINES:
+            where = path or "pixi.toml"
+            raise BadInput(f"{where} has more than {MANIFEST_LINES} lines, more than a workspace's manifest has",
+                           fix=f"restore {where} from version control")
         try:
             doc = tomlkit.parse(text)
         except Exception as exc:  # tomlkit raises several parse error types
@@ -177,7 +186,7 @@ class Manifest:
 
     def environment_names(self) -> list[str]:
         """Every environment pixi sees: the declared ones and ``default`` (always there)."""
-        return sorted({"default", *(str(k) for k in self.doc.get("environments", {}).keys())})
+        return _environment_names(self.doc)
 
     def _layers(self, name: str) -> list[Any]:
         """The tables environment ``name`` is made of, in pixi's order: the environment's own content
@@ -185,9 +194,11 @@ class Manifest:
         implicit feature), its features, then the top level (the default feature) unless it opts out."""
         envs = self.doc.get("environments", {})
         if name != "default" and name not in envs:
+            from resolver.decide.model import Target
+
             known = ", ".join(self.environment_names())
             raise BadInput(f"pixi.toml has no environment '{name}' (known: {known})",
-                           fix=f"run `python -m resolver lock --target <target for {name}>` to add it")
+                           fix=f"run `python -m resolver lock --target {Target.for_environment(name)}` to add it")
         entry = envs.get(name, [])
         if not isinstance(entry, (list, dict)):
             raise BadInput(f"pixi.toml: environment '{name}' must be a list of features or a table", fix=_FIX)
@@ -346,6 +357,20 @@ class Manifest:
             envs[name] = entry
         return name
 
+    def planned_platform(self, plan: Plan) -> PixiPlatform:
+        """The workspace platform a plan's environment runs on: one the workspace has (the subdir's own
+        entry; for CUDA one declaring the driver's CUDA major, matched by identity), else the one
+        :meth:`_platform_for` adds (for CUDA the subdir's entry also declaring it)."""
+        known = self.platforms()
+        base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
+        wanted = base or PixiPlatform(plan.platform, plan.platform)
+        if plan.backend == "cuda":
+            wanted = wanted.with_cuda(int(str(plan.backend_version).split(".")[0]))
+            same = next((p for p in known.values() if p.identity == wanted.identity), None)
+            if same is not None:
+                return same
+        return known.get(wanted.name, wanted)
+
     def _check_ours(self, name: str) -> None:
         """Environment ``name`` is the resolver's to change: absent, or its own feature without the default one."""
         entry = self.doc.get("environments", {}).get(name)
@@ -363,16 +388,11 @@ class Manifest:
         import tomlkit
 
         known = self.platforms()
-        base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
-        wanted = base or PixiPlatform(plan.platform, plan.platform)
-        if plan.backend == "cuda":
-            major = str(plan.backend_version).split(".")[0]
-            wanted = wanted.with_cuda(int(major))
-            same = next((p for p in known.values() if p.identity == wanted.identity), None)
-            if same is not None:
-                return same
+        wanted = self.planned_platform(plan)
         if wanted.name in known:
             return known[wanted.name]
+        base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
+        major = str(plan.backend_version).split(".")[0]
         everyone = [*known.values(), wanted]
         gains = [env for env in keep if wanted.name in environment_platforms(
             self._restrictions(self._layers(env)), everyone, env)]
@@ -478,3 +498,17 @@ def _pypi_spec(spec: Any) -> dict[str, Any]:
         return {"version": str(spec.get("version", "*")), "index": spec.get("index") and str(spec["index"]),
                 "extras": [str(e) for e in spec.get("extras", [])]}
     return {"version": str(spec)}
+
+
+def environment_names_in(path: Path) -> list[str]:
+    """:meth:`Manifest.environment_names` of the pixi.toml at ``path``, read without keeping a document
+    (what finding the stored plans of a project needs, in a fraction of :meth:`Manifest.load`'s time)."""
+    from resolver.fs import parse_toml
+
+    text = read_bytes_bounded(path, limit=MANIFEST_LIMIT, what="the manifest").decode("utf-8", errors="replace")
+    return _environment_names(parse_toml(text, what=str(path), fix=_FIX))
+
+
+def _environment_names(doc: Any) -> list[str]:
+    environments = doc.get("environments", {})
+    return sorted({"default", *(str(k) for k in (environments.keys() if isinstance(environments, dict) else ()))})

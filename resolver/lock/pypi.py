@@ -9,14 +9,15 @@ indexes that cannot be reached are left out with a note instead of costing minut
 uv names, per package, the pinned version, the sha256 of every file of it that fits the target and
 the source it came from (``--emit-index-annotation``). The file itself is then looked up at that
 source (an index's PEP 691/503 page, a wheelhouse folder) by those hashes, the best-fitting wheel
-taken as uv would (:func:`resolver.platforms.wheel_rank`), and remembered by sha256 in
-``.resolver/cache/files.json``: a warm lock asks nothing of the network but uv's own revalidation.
+taken as uv would (:func:`resolver.platforms.wheel_rank`), and remembered by sha256
+(:attr:`~resolver.paths.ProjectPaths.pypi_files`, its URL without credentials): a warm lock asks
+nothing of the network but uv's own revalidation.
 (uv's ``--format pylock.toml`` names the files itself, but costs twice the whole resolve.)
 
 Each artefact keeps what pixi.lock records: its location and sha256, and its ``requires_dist`` /
 ``requires_python`` from the wheel's METADATA: read from the file when it is local, else from the
 index's PEP 658 ``.metadata`` file, else from the wheel downloaded into the verified store (where
-install will find it); kept by sha256 in ``.resolver/cache/metadata``.
+install will find it); kept by sha256 (:attr:`~resolver.paths.ProjectPaths.pypi_requires`).
 
 >>> canonical_name("Typing_Extensions")
 'typing-extensions'
@@ -29,9 +30,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,13 +41,14 @@ from urllib.parse import unquote, urljoin
 
 from resolver import uv
 from resolver.errors import BadInput, ResolverError, SourceUnreachable
-from resolver.fs import write_json_atomic
-from resolver.install.fetch import download_name, local_path
 from resolver.lock.lockfile import PypiArtifact
 from resolver.lock.pipconfig import read_pip_config
-from resolver.names import check_requirement
+from resolver.names import check_requirement, download_name, local_path, redact_url, without_credentials
 from resolver.net import reachable
+from resolver.paths import ProjectPaths
 from resolver.platforms import uv_platform, wheel_rank
+from resolver.records import Fields, ListOf, RecordMap, Text, optional
+from resolver.store import VerifiedStore
 
 METADATA_LIMIT = 4 << 20  # a METADATA file is a few kB; a "metadata" past this is not one
 
@@ -67,53 +67,66 @@ class PypiRequest:
 @dataclass(frozen=True)
 class PypiResolution:
     artifacts: tuple[PypiArtifact, ...]
-    skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached
+    skipped_indexes: tuple[str, ...]  # remote indexes that could not be reached (credentials redacted)
 
 
-def resolve(request: PypiRequest, cache: Path, verified: Path, *,
-            info: Callable[[str], None] = lambda text: None, speculation: uv.Speculation | None = None,
-            label: str = "") -> PypiResolution:
-    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (``cache``
-    keeps where files are and their METADATA; a wheel downloaded to read it goes to the ``verified``
-    store, where install looks first). ``speculation``: uv runs already started for the inputs the
-    last lock had (``label``: which environment and platform this resolve is)."""
-    requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
+@dataclass(frozen=True)
+class UvSources:
+    """Where uv looks, as its flags (pip's configuration included), and the remote indexes left out
+    because they do not answer."""
+
+    flags: tuple[str, ...]
+    skipped: tuple[str, ...]
+
+
+def uv_sources(index_url: str | None, extra_index_urls: tuple[str, ...], find_links: tuple[str, ...], *,
+               info: Callable[[str], None] = lambda text: None) -> UvSources:
+    """The sources of a request, then pip's configuration, as uv flags; a remote index that does not
+    answer is left out with a note (uv would retry it for minutes)."""
     pip = read_pip_config()
     skipped: list[str] = []
 
     def answers(url: str) -> bool:
         if url.startswith(("http://", "https://")) and not reachable(url):
-            if url not in skipped:
-                skipped.append(url)
-                info(f"  index {url} cannot be reached; left out")
+            if redact_url(url) not in skipped:  # what is reported: never the credentials
+                skipped.append(redact_url(url))
+                info(f"  index {redact_url(url)} cannot be reached; left out")
             return False
         return True
 
-    index_url = request.index_url or pip.index_url
+    index_url = index_url or pip.index_url
     if index_url and not answers(index_url):
         # the index that replaced PyPI is out of reach: pip's own index (this machine's stand-in for PyPI)
         # takes its place, else uv's default, PyPI
         index_url = pip.index_url if pip.index_url and pip.index_url != index_url and answers(pip.index_url) else None
-    extra = [u for u in dict.fromkeys([*request.extra_index_urls, *pip.extra_index_urls]) if answers(u)]
+    extra = [u for u in dict.fromkeys([*extra_index_urls, *pip.extra_index_urls]) if answers(u)]
     flags = uv.source_flags(index_url=index_url, extra_index_urls=extra,
-                            find_links=tuple(dict.fromkeys([*request.find_links, *pip.find_links])),
+                            find_links=tuple(dict.fromkeys([*find_links, *pip.find_links])),
                             constraints=pip.constraints, no_index=pip.no_index)
-    job = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc), tuple(flags),
-                    os.environ.get("UV_CACHE_DIR"))
-    run = (speculation.take(job, label) if speculation is not None else None) or job.start()
-    done, text = run.finish()
+    return UvSources(tuple(flags), tuple(skipped))
+
+
+def resolve(request: PypiRequest, project: ProjectPaths, *, info: Callable[[str], None] = lambda text: None,
+            sources: UvSources | None = None) -> PypiResolution:
+    """Resolve ``request`` with uv; every artefact with its location, sha256 and metadata (the project's
+    cache keeps where files are and their METADATA; a wheel downloaded to read it goes to the verified
+    store, where install looks first). ``sources``: :func:`uv_sources` of the request, when the
+    caller asked already."""
+    requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
+    sources = sources or uv_sources(request.index_url, request.extra_index_urls, request.find_links, info=info)
+    done, text = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc),
+                              sources.flags).run()
     if done.timed_out:
         raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
                                 "minutes", fix="check that the configured indexes answer, or point the sources "
                                                "at a mirror ([tool.resolver])")
     if done.returncode != 0 or text is None:
-        raise _resolution_failure(done.stderr or done.stdout, skipped)
-    if speculation is not None:
-        speculation.ran(job, label)
+        raise _resolution_failure(done.stderr or done.stdout, list(sources.skipped))
     pins = parse_pins(text)
-    files = _Files(cache / "files.json", verified, python=request.python, platform=request.platform,
+    verified = project.verified_store
+    files = _Files(project.pypi_files, verified, python=request.python, platform=request.platform,
                    glibc=request.glibc)
-    store = _MetadataStore(cache / "metadata", verified)
+    store = _MetadataStore(project.pypi_requires, verified)
 
     def artifact(pin: Pin) -> PypiArtifact:
         url, sha = files.locate(pin)
@@ -126,7 +139,7 @@ def resolve(request: PypiRequest, cache: Path, verified: Path, *,
             artifacts += pool.map(artifact, [pin for pin in pins if pin not in known])
     files.save()
     store.save()
-    return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), tuple(skipped))
+    return PypiResolution(tuple(sorted(artifacts, key=lambda a: a.name)), sources.skipped)
 
 
 @dataclass(frozen=True)
@@ -151,17 +164,20 @@ def parse_pins(text: str) -> list[Pin]:
     return pins
 
 
+_URL = Text(r"(?:https?|file)://[^/\s@]*(?:/\S*)?", 8192)  # a remote or local file, never credentials or a flag
+# the files of a release an index lists: its wheels, and its sdist (uv names the sdist's hash too, so a pin is
+# known, with no index asked, only when every one of its files is)
+_FILE_ENTRY = Fields({"url": _URL, "file": Text(r"[^/\\\s]+\.(?:whl|tar\.gz|zip|tar\.bz2)", 512)})
+_REQUIRES_ENTRY = Fields({"requires_dist": ListOf(Text(max_len=2048), 10_000),
+                          "requires_python": optional(Text(max_len=512))})
+
+
 class _Files:
     """Where each pinned file lives, found at the source uv took it from, remembered by sha256."""
 
-    def __init__(self, path: Path, verified: Path, *, python: str, platform: str, glibc: str | None) -> None:
-        self.path, self.verified, self.python, self.platform, self.glibc = path, verified, python, platform, glibc
-        try:
-            self.known: dict[str, dict[str, str]] = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            self.known = {}
-        self.lock = threading.Lock()
-        self.changed = False
+    def __init__(self, path: Path, verified: VerifiedStore, *, python: str, platform: str, glibc: str | None) -> None:
+        self.known = RecordMap(path, _FILE_ENTRY)
+        self.verified, self.python, self.platform, self.glibc = verified, python, platform, glibc
 
     def knows(self, pin: Pin) -> bool:
         """Whether every file of ``pin`` is known (locating it asks nothing of the network)."""
@@ -172,17 +188,15 @@ class _Files:
         if any(h not in self.known for h in pin.hashes) and pin.source:
             listing = [(file_name, url, sha or self._hash_of_download(url, file_name, pin))
                        for file_name, url, sha in _listing(pin.source, pin.name, pin.version)]
-            with self.lock:
-                for file_name, url, sha in listing:
-                    if sha in pin.hashes and sha not in self.known:  # an index page lists every release
-                        self.known[sha] = {"url": url, "file": file_name}
-                        self.changed = True
-        ranked = sorted((rank, self.known[h]["url"], h) for h in pin.hashes if h in self.known
-                        for rank in [wheel_rank(self.known[h]["file"], self.python, self.platform, self.glibc)]
+            for file_name, url, sha in listing:
+                if sha in pin.hashes and sha not in self.known:  # an index page lists every release
+                    self.known.put(sha, {"url": without_credentials(url), "file": file_name})
+        ranked = sorted((rank, entry["url"], h) for h in pin.hashes if (entry := self.known.get(h)) is not None
+                        for rank in [wheel_rank(entry["file"], self.python, self.platform, self.glibc)]
                         if rank is not None)
         if not ranked:
             raise BadInput(f"no wheel of {pin.name} {pin.version} for Python {self.python} on {self.platform} was "
-                           f"found at {pin.source or 'the configured sources'}",
+                           f"found at {redact_url(pin.source) if pin.source else 'the configured sources'}",
                            fix="check that the source still serves it, or add a wheelhouse that has it (--find-links)")
         return ranked[0][1], ranked[0][2]
 
@@ -190,24 +204,16 @@ class _Files:
         """The sha256 of a file a page lists without one (a plain find-links page): the file of ``pin``
         that fits the target is downloaded once into the verified store, where install and the METADATA
         read find it; other files are not fetched."""
-        from resolver.net import download
-
         if local_path(url) is not None or not _names_release(file_name, pin) or \
                 wheel_rank(file_name, self.python, self.platform, self.glibc) is None:
             return ""
-        incoming = download(url, self.verified / ".incoming" / f"{os.getpid()}-{threading.get_ident()}-{file_name}",
-                            what=file_name)
-        sha = _file_sha(incoming)
+        kept, sha = self.verified.put_unhashed(url, download_name(url))
         if sha not in pin.hashes:
-            incoming.unlink(missing_ok=True)
-            return sha
-        kept = self.verified / sha[:2] / sha / download_name(url)
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(incoming, kept)
+            kept.unlink(missing_ok=True)
         return sha
 
     def save(self) -> None:
-        _save_cache(self.path, self.known, self.changed)
+        self.known.save()
 
 
 def _names_release(file_name: str, pin: Pin) -> bool:
@@ -276,54 +282,38 @@ def _file_sha(path: Path) -> str:
 class _MetadataStore:
     """requires_dist / requires_python of locked wheels, kept by sha256 (a wheel's metadata never changes)."""
 
-    def __init__(self, folder: Path, verified: Path) -> None:
-        self.file = folder / "requires.json"
+    def __init__(self, path: Path, verified: VerifiedStore) -> None:
+        self.known = RecordMap(path, _REQUIRES_ENTRY)
         self.verified = verified
-        try:
-            self.known: dict[str, dict] = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            self.known = {}
-        self.changed = False
 
     def knows(self, sha: str) -> bool:
         return bool(sha) and sha in self.known
 
     def artifact(self, name: str, version: str, url: str, sha: str) -> PypiArtifact:
-        meta = self.known.get(sha) if sha else None
-        if meta is None:
-            meta = _parse_metadata(self._metadata_text(url, sha))
-            if sha:
-                self.known[sha] = meta
-                self.changed = True
         if not sha:
             raise BadInput(f"the index gives no sha256 for {download_name(url)}",
                            fix="use an index that publishes hashes (PyPI, the PyTorch index) or a wheelhouse folder")
+        meta = self.known.get(sha)
+        if meta is None:
+            meta = _parse_metadata(self._metadata_text(url, sha))
+            self.known.put(sha, meta)
         return PypiArtifact(name=name, version=version, location=url, sha256=sha,
                             requires_dist=tuple(meta["requires_dist"]), requires_python=meta["requires_python"])
 
     def _metadata_text(self, url: str, sha: str) -> str:
-        from resolver.net import download, fetch_bytes
+        from resolver.net import fetch_bytes
 
         here = local_path(url)
         if here is None:
             text = fetch_bytes(url + ".metadata", limit=METADATA_LIMIT)  # PEP 658 (PyPI, most mirrors)
             if text is not None:
                 return text.decode("utf-8", errors="replace")
-            here = self.verified / sha[:2] / sha / download_name(url)  # where install looks first
-            if not here.is_file():
-                download(url, here, expected_sha256=sha or None, what=download_name(url))
+            name = download_name(url)
+            here = self.verified.find(sha, name) or self.verified.put(url, sha, name)  # where install looks first
         return _metadata_from_wheel(here)
 
     def save(self) -> None:
-        _save_cache(self.file, self.known, self.changed)
-
-
-def _save_cache(path: Path, data: dict, changed: bool) -> None:
-    if changed:
-        try:
-            write_json_atomic(path, data, label="cache")
-        except OSError:  # a cache is an optimisation
-            pass
+        self.known.save()
 
 
 def _metadata_from_wheel(wheel: Path) -> str:

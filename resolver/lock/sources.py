@@ -18,9 +18,10 @@ mirrors             (table only)                 URL prefix → replacement, app
 Lists in environment variables are separated by commas or whitespace. Relative paths are taken
 from the project root. pip's own configuration (pip.conf, ``PIP_*``) always applies on top.
 What flags and environment variables set for a successful ``lock`` is remembered for this checkout
-only (``.resolver/state/sources.json``, between pixi.toml and the environment variables), so
-``install`` after ``lock --channel DIR`` finds the files where the lock did, and a later ``lock``
-without the flag uses the same channel (a new flag replaces it; delete the file to forget it).
+only (``.resolver/state/sources.json``, between pixi.toml and the environment variables; never a URL
+that carries credentials), so ``install`` after ``lock --channel DIR`` finds the files where the lock
+did, and a later ``lock`` without the flag uses the same channel (a new flag replaces it; delete the
+file to forget it).
 
 >>> s = Sources(mirrors=(("https://download.pytorch.org/whl", "https://mirror.example/torch"),))
 >>> s.mirror("https://download.pytorch.org/whl/cu126")
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from resolver.errors import BadInput
+from resolver.paths import ProjectPaths
 
 DEFAULT_TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 ENV_VARS = {"conda-channels": "RESOLVER_CONDA_CHANNELS", "torch-index": "RESOLVER_TORCH_INDEX",
@@ -79,7 +81,7 @@ class Sources:
                 merged[key] = value
                 origins[key] = "command line"
         merged.pop("fleet", None)  # the fleet's classes (resolver.fleet.record), not a source
-        merged.pop("upgrade", None)  # the default environment and its upgrades (resolver.upgrade.record)
+        merged.pop("upgrade", None)  # the default environment and its upgrades (resolver.upgrade_record)
         unknown = set(merged) - {*ENV_VARS, "mirrors"}
         if unknown:
             raise BadInput(f"unknown key(s) in [tool.resolver]: {', '.join(sorted(unknown))}",
@@ -102,13 +104,16 @@ class Sources:
         """Keep what flags and environment variables set, for the next run in this checkout (what an
         earlier lock remembered stays until a flag or variable sets that key again)."""
         from resolver.fs import write_json_atomic
+        from resolver.names import redact_url
 
         chosen = {key: getattr(self, key.replace("-", "_")) for key, origin in self.origins
                   if key in ENV_VARS and (origin in ("command line", _REMEMBERED_ORIGIN) or origin.startswith("$"))}
-        path = root / REMEMBERED
+        # a URL with credentials in it is used, never written down: set it again (or use a netrc file) next time
+        kept = {k: [u for u in v if redact_url(u) == u] if isinstance(v, tuple) else v
+                for k, v in sorted(chosen.items()) if not isinstance(v, str) or redact_url(v) == v}
+        path = ProjectPaths(root).sources_record
         if chosen or path.is_file():
-            write_json_atomic(path, {k: list(v) if isinstance(v, tuple) else v for k, v in sorted(chosen.items())},
-                              label="sources")
+            write_json_atomic(path, {k: v for k, v in kept.items() if v}, label="sources")
 
     def mirror(self, url: str) -> str:
         """``url`` with the longest matching mirror prefix replaced."""
@@ -154,18 +159,18 @@ class Sources:
                 "find_links": list(self.find_links), "mirrors": dict(self.mirrors), "set_by": dict(self.origins)}
 
 
-REMEMBERED = ".resolver/state/sources.json"
-_REMEMBERED_ORIGIN = f"the last lock here ({REMEMBERED})"
+_REMEMBERED_ORIGIN = f"the last lock here ({ProjectPaths(Path('.')).sources_record})"
 
 
 def _remembered(root: Path) -> dict[str, Any]:
-    import json
+    """What the last lock here was told (:attr:`~resolver.paths.ProjectPaths.sources_record`): locations
+    only (a URL, a path or a channel name; never an option), read as untrusted data."""
+    from resolver.records import Fields, ListOf, Text, read_record
 
-    try:
-        data = json.loads((root / REMEMBERED).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {k: v for k, v in data.items() if k in ENV_VARS and v} if isinstance(data, dict) else {}
+    location = Text(r"[^-\s][^\s]*", 8192)
+    shape = Fields({}, {key: location if key == "torch-index" else ListOf(location, 256) for key in ENV_VARS})
+    data = read_record(ProjectPaths(root).sources_record, shape, limit=1 << 20) or {}
+    return {k: v for k, v in data.items() if v}
 
 
 def channel_url(name: str) -> str:

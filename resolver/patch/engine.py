@@ -18,7 +18,6 @@ the same guarded overlay paths; split apart they would hand that state around.)
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -27,10 +26,10 @@ from typing import Any
 from resolver.errors import BadInput, EnvironmentProblem, IntegrityError, ResolverError
 from resolver.fs import (
     read_bytes_bounded,
-    read_json,
     remove_stale_temps,
     sha256_bytes,
     sha256_file,
+    sha256_text,
     write_atomic,
     write_json_atomic,
 )
@@ -42,6 +41,18 @@ from resolver.patch.report import PatchOutcome, PatchReport, PatchRequest
 from resolver.patch.rocm import RocmRoot, locate_rocm
 from resolver.patch.transform import Change, add_static_inline
 from resolver.paths import ProjectPaths
+from resolver.records import SHA256, Fields, Flag, Integer, ListOf, MapOf, OfType, Text, optional, read_record
+
+# the records this stage keeps (read as untrusted data: what they name is checked again before any use)
+_OVERLAY_ENTRY = Fields({"file": Text(max_len=1024), "source_sha256": SHA256, "sha256": SHA256,
+                         "siblings": ListOf(Text(max_len=1024), 4096), "forced": Flag(), "header_state": Text(max_len=64),
+                         "changes": OfType(list), "time": Text(max_len=64)})
+_OVERLAY_RECORD = Fields({"format": Integer(), "rocm_root": Text(max_len=4096), "rocm_version": optional(Text(max_len=64)),
+                          "patches": MapOf(_OVERLAY_ENTRY, Text(max_len=256))})
+_IN_PLACE_RECORD = Fields({"patch": Text(max_len=256), "rocm_root": Text(max_len=4096), "file": Text(max_len=4096),
+                           "backup": Text(max_len=4096), "sha256_before": SHA256, "sha256_after": SHA256,
+                           "forced": Flag(), "header_state": Text(max_len=64), "changes": OfType(list),
+                           "state": Text("applying|applied"), "time": Text(max_len=64)})
 
 BACKUP_SUFFIX = ".resolver-orig"
 
@@ -241,7 +252,7 @@ class _Worker:
 
     def _already_done(self, spec: PatchSpec, source: Path, sha: str) -> PatchOutcome | None:
         base = dict(file=source, sha256_before=sha)
-        record = read_json(self._in_place_record(spec))
+        record = read_record(self._in_place_record(spec), _IN_PLACE_RECORD)
         if record and record.get("sha256_after") == sha and record.get("file") == str(source):
             self._finish_in_place_record(spec, source, sha)
             return PatchOutcome(spec.id, "already-applied", f"{source} already holds {spec.id} (fixed in place)",
@@ -259,7 +270,7 @@ class _Worker:
 
     # -- overlay -------------------------------------------------------------------------------------
     def _overlay_record(self) -> dict[str, Any]:
-        return read_json(self.overlay / RECORD_NAME) or {}
+        return read_record(self.overlay / RECORD_NAME, _OVERLAY_RECORD) or {}
 
     def _overlay_entry(self, spec: PatchSpec) -> dict[str, Any] | None:
         record = self._overlay_record()
@@ -316,7 +327,7 @@ class _Worker:
         record = self._overlay_record() if self.overlay else {}
         if entry is None:
             hint = ""
-            in_place = read_json(self._in_place_record(spec))
+            in_place = read_record(self._in_place_record(spec), _IN_PLACE_RECORD)
             if in_place and in_place.get("state") == "applied":
                 hint = "; the system header was fixed in place: use --in-place --revert"
             return PatchOutcome(spec.id, "not-needed", f"no overlay holds {spec.id} for {self.rocm.path}{hint}",
@@ -350,13 +361,13 @@ class _Worker:
 
     # -- in place ------------------------------------------------------------------------------------
     def _in_place_record(self, spec: PatchSpec) -> Path:
-        key = hashlib.sha256(str(self.rocm.path).encode()).hexdigest()[:12]
-        return self.project.stamps / "patches" / f"{spec.id}-in-place-{key}.json"
+        key = sha256_text(str(self.rocm.path))[:12]
+        return self.project.patch_records / f"{spec.id}-in-place-{key}.json"
 
     def _finish_in_place_record(self, spec: PatchSpec, source: Path, sha: str) -> None:
         """A run killed between writing the header and recording it left state 'applying': finish it."""
         path = self._in_place_record(spec)
-        record = read_json(path)
+        record = read_record(path, _IN_PLACE_RECORD)
         if record and record.get("state") == "applying" and record.get("sha256_after") == sha \
                 and not self.request.check and not self.request.dry_run:
             record["state"] = "applied"
@@ -392,7 +403,7 @@ class _Worker:
         sha = sha256_bytes(data)
         known = spec.classify(sha)
         record_path = self._in_place_record(spec)
-        record = read_json(record_path) or {}
+        record = read_record(record_path, _IN_PLACE_RECORD) or {}
         base = dict(file=source, sha256_before=sha, header_state=known.state if known else "unknown")
         if record.get("sha256_before") == sha or (known and known.state != "fixed" and record.get("sha256_after") != sha):
             return PatchOutcome(spec.id, "not-needed", f"{source} is not fixed in place: nothing to revert",

@@ -35,7 +35,7 @@ _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULT
 
 
 def default_overlay(project: ProjectPaths, rocm_version: str | None) -> Path:
-    return project.state_dir / "overlay" / f"rocm-{rocm_version or 'unknown'}"
+    return project.overlay(rocm_version)
 
 
 HEADER_LIMIT = 16 << 20  # the bf16 header is ~100 kB; a "header" past this is not one

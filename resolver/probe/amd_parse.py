@@ -13,8 +13,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+# Every pattern here reads untrusted text (a pasted report) in linear time: line-based patterns use
+# [ \t] where \s would run across blank lines, and no two neighbouring repetitions overlap.
 _VERSION = re.compile(r"(\d+\.\d+(?:\.\d+)?)")
 _ROCM_H = re.compile(r"#define\s+ROCM_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
+_AGENT_LINE = re.compile(r"^[ \t]*Agent[ \t]+\d+[ \t]*$", re.MULTILINE)
+_AMD_SMI_GPU_LINE = re.compile(r"^GPU:[ \t]*\d+[ \t]*$", re.MULTILINE)
+_AMD_SMI_ROW = re.compile(r"\s*[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+")
+_ROCM_SMI_HEAD = re.compile(r"GPU\[(\d+)\]\s*:")
+_ROCM_SMI_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")
+_ROCM_SMI_JSON = re.compile(r'\{\s*"card')
+_JSON_TRIES = 8
 
 
 @dataclass(frozen=True)
@@ -75,7 +84,7 @@ def parse_rocminfo(text: str) -> list[AmdAgent]:
     >>> parse_rocminfo("  Name:                    gfx942\\n  Marketing Name:          AMD Instinct MI300X VF\\n")
     [AmdAgent(name='AMD Instinct MI300X VF', gfx='gfx942')]
     """
-    blocks = re.split(r"^\s*Agent\s+\d+\s*$", text, flags=re.MULTILINE)
+    blocks = _AGENT_LINE.split(text)
     if len(blocks) == 1:
         return _rocminfo_excerpt(text)
     agents: list[AmdAgent] = []
@@ -115,7 +124,7 @@ def parse_amd_smi_static(text: str) -> list[AmdAgent]:
     [AmdAgent(name='AMD Instinct MI300X', gfx='gfx942')]
     """
     agents: list[AmdAgent] = []
-    for block in re.split(r"^GPU:\s*\d+\s*$", text, flags=re.MULTILINE)[1:]:
+    for block in _AMD_SMI_GPU_LINE.split(text)[1:]:
         fields: dict[str, str] = {}
         for line in block.splitlines():
             key, sep, value = line.strip().partition(":")
@@ -134,8 +143,14 @@ def parse_amd_smi_table(text: str) -> list[AmdAgent]:
     >>> parse_amd_smi_table("| 0000:04:00.0  AMD Radeon RX 9070 XT | 0 %      41 °C   0            16/304 W |")
     [AmdAgent(name='AMD Radeon RX 9070 XT', gfx=None)]
     """
-    rows = re.finditer(r"^\s*\|\s*[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+(.+?)\s*\|", text, re.MULTILINE)
-    return [AmdAgent(row.group(1), None) for row in rows]
+    agents = []
+    for line in text.splitlines():
+        cells = line.split("|", 2)
+        row = _AMD_SMI_ROW.match(cells[1]) if len(cells) == 3 and not cells[0].strip() else None
+        name = cells[1][row.end():].strip() if row else ""
+        if name:
+            agents.append(AmdAgent(name, None))
+    return agents
 
 
 def parse_rocm_smi_products(text: str) -> list[AmdAgent]:
@@ -147,8 +162,13 @@ def parse_rocm_smi_products(text: str) -> list[AmdAgent]:
     [AmdAgent(name='AMD Instinct MI300X VF', gfx='gfx942')]
     """
     cards: dict[str, dict[str, str]] = {}
-    for match in re.finditer(r"^\s*GPU\[(\d+)\]\s*:\s*([A-Za-z][A-Za-z ]*?)\s*:\s*(.*?)\s*$", text, re.MULTILINE):
-        cards.setdefault(match.group(1), {}).setdefault(match.group(2).lower(), match.group(3))
+    for line in text.splitlines():
+        line = line.strip()
+        head = _ROCM_SMI_HEAD.match(line)
+        key, colon, value = line[head.end():].partition(":") if head else ("", "", "")
+        key = key.strip()
+        if colon and _ROCM_SMI_KEY.fullmatch(key):
+            cards.setdefault(head.group(1), {}).setdefault(key.lower(), value.strip())
     return [agent for agent in (_rocm_smi_card(fields) for fields in cards.values()) if agent]
 
 
@@ -178,13 +198,14 @@ def parse_rocm_smi_json(text: str) -> list[AmdAgent]:
     import json
 
     agents: list[AmdAgent] = []
-    start = text.find("{")
     decoder = json.JSONDecoder()
-    while start != -1 and not agents:
+    # an object opening with a "cardN" key, at most a few tries: each failed one may read to the end of the text
+    for attempt, opening in enumerate(_ROCM_SMI_JSON.finditer(text)):
+        if agents or attempt == _JSON_TRIES:
+            break
         try:
-            data, end = decoder.raw_decode(text, start)
-        except ValueError:
-            start = text.find("{", start + 1)
+            data, _ = decoder.raw_decode(text, opening.start())
+        except (ValueError, RecursionError):
             continue
         if isinstance(data, dict):
             for key, card in data.items():
@@ -193,7 +214,6 @@ def parse_rocm_smi_json(text: str) -> list[AmdAgent]:
                     agent = _rocm_smi_card(fields)
                     if agent:
                         agents.append(agent)
-        start = text.find("{", end)
     return agents
 
 

@@ -155,7 +155,7 @@ def capture_machine(folder: str | Path, environ: Mapping[str, str] | None = None
             target.touch()
         written += 1
     out_dir = folder / "_commands"
-    lines = ["# Tool runs recorded by `python -m resolver probe --capture`; a tool absent here is not installed.\n"]
+    lines = ["# Tool runs recorded by `python -m resolver probe --capture DIR`; a tool absent here is not installed.\n"]
     ran = [(argv, r) for argv, r in recorder.commands.items() if r is not None]
     for number, (argv, result) in enumerate(ran, 1):
         lines.append("\n[[command]]\n")
@@ -173,7 +173,7 @@ def capture_machine(folder: str | Path, environ: Mapping[str, str] | None = None
     (folder / COMMANDS).write_text("".join(lines), encoding="utf-8")
     system, machine = recorder.uname()
     glibc, _ = recorder.glibc_version()
-    meta = ["# Captured by `python -m resolver probe --capture`; layout: docs/sysroot.md.\n",
+    meta = ["# Captured by `python -m resolver probe --capture DIR`; layout: docs/sysroot.md.\n",
             f"system = {_toml_str(system)}\n", f"machine = {_toml_str(machine)}\n",
             f"python = {_toml_str(recorder.python_version())}\n"]
     if glibc:

@@ -24,7 +24,12 @@ import re
 from dataclasses import dataclass
 
 _NOT_COLLECTED = {"", "could not collect", "n/a", "none", "no cuda", "false"}
-_KEY = re.compile(r"^([A-Z][A-Za-z0-9 _./()-]*?):\s*(.*?)\s*$")
+# The text is untrusted (a pasted report): keys are found with str.partition and checked with one
+# character class, so no pattern can backtrack over a long run of blanks.
+_KEY = re.compile(r"[A-Z][A-Za-z0-9 _./()-]*")
+_GPU_KEY = re.compile(r"GPU\s+\d+:")
+_GPU_LINE = re.compile(r"GPU\s+\d+:\s+")
+_AMD_GPU = re.compile(r"\((gfx[0-9a-f]{3,4}(?::[^)]*)?)\)", re.IGNORECASE)
 _MACHINES = ("x86_64", "aarch64", "ppc64le", "arm64", "AMD64")
 # Keys whose value may continue on the following lines (the GPU list of a multi-GPU machine).
 _MULTILINE = {"GPU models and configuration"}
@@ -49,10 +54,11 @@ def _fields(text: str) -> dict[str, list[str]]:
     fields: dict[str, list[str]] = {}
     current: str | None = None
     for line in text.splitlines():
-        match = _KEY.match(line.strip())
-        if match and not re.match(r"GPU\s+\d+:", line.strip()) and line[:1] not in (" ", "\t"):
-            current = match.group(1).strip()  # newer layouts pad the key: "Python version       : 3.12.3"
-            fields.setdefault(current, []).append(match.group(2))
+        key, colon, value = line.strip().partition(":")
+        key = key.rstrip()  # newer layouts pad the key: "Python version       : 3.12.3"
+        if colon and _KEY.fullmatch(key) and not _GPU_KEY.match(line.strip()) and line[:1] not in (" ", "\t"):
+            current = key
+            fields.setdefault(current, []).append(value.strip())
         elif current in _MULTILINE and line.strip():
             fields[current].append(line.strip())
         else:
@@ -70,6 +76,34 @@ def _first(pattern: str, text: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+def _nvidia_gpu(line: str) -> str | None:
+    """``GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-…)`` → the name (the UUID part is optional)."""
+    head = _GPU_LINE.match(line)
+    if head is None or head.end() == len(line):
+        return None
+    rest = line[head.end():]
+    uuid = rest.find("(UUID:", 1)
+    while uuid > 0 and not rest[uuid - 1].isspace():
+        uuid = rest.find("(UUID:", uuid + 1)
+    return rest[:uuid].rstrip() if uuid > 0 else rest
+
+
+def _amd_gpu(line: str) -> tuple[str, str] | None:
+    """``AMD Instinct MI210 (gfx90a:sramecc+:xnack-)`` → (name, gcnArchName)."""
+    line = line.rstrip()
+    if not line.endswith(")"):
+        return None
+    name_from = len(line) - len(line.lstrip())
+    start = line.find("(", line.rfind(")", 0, len(line) - 1) + 1)  # the name ends at the first "(" that opens it
+    while start > 0:
+        if line[start - 1].isspace() and start > name_from:
+            arch = _AMD_GPU.fullmatch(line, start)
+            if arch:
+                return line[:start].rstrip(), arch.group(1)
+        start = line.find("(", start + 1)
+    return None
+
+
 def parse_collect_env(text: str) -> CollectEnv | None:
     """The facts of a collect_env report, or None when ``text`` holds none of its lines."""
     fields = _fields(text)
@@ -80,9 +114,8 @@ def parse_collect_env(text: str) -> CollectEnv | None:
     machine = _first(rf"\b({'|'.join(_MACHINES)})\b", platform) or _first(
         rf"\(({'|'.join(_MACHINES)})\)", _value(fields, "OS"))
     gpus = [g for g in fields.get("GPU models and configuration", []) if g.strip().lower() not in _NOT_COLLECTED]
-    nvidia = tuple(m.group(1) for g in gpus if (m := re.match(r"GPU\s+\d+:\s+(.+?)(?:\s+\(UUID:.*)?$", g)))
-    amd = tuple((m.group(1), m.group(2)) for g in gpus
-                if (m := re.match(r"(.+?)\s+\((gfx[0-9a-f]{3,4}(?::[^)]*)?)\)\s*$", g, re.IGNORECASE)))
+    nvidia = tuple(name for g in gpus if (name := _nvidia_gpu(g)))
+    amd = tuple(pair for g in gpus if (pair := _amd_gpu(g)))
     return CollectEnv(
         python=_first(r"^(\d+\.\d+(?:\.\d+)?)", _value(fields, "Python version")),
         glibc=_first(r"glibc-?(\d+\.\d+)", _value(fields, "Libc version")) or _first(r"glibc(\d+\.\d+)", platform),

@@ -27,7 +27,7 @@ def parse_ldd_version(text: str) -> str | None:
     first = text.strip().splitlines()[0] if text.strip() else ""
     if "glibc" not in first.lower() and "gnu libc" not in first.lower():
         return None
-    match = re.search(r"(\d+\.\d+)\s*$", first)
+    match = re.search(r"(?<!\d)(\d+\.\d+)\s*$", first)  # starts only where a run of digits does: linear
     return match.group(1) if match else None
 
 
@@ -74,7 +74,7 @@ def container(system: System) -> str | None:
 
 def memory_available_mib(system: System) -> int | None:
     """``MemAvailable`` from /proc/meminfo (Linux only)."""
-    match = re.search(r"^MemAvailable:\s+(\d+)\s*kB", system.read("/proc/meminfo") or "", re.MULTILINE)
+    match = re.search(r"^MemAvailable:[ \t]+(\d{1,15})[ \t]*kB", system.read("/proc/meminfo") or "", re.MULTILINE)
     return int(match.group(1)) // 1024 if match else None
 
 

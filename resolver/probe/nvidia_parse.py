@@ -22,8 +22,12 @@ QUERY_FIELDS = ("name", "compute_cap", "driver_version", "memory.total", "uuid")
 # nvidia-smi before 510 has no compute_cap field and refuses the whole query; ask again without it.
 QUERY_FIELDS_OLD = ("name", "driver_version", "memory.total", "uuid")
 
-_PROC_VERSION = re.compile(r"NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
-_PROC_MACHINE = re.compile(r"NVRM version:.*?\b(x86_64|aarch64|ppc64le)\b")
+# Every pattern here reads untrusted text (a pasted report) and runs in linear time: no two neighbouring
+# repetitions can match the same characters, and a pattern that starts inside a run of digits or blanks
+# starts only at its beginning (``(?<!\d)``), so a crafted line cannot make the engine backtrack.
+_NVRM = "NVRM version:"
+_PROC_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
+_PROC_MACHINE = re.compile(r"\b(x86_64|aarch64|ppc64le)\b")
 # Drivers from the 610 series print "KMD Version" and "CUDA UMD Version" where older ones print
 # "Driver Version" and "CUDA Version" (the same facts under new names).
 _DRIVER = re.compile(r"(?:Driver|KMD) Version:\s*(\d+(?:\.\d+)+)")
@@ -32,11 +36,15 @@ _MISSING = {"", "[n/a]", "n/a", "[not supported]", "[unknown error]", "[insuffic
 _BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 # A GPU row of plain nvidia-smi's table: index, name, persistence mode (or the Windows driver model),
 # then the PCI bus id. Names longer than the column are cut and end in "...".
-_TABLE_ROW = re.compile(rf"^\s*\|\s*(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|MCDM|N/A)\s*\|\s*{_BUS_ID}")
-_TABLE_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
-_LIST_ROW = re.compile(r"^\s*GPU\s+(\d+):\s+(.+?)\s+\(UUID:\s*(GPU-[0-9A-Fa-f-]+)\)\s*$")
-_DETAIL = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ./()-]*?)\s*:\s*(.*?)\s*$")
-_DETAIL_GPU = re.compile(rf"^GPU\s+{_BUS_ID}\s*$")
+_TABLE_MODES = ("On", "Off", "WDDM", "TCC", "MCDM", "N/A")
+_TABLE_INDEX = re.compile(r"\s*(\d+)\s+")
+_TABLE_BUS = re.compile(rf"\s*{_BUS_ID}")
+_TABLE_MEMORY = re.compile(r"(?<!\d)(\d{1,9})\s*MiB\s*/\s*(\d{1,9})\s*MiB")
+_VERSION_CELL = re.compile(r"\d{1,6}(?:\.\d{1,6}){1,3}")  # a driver version as a csv cell holds it
+_LIST_HEAD = re.compile(r"GPU\s+(\d+):\s+")
+_LIST_UUID = re.compile(r"\(UUID:\s*(GPU-[0-9A-Fa-f-]+)\)")
+_DETAIL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9 ./()-]*")
+_DETAIL_GPU = re.compile(rf"GPU\s+{_BUS_ID}")
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,15 @@ class NvidiaReading:
 
 def parse_proc_version(text: str) -> str | None:
     """The driver version from ``/proc/driver/nvidia/version`` (proprietary or open kernel module)."""
-    match = _PROC_VERSION.search(text)
-    return match.group(1) if match else None
+    return next((m.group(1) for line in _nvrm_lines(text) if (m := _PROC_VERSION.search(line))), None)
+
+
+def _nvrm_lines(text: str):
+    """What follows ``NVRM version:`` on each line that holds it."""
+    for line in text.splitlines():
+        start = line.find(_NVRM)
+        if start >= 0:
+            yield line[start + len(_NVRM):]
 
 
 def parse_proc_machine(text: str) -> str | None:
@@ -74,8 +89,7 @@ def parse_proc_machine(text: str) -> str | None:
     >>> parse_proc_machine("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  35.3.1  Release Build")
     'aarch64'
     """
-    match = _PROC_MACHINE.search(text)
-    return match.group(1) if match else None
+    return next((m.group(1) for line in _nvrm_lines(text) if (m := _PROC_MACHINE.search(line))), None)
 
 
 def parse_module_version(text: str) -> str | None:
@@ -109,7 +123,7 @@ def parse_memory_mib(text: str | None) -> int | None:
     >>> parse_memory_mib("81559 MiB"), parse_memory_mib("[N/A]"), parse_memory_mib(None)
     (81559, None, None)
     """
-    match = re.match(r"\s*(\d+)\s*MiB", text or "")
+    match = re.match(r"\s*(\d{1,9})\s*MiB", text or "")
     return int(match.group(1)) if match else None
 
 
@@ -129,7 +143,8 @@ def read_query_csv(text: str, fields: tuple[str, ...]) -> NvidiaReading:
     81920
     """
     rows = parse_query_csv(text, fields)
-    driver = next((row["driver_version"] for row in rows if row.get("driver_version")), None)
+    driver = next((row["driver_version"] for row in rows if _VERSION_CELL.fullmatch(row.get("driver_version") or "")),
+                  None)
     gpus = tuple(GpuSeen(row["name"] or "NVIDIA GPU", row.get("compute_cap"), parse_memory_mib(row.get("memory.total")),
                          row.get("uuid")) for row in rows)
     return NvidiaReading(driver=driver, gpus=gpus)
@@ -143,19 +158,26 @@ def read_query_csv_with_header(text: str) -> NvidiaReading:
     '7.0'
     """
     lines = text.splitlines()
-    for number, line in enumerate(lines):
-        fields = tuple(re.sub(r"\s*\[[^\]]*\]$", "", cell.strip()) for cell in line.split(","))
+    number = 0
+    while number < len(lines):
+        fields = tuple(_without_unit(cell.strip()) for cell in lines[number].split(","))
+        number += 1
         if len(fields) < 2 or "name" not in fields or not all(re.fullmatch(r"[a-z_][a-z0-9_.]*", f) for f in fields):
             continue
         body = []
-        for row in lines[number + 1:]:
-            if len(row.split(",")) != len(fields):
-                break
-            body.append(row)
+        while number < len(lines) and len(lines[number].split(",")) == len(fields):
+            body.append(lines[number])
+            number += 1  # a body without GPUs (header lines only) is not read again as headers
         reading = read_query_csv("\n".join(body), fields)
         if reading.gpus:
             return reading
     return NvidiaReading()
+
+
+def _without_unit(cell: str) -> str:
+    """A csv header cell without its unit: ``memory.total [MiB]`` → ``memory.total``."""
+    start = cell.find("[", cell.rfind("]", 0, len(cell) - 1) + 1)
+    return cell[:start].rstrip() if cell.endswith("]") and start >= 0 else cell
 
 
 def parse_smi_header(text: str) -> tuple[str | None, str | None]:
@@ -178,13 +200,25 @@ def parse_smi_table(text: str) -> list[GpuSeen]:
     gpus: list[GpuSeen] = []
     lines = text.splitlines()
     for number, line in enumerate(lines):
-        row = _TABLE_ROW.match(line)
-        if not row:
+        name = _table_row_name(line)
+        if name is None:
             continue
         following = lines[number + 1] if number + 1 < len(lines) else ""
         memory = _TABLE_MEMORY.search(following)
-        gpus.append(GpuSeen(row.group(2).strip(), memory_mib=int(memory.group(2)) if memory else None))
+        gpus.append(GpuSeen(name, memory_mib=int(memory.group(2)) if memory else None))
     return gpus
+
+
+def _table_row_name(line: str) -> str | None:
+    """The GPU name of a table row ``| <index>  <name>  <mode> | <bus id> ...``, else None."""
+    cells = line.split("|", 3)
+    if len(cells) < 3 or cells[0].strip() or not _TABLE_BUS.match(cells[2]):
+        return None
+    index = _TABLE_INDEX.match(cells[1])
+    parts = cells[1][index.end():].rsplit(None, 1) if index else []
+    if len(parts) != 2 or parts[1] not in _TABLE_MODES:
+        return None
+    return parts[0].strip()
 
 
 def read_smi_plain(text: str) -> NvidiaReading:
@@ -206,9 +240,15 @@ def read_smi_list(text: str) -> NvidiaReading:
     """
     gpus = []
     for line in text.splitlines():
-        match = _LIST_ROW.match(line)
-        if match:
-            gpus.append(GpuSeen(match.group(2), uuid=match.group(3)))
+        line = line.strip()
+        head = _LIST_HEAD.match(line)
+        start = line.rfind("(UUID:")  # the UUID closes the line
+        uuid = _LIST_UUID.fullmatch(line, start) if head and start > head.end() else None
+        if uuid is None or not line[start - 1].isspace():
+            continue
+        name = line[head.end():uuid.start()].strip()
+        if name:
+            gpus.append(GpuSeen(name, uuid=uuid.group(1)))
     return NvidiaReading(gpus=tuple(gpus))
 
 
@@ -230,14 +270,14 @@ def read_smi_details(text: str) -> NvidiaReading:
     gpus: list[dict[str, str | int | None]] = []
     section = ""
     for line in text.splitlines():
-        if _DETAIL_GPU.match(line.strip()):
+        if _DETAIL_GPU.fullmatch(line.strip()):
             gpus.append({})
             continue
-        match = _DETAIL.match(line)
-        if not match:
+        key, colon, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if not colon or not _DETAIL_KEY.fullmatch(key):
             section = line.strip()  # a heading such as "FB Memory Usage"
             continue
-        key, value = match.group(2), match.group(3)
         if key in ("Driver Version", "KMD Version") and driver is None:
             driver = _leading_version(value)
         elif key in ("CUDA Version", "CUDA UMD Version") and cuda is None:

@@ -37,17 +37,25 @@ from resolver.probe.profile import AmdInfo, HardwareProfile, NvidiaInfo
 from resolver.versions import DottedVersion
 
 MAX_BYTES = 4 * 1024 * 1024
+# What is read of a report: the tools' outputs fill a few thousand lines of at most a few hundred characters
+# (nvidia-smi -q of 16 GPUs, rocminfo of 16 agents); the caps bound the time any input takes to read.
+MAX_LINES = 20_000
+MAX_LINE = 4096  # characters of a line that are read; the rest of a longer line is ignored
+MAX_GPUS = 64  # one machine (an 8- or 16-GPU server; a report lists one machine): naming each GPU takes time
 ASSUMED_PYTHON = "3.12"
 ASSUMED_PLATFORM = ("Linux", "x86_64")
 FORMS = ("nvidia-smi (plain, -q, -L or --query-gpu csv), /proc/driver/nvidia/version, rocminfo, amd-smi, "
          "rocm-smi --showproductname (also --json), `lspci -nn` or `python -m torch.utils.collect_env`")
 _FIX = f"paste what one of these printed on the machine: {FORMS}"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-# C0/C1 controls other than tab and newline, and the bidirectional overrides that reorder a terminal line.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_UNAME = re.compile(r"^Linux \S+ .*\b(x86_64|aarch64|ppc64le)\b.*GNU/Linux\s*$", re.MULTILINE)
+# C0/C1 controls other than tab and newline, the Unicode line and paragraph separators (so that a line is
+# what ends in a newline), and the bidirectional overrides that reorder a terminal line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# The patterns below read untrusted text line by line, each in time linear in the line.
+_UNAME_HEAD = re.compile(r"Linux \S+ ")
+_UNAME_MACHINE = re.compile(r"\b(x86_64|aarch64|ppc64le)\b")
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+)")
-_LDD = re.compile(r"^ldd \(.*\) \d+\.\d+\s*$", re.MULTILINE | re.IGNORECASE)
+_LDD = re.compile(r"ldd \(.*\) \d+\.\d+", re.IGNORECASE)
 
 
 def clean(text: str) -> str:
@@ -83,6 +91,28 @@ def read_report(source: str, stdin: BinaryIO | None = None) -> str:
     return clean(data.decode("utf-8", errors="replace"))
 
 
+def _capped_lines(text: str) -> str:
+    """Each line cut to MAX_LINE characters."""
+    return "\n".join(line[:MAX_LINE] for line in text.split("\n"))
+
+
+def _uname(text: str) -> tuple[str, str] | None:
+    """(the line, the CPU architecture) of ``uname -a`` output (``Linux host ... x86_64 GNU/Linux``)."""
+    for line in text.splitlines():
+        line = line.rstrip()
+        head = _UNAME_HEAD.match(line) if line.endswith("GNU/Linux") else None
+        machines = [m.group(1) for m in _UNAME_MACHINE.finditer(line, head.end()) if m.end() <= len(line) - 9] \
+            if head else []
+        if machines:
+            return line, machines[-1]
+    return None
+
+
+def _ldd(text: str) -> str | None:
+    """The first line of ``ldd --version``."""
+    return next((line for line in text.splitlines() if _LDD.fullmatch(line.rstrip())), None)
+
+
 @dataclass(frozen=True)
 class _Host:
     python: str
@@ -105,6 +135,7 @@ def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findi
         (NvidiaReading(gpus=plain.gpus), "nvidia-smi (GPU table)"),
         (NvidiaReading(driver=proc), "/proc/driver/nvidia/version"),
     )
+    _check_gpu_count(max(len(reading.gpus) for reading, _ in readings))
     facts = NvidiaFacts()
     for reading, form in readings:
         if not reading.empty:
@@ -115,10 +146,17 @@ def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findi
         from resolver.probe.pci import parse_lspci
 
         devices = [d for d in parse_lspci(text) if d.gpu_vendor == "nvidia"]
+        _check_gpu_count(len(devices))
         if devices:
             forms.append("lspci -n")
             facts.take(NvidiaReading(gpus=gpus_from_ids(devices)), "report: lspci -n (PCI ids)", findings)
     return facts.info(findings, NameTable())
+
+
+def _check_gpu_count(count: int) -> None:
+    if count > MAX_GPUS:
+        raise BadInput(f"the report lists {count} GPUs; one machine has at most {MAX_GPUS}",
+                       fix="paste what the tools printed on one machine")
 
 
 def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
@@ -129,13 +167,15 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
         forms.append("amd-smi")
         facts.take_version(version, "report: amd-smi (ROCm version)")
     collect = [amd_parse.AmdAgent(name, gfx) for name, gfx in env.amd_gpus] if env else []
-    for agents, form in ((amd_parse.parse_rocminfo(text), "rocminfo"),
-                         (amd_parse.parse_amd_smi_static(text), "amd-smi static --asic"),
-                         (amd_parse.parse_amd_smi_table(text), "amd-smi"),
-                         (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
-                         (amd_parse.parse_rocm_smi_json(text), "rocm-smi --json"),
-                         (collect, "collect_env"),
-                         (_amd_on_bus(text), "lspci -n")):
+    readings = ((amd_parse.parse_rocminfo(text), "rocminfo"),
+                (amd_parse.parse_amd_smi_static(text), "amd-smi static --asic"),
+                (amd_parse.parse_amd_smi_table(text), "amd-smi"),
+                (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
+                (amd_parse.parse_rocm_smi_json(text), "rocm-smi --json"),
+                (collect, "collect_env"),
+                (_amd_on_bus(text), "lspci -n"))
+    _check_gpu_count(max(len(agents) for agents, _ in readings))
+    for agents, form in readings:
         if any(agent.name or agent.gfx or agent.pci_device for agent in agents):  # `amd-smi metric` prints "GPU: 0" too
             forms.append(form)
             facts.take_agents(agents, f"report: {form}")
@@ -168,17 +208,17 @@ def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Finding
     if python is None:
         python = ASSUMED_PYTHON
         assumed["python"] = f"Python not in the report: assumed {ASSUMED_PYTHON} (plan --python X.Y to choose)"
-    ldd = _LDD.search(text)
-    glibc = (env.glibc if env else None) or (host.parse_ldd_version(ldd.group(0)) if ldd else None)
+    ldd = _ldd(text)
+    glibc = (env.glibc if env else None) or (host.parse_ldd_version(ldd) if ldd else None)
     if ldd:
         forms.append("ldd --version")
     if glibc is None:
         findings.note("glibc not in the report (collect_env's \"Libc version\" or `ldd --version` says it)")
-    uname = _UNAME.search(text)
+    uname = _uname(text)
     if uname:
         forms.append("uname -a")
     said = [(env.system if env else None, env.machine if env else None),
-            ("Linux", uname.group(1) if uname else None),
+            ("Linux", uname[1] if uname else None),
             ("Linux", nvidia_parse.parse_proc_machine(text))]
     system, machine = next(((s, m) for s, m in said if s and m), (env.system if env else None, None))
     if system is None:
@@ -187,13 +227,27 @@ def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Finding
     elif machine is None:
         machine = "x86_64"
         assumed["platform"] = f"CPU architecture not in the report: assumed {system} x86_64"
-    wsl = "microsoft-standard-WSL" in text or "Microsoft" in (uname.group(0) if uname else "")
+    wsl = "microsoft-standard-WSL" in text or "Microsoft" in (uname[0] if uname else "")
     return _Host(python, glibc, system, machine, wsl)
 
 
 def profile_from_report(text: str) -> HardwareProfile:
     """The profile a report describes; one sentence (BadInput) when it holds nothing the probe reads."""
+    if len(text) > MAX_BYTES:
+        raise BadInput(f"the report is larger than {MAX_BYTES // (1024 * 1024)} MiB",
+                       fix="paste only the outputs of the tools, not whole logs")
     text = clean(text)
+    lines = text.count("\n") + 1
+    if lines > MAX_LINES:
+        raise BadInput(f"the report has {lines} lines, more than the {MAX_LINES} the probe reads",
+                       fix="paste only the outputs of the tools, not whole logs")
+    try:
+        return _profile(_capped_lines(text))
+    except ValueError as exc:  # a value no type takes (a version of 5 000 digits): the report's, not a bug
+        raise BadInput(f"the report holds a value the probe cannot read ({str(exc)[:120]})", fix=_FIX) from None
+
+
+def _profile(text: str) -> HardwareProfile:
     findings, forms, assumed = Findings(), [], {}
     env = parse_collect_env(text)
     if env is not None:

@@ -123,8 +123,9 @@ class LiveSystem:
         if exe is None:
             return None
         key = _answer_key(exe, argv)
-        if key is not None and key in _answers():
-            code, stdout, stderr = _answers()[key]
+        known = _answers().get(key) if key is not None and _answers() is not None else None
+        if known is not None:
+            code, stdout, stderr = known
             return CommandResult(tuple(argv), code, stdout, stderr)
         from resolver import proc
 
@@ -168,10 +169,10 @@ def _executable(path: str) -> bool:
 
 
 # What a compiler says about itself depends on the binary only: ``nvcc --version`` and ``--dryrun``,
-# ``hipcc --version`` are remembered by the binary's path, size and mtime (nvcc is often a wrapper
-# script; asking it costs 30-50 ms, more than the rest of `plan`).
+# ``hipcc --version`` are remembered by the binary's path, size, mtime, ctime and inode (nvcc is often a
+# wrapper script; asking it costs 30-50 ms, more than the rest of `plan`).
 _CACHEABLE = {("nvcc", "--version"), ("nvcc", "--dryrun"), ("hipcc", "--version")}
-_ANSWERS: dict[str, list] | None = None
+_ANSWERS = []  # the one RecordMap of this process, made on first use
 
 
 def _answer_key(exe: str, argv: list[str]) -> str | None:
@@ -182,42 +183,26 @@ def _answer_key(exe: str, argv: list[str]) -> str | None:
         stat = os.stat(real)
     except OSError:
         return None
-    return "\0".join([real, str(stat.st_size), str(stat.st_mtime_ns), *argv[1:]])
+    import json
+
+    return json.dumps([real, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, *argv[1:]])
 
 
-def _answers_file():
-    from resolver.paths import user_cache_dir
+def _answers():
+    """What toolkit binaries answered (:func:`resolver.paths.tool_answers`; a record read as untrusted data)."""
+    if not _ANSWERS:
+        from resolver.paths import tool_answers
+        from resolver.records import Integer, RecordMap, Row, Text
 
-    base = user_cache_dir()
-    return None if base is None else base / "tool-answers.json"
-
-
-def _answers() -> dict[str, list]:
-    global _ANSWERS
-    if _ANSWERS is None:
-        import json
-
-        path = _answers_file()
-        try:
-            _ANSWERS = json.loads(path.read_text(encoding="utf-8")) if path is not None else {}
-            if not isinstance(_ANSWERS, dict):
-                _ANSWERS = {}
-        except (OSError, ValueError):
-            _ANSWERS = {}
-    return _ANSWERS
+        path = tool_answers()
+        answer = Row(Integer(), Text(max_len=1 << 20), Text(max_len=1 << 20))
+        _ANSWERS.append(None if path is None else RecordMap(path, answer, key=Text(max_len=8192), keep=64,
+                                                            limit=8 << 20))
+    return _ANSWERS[0]
 
 
 def _remember(key: str, answer: tuple) -> None:
     answers = _answers()
-    answers[key] = list(answer)
-    path = _answers_file()
-    if path is None:
-        return
-    try:
-        import json
-
-        from resolver.fs import write_text_atomic
-
-        write_text_atomic(path, json.dumps(dict(list(answers.items())[-64:])), label="tool-answers")
-    except OSError:  # a cache is an optimisation
-        pass
+    if answers is not None:
+        answers.put(key, list(answer))
+        answers.save()

@@ -8,6 +8,7 @@ says what remains to be done on the target machine.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,9 +21,11 @@ from resolver.install.environment import READY_MARKER, Environment
 from resolver.paths import ProjectPaths
 from resolver.probe.profile import HardwareProfile
 from resolver.setup.pipeline import (
+    Caveat,
     Stamps,
     StepLog,
     StepReport,
+    append_to_log,
     digest,
     jsonable,
     project_lock,
@@ -41,6 +44,7 @@ class SetupOptions:
     wait: bool = True
     force: bool = False  # ignore stamps and run every step
     kernel_channel: str | None = None  # a fleet's shared kernel channel (--kernel-channel)
+    sources: tuple[tuple[str, Any], ...] = ()  # --channel, --torch-index, … as Sources.load(flags=) takes them
 
 
 @dataclass
@@ -57,6 +61,15 @@ class SetupResult:
     def complete(self) -> bool:
         return not self.remaining and all(s.status != "failed" for s in self.steps)
 
+    @property
+    def caveats(self) -> list[tuple[str, Caveat]]:
+        """(step, caveat) of every step, in step order, each caveat once."""
+        seen: dict[Caveat, str] = {}
+        for step in self.steps:
+            for caveat in step.caveats:
+                seen.setdefault(caveat, step.name)
+        return [(step, caveat) for caveat, step in seen.items()]
+
 
 class Setup:
     """One run of the pipeline for one project; holds no state beyond the run."""
@@ -66,7 +79,7 @@ class Setup:
         self.options = options
         self.log = log
         self.out = out
-        self.stamps = Stamps(project.stamps / "steps")
+        self.stamps = Stamps(project.step_stamps)
         self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
         self.kernel_channel: str | None = None  # a fleet node's: kernels are fetched from it, not compiled
         self.fleet_class: str | None = None  # the fleet class this node set up, when pixi.toml records a fleet
@@ -111,7 +124,7 @@ class Setup:
 
             request, chosen = self.options.request, None
             if self.options.profile_file is None and request == Request():
-                from resolver.upgrade.record import default_choice
+                from resolver.upgrade_record import default_choice
 
                 chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
                 request = chosen.request() if chosen is not None else request
@@ -131,33 +144,46 @@ class Setup:
                 self.fleet_class = plan.env_name if fleet else None
             if self._builds_here(plan) and plan.kernels.toolkit_source == "missing":  # a fleet node too: it names
                 raise missing_compiler(plan, profile)  # its variants by the compiler's version
-            return "done", f"{plan.backend} {plan.torch.variant}, torch {plan.torch.version}, " \
-                           f"kernels: {plan.kernels.strategy}" + (f"; {fleet}" if fleet else ""), plan
+            from resolver.setup.caveats import plan_caveats
+
+            return "done", f"torch {plan.torch.version} ({_variant_words(plan)}), kernels: {plan.kernels.strategy}" \
+                + (f"; {fleet}" if fleet else ""), plan, plan_caveats(plan)
         return self.log.timed("plan", action).result
+
+    def _sources(self):
+        from resolver.lock.sources import Sources
+
+        return Sources.load(self.project.root, flags=dict(self.options.sources))
 
     def _lock(self, plan: Plan) -> None:
         from resolver import lock as locking
+        from resolver.lock import current
+        from resolver.setup.caveats import lock_caveats
 
         def action():
-            if not self.options.force and self.project.lockfile.is_file() and locking.lock_is_current(self.project, plan):
-                return "skipped", f"pixi.lock is current for {plan.env_name}", None
+            reasons = () if self.options.force else \
+                current.lock_status(self.project, [plan], remember=not self.options.dry_run).about(plan.env_name)
+            if not self.options.force and not reasons:
+                return "skipped", f"pixi.lock is current for {plan.env_name}", None, lock_caveats(self.project, plan)
+            why = f"{reasons[0].sentence}" + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else "") \
+                if reasons else "--force"
             if self.fleet_class:  # a node never relocks the fleet's shared lock on its own
                 from resolver.errors import BadInput
 
-                raise BadInput(f"pixi.lock does not hold fleet class {plan.env_name} as this node plans it",
+                raise BadInput(f"pixi.lock does not hold fleet class {plan.env_name} as this node plans it ({why})",
                                fix="lock the fleet again (`python -m resolver lock --fleet DIR`) and share pixi.toml "
                                    "and pixi.lock")
             if self.options.dry_run:
-                reason = "pixi.lock is missing" if not self.project.lockfile.is_file() else \
-                    f"pixi.lock is stale for environment {plan.env_name}"
-                return "would-run", reason, None
-            summary = locking.lock_plans(self.project, [plan], info=self._detail("lock"))
-            detail = f"locked environment {plan.env_name} into pixi.lock"
+                return "would-run", f"relock: {why}", None
+            self._detail("lock")(f"pixi.lock is stale: {why}")
+            summary = locking.lock_plans(self.project, [plan], sources=self._sources(), info=self._detail("lock"))
+            detail = f"locked environment {plan.env_name} into pixi.lock ({why})"
             if summary.added:
                 detail += f"; added to pixi.toml: {', '.join(summary.added)}"
             if summary.carried_over:
                 detail += f"; kept as they were: {', '.join(summary.carried_over)}"
-            return "done", detail, jsonable(summary)
+            return "done", detail, jsonable(dataclasses.replace(summary, reasons=reasons)), \
+                lock_caveats(self.project, plan, summary.notes)
         self.log.timed("lock", action)
 
     def _check_fallback(self, plan: Plan, profile: HardwareProfile) -> None:
@@ -188,12 +214,14 @@ class Setup:
 
         def action():
             env_path = self.project.env(name)
+            if self.options.dry_run and self._would_run("lock"):
+                return "would-run", f"after the new lock, if it changes environment {name}", None
             if not self.options.force and (env_path / READY_MARKER).is_file() and self.stamps.is_current("install", inputs):
                 return "skipped", f"{env_path} matches pixi.lock", None
             if self.options.dry_run:
                 return "would-run", f"environment {name} is missing or differs from pixi.lock", None
             summary = installing.install_environment(self.project, name, info=self._detail("install"),
-                                                     progress=self.out.progress)
+                                                     progress=self.out.progress, sources=self._sources())
             new_inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
                                 env_path / READY_MARKER)
             self.stamps.write("install", new_inputs, jsonable(summary))
@@ -224,12 +252,20 @@ class Setup:
                 return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
             from resolver.kernels import build_for_plan
 
-            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel)
+            fetch = None
+            if self.kernel_channel:
+                from functools import partial
+
+                from resolver.fleet.channel import fetch_package
+
+                fetch = partial(fetch_package, self.kernel_channel)
+            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel,
+                                     fetch_variant=fetch)
             self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
             compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
             return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "
                             f"{compiled} compiled, {len(summary.get('packages', ())) - compiled} from the channel)"), \
-                jsonable(summary)
+                jsonable(summary), tuple(Caveat.from_note(w) for w in summary.get("warnings", ()))
         self.log.timed("build", action)
 
     def _verify(self, plan: Plan, env: Environment | None) -> None:
@@ -237,6 +273,9 @@ class Setup:
         inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
 
         def action():
+            if self.options.dry_run and self._would_run("install"):
+                return "would-run", "after the new install: load a Mamba checkpoint and compare against the reference", \
+                    None
             if not self.options.force and self.stamps.is_current("verify", inputs):
                 previous = (self.stamps.read("verify") or {}).get("result")
                 self.result.verify = previous
@@ -253,6 +292,9 @@ class Setup:
             self.stamps.write("verify", inputs, report)
             return "done", verdict.summary or "passed", report
         self.log.timed("verify", action)
+
+    def _would_run(self, step: str) -> bool:
+        return any(s.name == step and s.status == "would-run" for s in self.result.steps)
 
     def _builds_here(self, plan: Plan) -> bool:
         return plan.runnable_here and self.options.profile_file is None and plan.kernels.strategy != "none"
@@ -332,6 +374,11 @@ def describe_profile(profile: HardwareProfile) -> str:
     return "; ".join(parts)
 
 
+def _variant_words(plan: Plan) -> str:
+    """The build of torch in words that do not repeat the backend ("cpu build", "cu130 build")."""
+    return f"{plan.torch.variant} build"
+
+
 def _patch_reason(plan: Plan) -> str:
     if plan.backend != "rocm":
         return f"no ROCm header fix applies to a {plan.backend} plan"
@@ -348,37 +395,64 @@ def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = Fal
     if not options.dry_run:
         project.logs.mkdir(parents=True, exist_ok=True)
         log_file = project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        from resolver.names import printable
+
+        append_to_log(log_file, f"mamba-resolver setup in {printable(str(project.root))}\n"
+                                f"(started {time.strftime('%Y-%m-%d %H:%M:%S')})")
     log = StepLog(quiet=quiet, to_stderr=json_mode, log_file=log_file)
-    out = Output(json_mode=json_mode, quiet=quiet)
-    with project_lock(project.stamps, wait=options.wait, on_wait=on_wait, read_only=options.dry_run):
-        return Setup(project, options, log, out).run()
+    out = Output(json_mode=json_mode, quiet=quiet, log_file=log_file)
+    try:
+        with project_lock(project.stamps, wait=options.wait, on_wait=on_wait, read_only=options.dry_run):
+            return Setup(project, options, log, out).run()
+    except ResolverError as exc:  # the command prints it once; the log keeps it with the steps
+        append_to_log(log_file, f"error: {exc}")
+        raise
+    except KeyboardInterrupt:
+        append_to_log(log_file, "interrupted")
+        raise
 
 
-def summary_text(result: SetupResult) -> str:
-    """The closing paragraph a person reads: what was chosen and why, where it is, what verify found."""
+def summary_text(result: SetupResult, *, dry_run: bool = False) -> str:
+    """The closing paragraph a person reads: what was chosen and why, where it is and how to live in it
+    (enter it, add a package so pixi.lock follows), every caveat again with its fix, what verify found."""
     lines = [""]
     plan = result.plan
     if plan is not None:
         lines.append(plan.summary or f"Chose torch {plan.torch.version} ({plan.torch.variant}).")
-        for warning in plan.warnings:
-            lines.append(f"warning: {warning}")
-    for note in result.notes:
-        lines.append(f"note: {note}")
     if result.environment is not None:
-        activate = result.environment / "bin" / "activate"
-        lines.append(f"Environment: {result.environment}")
-        if activate.is_file():  # the fallback: a virtual environment
-            lines.append(f"Enter it with: source {activate}")
-        else:
-            lines.append(f"Enter it with: pixi shell -e {result.environment.name}   (or, without pixi: "
-                         f"export CONDA_PREFIX={result.environment} PATH={result.environment / 'bin'}:$PATH)")
+        lines += environment_lines(result.environment)
     if result.verify:
         lines.append(f"verify: {result.verify.get('summary', 'passed' if result.verify.get('ok') else 'failed')}")
     if result.remaining:
         lines.append("Prepared here; to finish on the target machine:")
         lines.extend(f"  - {item}" for item in result.remaining)
-    elif any(s.status == "would-run" for s in result.steps):
-        lines.append("dry run: nothing was changed.")
+    caveats = result.caveats
+    if caveats:
+        lines.append(f"{len(caveats)} caveat{'s' if len(caveats) > 1 else ''}:")
+        for step, caveat in caveats:
+            lines.append(f"  ! {step}: {caveat.text}")
+            if caveat.fix:
+                lines.append(f"    Fix: {caveat.fix}")
+    if dry_run:
+        would = [s.name for s in result.steps if s.status == "would-run"]
+        lines.append("dry run: nothing was changed; " + (f"a real run would run {', '.join(would)}." if would else
+                                                         "everything is current, a real run would skip every step."))
     if result.log_file:
-        lines.append(f"Log: {result.log_file}")
+        lines.append(f"Log: {result.log_file} (everything shown above)")
     return "\n".join(lines)
+
+
+def environment_lines(path: Path) -> list[str]:
+    """Where the environment is, how to enter it, how to add a package so that pixi.lock follows, and
+    what a pip install by hand leads to."""
+    name = path.name
+    conda = Environment.kind_of(path) == "conda"
+    lines = [f"Environment: {path}",
+             f"Enter it with: source {path / 'bin' / 'activate'}" + (f"   (or, with pixi: pixi shell -e {name})"
+                                                                      if conda else "")]
+    with_pixi = f"`pixi add --feature {name} --pypi NAME`, or " if conda else ""
+    lines.append(f"Add a package so pixi.lock follows: {with_pixi}NAME = \"*\" under [feature.{name}.pypi-dependencies] "
+                 "in pixi.toml, then `python -m resolver setup`")
+    lines.append(f"A package pip-installed by hand is in no teammate's environment: `python -m resolver doctor --env "
+                 f"{name}` names each one")
+    return lines

@@ -12,7 +12,6 @@ True
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import sys
 import time
@@ -21,13 +20,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.errors import ResolverError
-from resolver.fs import write_json_atomic
+from resolver.fs import sha256_hasher, write_json_atomic
 from resolver.paths import project_lock  # noqa: F401  (setup and the commands hold it)
+from resolver.records import SHA256, Anything, Fields, Number, read_record
 
 
 def digest(*parts: Any) -> str:
     """A stable sha256 over JSON-able values, bytes and file contents (Path)."""
-    h = hashlib.sha256()
+    h = sha256_hasher()
     for part in parts:
         if isinstance(part, Path):
             h.update(part.read_bytes() if part.is_file() else b"<missing>")
@@ -41,7 +41,7 @@ def digest(*parts: Any) -> str:
 
 @dataclass(frozen=True)
 class Stamps:
-    """Per-step records under ``.resolver/state/steps/``."""
+    """Per-step records (:attr:`~resolver.paths.ProjectPaths.step_stamps`), read as untrusted data."""
 
     folder: Path
 
@@ -49,10 +49,7 @@ class Stamps:
         return self.folder / f"{step}.json"
 
     def read(self, step: str) -> dict[str, Any] | None:
-        try:
-            return json.loads(self._path(step).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+        return read_record(self._path(step), Fields({"inputs": SHA256, "result": Anything(), "at": Number()}))
 
     def is_current(self, step: str, inputs: str) -> bool:
         record = self.read(step)
@@ -66,6 +63,31 @@ class Stamps:
             self._path(step).unlink()
 
 
+@dataclass(frozen=True)
+class Caveat:
+    """What a step that succeeded still leaves wrong (a lock a teammate cannot install, a fallback
+    environment), and the command or edit that fixes it ("" when there is nothing to run)."""
+
+    text: str
+    fix: str = ""
+
+    @classmethod
+    def from_note(cls, note: str) -> "Caveat":
+        """A note of the form "what is wrong. Fix: what to do" split in its two parts.
+
+        >>> Caveat.from_note("the lock records a path of this machine. Fix: add a mirror and lock again")
+        Caveat(text='the lock records a path of this machine', fix='add a mirror and lock again')
+        """
+        text, _, fix = note.partition(". Fix: ")
+        return cls(text.strip(), fix.strip().rstrip("."))
+
+    def line(self) -> str:
+        return self.text + (f". Fix: {self.fix}" if self.fix else "")
+
+    def to_json(self) -> dict[str, str]:
+        return {"text": self.text, "fix": self.fix}
+
+
 @dataclass
 class StepReport:
     name: str
@@ -74,10 +96,12 @@ class StepReport:
     seconds: float = 0.0
     result: Any = None
     peak_rss_mib: int | None = None  # the largest process of the run so far (this one or a child), at the step's end
+    caveats: tuple[Caveat, ...] = ()  # what the step leaves wrong although it succeeded (marked "!", not "✓")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "detail": self.detail,
-                "seconds": round(self.seconds, 3), "peak_rss_mib": self.peak_rss_mib, "result": jsonable(self.result)}
+                "seconds": round(self.seconds, 3), "peak_rss_mib": self.peak_rss_mib, "result": jsonable(self.result),
+                "caveats": [c.to_json() for c in self.caveats]}
 
 
 def jsonable(value: Any) -> Any:
@@ -94,11 +118,35 @@ def jsonable(value: Any) -> Any:
 
 
 _SYMBOL = {"done": "✓", "skipped": "·", "failed": "✗", "not-needed": "·", "deferred": "→", "would-run": "?"}
+CAVEAT_SYMBOL = "!"  # a step that succeeded with a caveat: never a ✓
+
+
+def symbol(report: StepReport) -> str:
+    return CAVEAT_SYMBOL if report.caveats and report.status != "failed" else _SYMBOL.get(report.status, "?")
+
+
+def step_line(report: StepReport, *, whole: bool = False) -> str:
+    """The step's line in the list. On screen a failed step's message is the error the command prints
+    once, below the list; ``whole`` (the log file) keeps it on the step's line."""
+    detail = "(the error follows)" if report.status == "failed" and not whole else report.detail
+    if report.caveats:
+        count = len(report.caveats)
+        detail += f" ({count} caveat{'s' if count > 1 else ''}, listed at the end)"
+    return f"  {symbol(report)} {report.name:<8} {report.status:<10} {report.seconds:6.1f}s  {detail}".rstrip()
+
+
+def append_to_log(log_file: Path | None, text: str) -> None:
+    """Add ``text`` (one or more lines) to the run's log file; a log that cannot be written is no error."""
+    if log_file is None:
+        return
+    with contextlib.suppress(OSError), open(log_file, "a", encoding="utf-8") as handle:
+        handle.write(text.rstrip("\n") + "\n")
 
 
 @dataclass
 class StepLog:
-    """Collects step reports and prints each as it ends (to stderr when stdout carries JSON)."""
+    """Collects step reports and prints each as it ends (to stderr when stdout carries JSON); the log
+    file gets every line too, a failed step with its whole message."""
 
     quiet: bool = False
     to_stderr: bool = False
@@ -107,25 +155,25 @@ class StepLog:
 
     def add(self, report: StepReport) -> StepReport:
         self.reports.append(report)
-        line = f"  {_SYMBOL.get(report.status, '?')} {report.name:<8} {report.status:<10} {report.seconds:6.1f}s  {report.detail}"
-        if self.log_file:
-            with contextlib.suppress(OSError), open(self.log_file, "a", encoding="utf-8") as handle:
-                handle.write(line.rstrip() + "\n")
+        line = step_line(report)
+        append_to_log(self.log_file, step_line(report, whole=True))
         if not self.quiet:
             from resolver.names import printable
 
-            print(printable(line.rstrip()), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
+            print(printable(line), file=sys.stderr if self.to_stderr else sys.stdout, flush=True)
         return report
 
-    def timed(self, name: str, action: Callable[[], tuple[str, str, Any]]) -> StepReport:
-        """Run ``action`` (returning status, detail, result) and record it; a ResolverError is recorded then re-raised."""
+    def timed(self, name: str, action: Callable[[], tuple]) -> StepReport:
+        """Run ``action`` (returning status, detail, result and optionally its caveats) and record it; a
+        ResolverError is recorded then re-raised (the command prints it, once)."""
         started = time.monotonic()
         try:
-            status, detail, result = action()
+            status, detail, result, *rest = action()
         except ResolverError as exc:
             self.add(StepReport(name, "failed", str(exc), time.monotonic() - started, peak_rss_mib=peak_rss_mib()))
             raise
-        return self.add(StepReport(name, status, detail, time.monotonic() - started, result, peak_rss_mib()))
+        caveats = tuple(rest[0]) if rest else ()
+        return self.add(StepReport(name, status, detail, time.monotonic() - started, result, peak_rss_mib(), caveats))
 
 
 def peak_rss_mib() -> int | None:

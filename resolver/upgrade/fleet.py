@@ -124,7 +124,7 @@ def write_fleet_reports(project: ProjectPaths, plan: FleetUpgrade, folder: Path 
     """``upgrade-fleet.{md,json}`` in ``report_dir`` (default ``.resolver/reports``); their paths."""
     from resolver.fs import write_json_atomic, write_text_atomic
 
-    base = (report_dir if report_dir is not None else project.state_dir / "reports") / "upgrade-fleet"
+    base = (report_dir if report_dir is not None else project.reports) / "upgrade-fleet"
     write_json_atomic(base.with_suffix(".json"), plan.to_json(), label="upgrade-report")
     write_text_atomic(base.with_suffix(".md"), markdown(plan, folder), label="upgrade-report")
     return {"markdown": str(base.with_suffix(".md")), "json": str(base.with_suffix(".json"))}

@@ -15,7 +15,6 @@ reusing a passed proof when nothing it was made from changed.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -31,10 +30,8 @@ from resolver.paths import ProjectPaths, project_lock
 from resolver.probe.profile import HardwareProfile
 from resolver.ui import Output
 from resolver.upgrade.proof import Proof, ProofOptions, prove
-from resolver.upgrade.record import UpgradeRecord
 from resolver.upgrade.step import UpgradeStep, Wanted, plan_step
-
-STATE_FILE = "upgrade.json"
+from resolver.upgrade_record import UpgradeRecord
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ class _Journey:
     def __init__(self, project: ProjectPaths, options: UpgradeOptions, out: Output) -> None:
         self.project, self.options, self.out = project, options, out
         self.result = UpgradeResult()
-        self.state_path = project.stamps / STATE_FILE
+        self.state_path = project.upgrade_state
         self.profile: HardwareProfile | None = None  # probed once, planned twice (see run_upgrade)
 
     def plan(self) -> UpgradeStep:
@@ -186,6 +183,7 @@ class _Journey:
 
     def _lock(self, step: UpgradeStep) -> None:
         from resolver import lock
+        from resolver.lock.current import holds
         from resolver.lock.lockfile import read_lock
         from resolver.lock.sources import Sources
         from resolver.upgrade.lockdiff import entries_unchanged, lock_diff
@@ -199,7 +197,7 @@ class _Journey:
         before_lock = project.lockfile.read_bytes() if project.lockfile.is_file() else b""
         before_manifest = project.manifest.read_bytes()
         status = "locked"
-        if lock.lock_is_current(project, step.new.plan):
+        if holds(project, step.new.plan):
             status = "current"
             if record != old:
                 record.write(manifest)
@@ -272,11 +270,13 @@ class _Journey:
                       [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
 
     def _read_state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.state_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        """The state an earlier run saved ({} when there is none, or none this user's resolver wrote)."""
+        from resolver.records import Fields, Number, OfType, Text, optional, read_record
+
+        env = Text(r"[a-z0-9-]{1,64}", 64)
+        shape = Fields({"wanted": OfType(dict), "current": env, "candidate": env, "stage": Text(r"[a-z-]{1,32}", 32),
+                        "at": Number(), "proof": optional(OfType(dict)), "proof_inputs": optional(Text(r"[0-9a-f]{64}"))})
+        return read_record(self.state_path, shape, limit=16 << 20) or {}
 
     def _save_state(self, wanted: Wanted, step: UpgradeStep, stage: str, *, proof: Proof | None = None,
                     proof_inputs: str | None = None) -> None:
@@ -352,7 +352,7 @@ def rollback(project: ProjectPaths, *, wait: bool = True, on_wait=None) -> tuple
         record = UpgradeRecord.of_manifest(manifest)
         if not record.previous:
             raise UsageError("pixi.toml names no previous default environment to roll back to",
-                             fix="promote an upgrade first (`python -m resolver upgrade ... --promote`)")
+                             fix="promote an upgrade first (`python -m resolver upgrade --torch X.Y --promote`)")
         if record.previous not in manifest.environment_names():
             raise BadInput(f"the previous default '{record.previous}' is no longer in pixi.toml",
                            fix="restore its feature and environment in pixi.toml (from version control), or edit "

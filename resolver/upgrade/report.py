@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def report_folder(project: ProjectPaths, options: UpgradeOptions) -> Path:
-    return options.report_dir if options.report_dir is not None else project.state_dir / "reports"
+    return options.report_dir if options.report_dir is not None else project.reports
 
 
 def write_reports(project: ProjectPaths, result: UpgradeResult, options: UpgradeOptions) -> dict[str, str]:

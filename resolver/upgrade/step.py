@@ -22,8 +22,8 @@ from resolver.knowledge import Knowledge
 from resolver.lock.manifest import Manifest
 from resolver.paths import ProjectPaths
 from resolver.probe.profile import HardwareProfile
-from resolver.upgrade.record import Choice, UpgradeRecord
 from resolver.upgrade.risks import Change, Risk, changes, risks
+from resolver.upgrade_record import Choice, UpgradeRecord
 from resolver.versions import DottedVersion
 
 
@@ -167,12 +167,13 @@ def new_environment_name(project: ProjectPaths, manifest: Manifest, plan: Plan, 
     already holds exactly as ``plan`` locks it; else the backend family (``cuda13``) when free, else the family
     with the torch release (``cpu-torch2-14``), qualified further only where that is taken."""
     from resolver import lock
+    from resolver.lock.current import holds
 
     if _same_plan(plan, current.plan):
         return current.environment
     names = manifest.environment_names()
     for name in names:
-        if name != "default" and lock.lock_is_current(project, replace(plan, environment=name)) and \
+        if name != "default" and holds(project, replace(plan, environment=name)) and \
                 _same_kernels(plan, lock.stored_plan(project, name)):
             return name
     family = plan.env_name
@@ -202,7 +203,7 @@ def _name(parts: list[str]) -> str:
 
 
 def _same_plan(a: Plan, b: Plan) -> bool:
-    from resolver.lock import plan_key
+    from resolver.planning import plan_key
 
     return {**plan_key(a), "environment": None} == {**plan_key(b), "environment": None} and _same_kernels(a, b)
 

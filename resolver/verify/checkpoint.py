@@ -14,7 +14,6 @@ clear margins and kernel/reference comparisons are not decided by near-ties.
 from __future__ import annotations
 
 import array
-import hashlib
 import json
 import math
 import random
@@ -59,7 +58,9 @@ class TinySpec:
 
     def key(self) -> str:
         """A short content key for the cache folder name."""
-        return hashlib.sha256(json.dumps([FORMAT, asdict(self)], sort_keys=True).encode()).hexdigest()[:12]
+        from resolver.fs import sha256_text
+
+        return sha256_text(json.dumps([FORMAT, asdict(self)], sort_keys=True))[:12]
 
 
 def tensor_shapes(spec: TinySpec) -> dict[str, tuple[int, ...]]:
@@ -122,20 +123,33 @@ def safetensors_bytes(tensors: dict[str, tuple[tuple[int, ...], list[float]]]) -
 
 def write_tiny_checkpoint(folder: Path, spec: TinySpec | None = None) -> Path:
     """Write the checkpoint into ``folder`` (atomically: temp files, then rename). Returns the folder."""
-    spec = spec or TinySpec()
-    rng = random.Random(spec.seed)
-    tensors = {name: (shape, _values(name, shape, rng, spec)) for name, shape in sorted(tensor_shapes(spec).items())}
     folder.mkdir(parents=True, exist_ok=True)
-    for filename, payload in ((WEIGHTS_FILE, safetensors_bytes(tensors)),
-                              (CONFIG_FILE, (json.dumps(spec.config(), indent=2) + "\n").encode())):
+    for filename, payload in _payloads(spec or TinySpec()).items():
         write_atomic(folder / filename, payload, label="checkpoint")
     return folder
 
 
+def _payloads(spec: TinySpec) -> dict[str, bytes]:
+    rng = random.Random(spec.seed)
+    tensors = {name: (shape, _values(name, shape, rng, spec)) for name, shape in sorted(tensor_shapes(spec).items())}
+    return {WEIGHTS_FILE: safetensors_bytes(tensors), CONFIG_FILE: (json.dumps(spec.config(), indent=2) + "\n").encode()}
+
+
 def default_checkpoint(cache_dir: Path, spec: TinySpec | None = None) -> Path:
-    """The cached default checkpoint under ``cache_dir``, written on first use."""
+    """The cached default checkpoint under ``cache_dir``, written on first use, and again whenever its
+    files are not byte for byte what the spec generates (a cache is checked by its content: verify
+    must never run on weights someone else put there)."""
+    from resolver.errors import BadInput
+    from resolver.fs import read_bytes_bounded
+
     spec = spec or TinySpec()
     folder = cache_dir / f"verify-model-{spec.key()}"
-    if not ((folder / CONFIG_FILE).is_file() and (folder / WEIGHTS_FILE).is_file()):
-        write_tiny_checkpoint(folder, spec)
+    for filename, payload in _payloads(spec).items():
+        try:
+            same = read_bytes_bounded(folder / filename, limit=len(payload), what="the cached checkpoint",
+                                      follow_symlinks=False, own=True) == payload
+        except BadInput:
+            same = False
+        if not same:  # the rename replaces a link planted there, never what it points at
+            write_atomic(folder / filename, payload, label="checkpoint")
     return folder

@@ -1,4 +1,5 @@
-"""Compare two environments' outputs for the same inputs (the seed's migration check), without numpy.
+"""Compare two environments' outputs for the same inputs (a migration checked before and after a
+change), without numpy.
 
 Each environment dumps its library's float32 logits (raw little-endian) and tokens (JSON sidecar);
 this module reads both and reports the largest difference relative to the logit scale.

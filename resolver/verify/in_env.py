@@ -25,7 +25,7 @@ def resolve_model(project: ProjectPaths, model: str | None) -> Path:
     from resolver.verify.checkpoint import default_checkpoint
 
     if not model:
-        return default_checkpoint(project.cache)
+        return default_checkpoint(project.verify_models)
     folder = Path(model).expanduser().resolve()
     if not folder.is_dir():
         raise BadInput(f"--model {model} is not a folder", fix="pass a folder holding config.json and model.safetensors")

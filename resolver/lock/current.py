@@ -1,0 +1,169 @@
+"""Is pixi.lock current, and ``lock`` itself: nothing to do when it is, a relock (with the reasons)
+when it is not.
+
+:func:`lock_status` reads the project's files and asks :func:`resolver.lock.staleness.check`; a
+"current" answer is remembered by the digest of its inputs (``.resolver/state/lock-check.json``,
+nothing but a sha256), so an unchanged project is answered without loading tomlkit or py-rattler.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from resolver.errors import BadInput
+from resolver.fs import read_bytes_bounded, sha256_bytes
+from resolver.lock import Info, LockSummary, _quiet, lock_plans
+from resolver.paths import ProjectPaths, project_lock
+
+PLAN_LIMIT = 1 << 20  # a stored plan is a few kB
+
+if TYPE_CHECKING:
+    from resolver.decide.model import Plan
+    from resolver.lock import reasons
+    from resolver.lock.manifest import Manifest
+    from resolver.lock.sources import Sources
+
+
+def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, remember: bool = False,
+                pypi: bool = True) -> reasons.LockStatus:
+    """Whether pixi.lock satisfies pixi.toml and ``plans`` (None: the plans locked here before), and
+    why not (:func:`.staleness.check` on the project's files; nothing is solved); ``pypi=False``: as
+    ``lock --no-pypi`` sees it (the PyPI packages are not held to pixi.toml).
+
+    A "current" answer is remembered by the digest of everything it was computed from (the bytes of
+    pixi.toml, pixi.lock and the stored plans, or the plans given; the project's folder; the rules'
+    source and the resolver's version): the same inputs give it again without reading any of them
+    through tomlkit or py-rattler, so an unchanged project answers in milliseconds. ``remember``
+    writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
+    from resolver.lock import reasons
+
+    inputs = _inputs_digest(project, plans, pypi)
+    if inputs is not None and inputs == _stamped(project):
+        return reasons.LockStatus()
+    status = _status(project, stored_plans(project) if plans is None else plans, pypi)
+    if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
+        from resolver.records import write_record  # (unless an input changed while it was checked)
+
+        write_record(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
+    return status
+
+
+def holds(project: ProjectPaths, plan: Plan) -> bool:
+    """Whether pixi.lock holds ``plan``'s environment as ``plan`` would lock it (no reason concerns it)."""
+    return not lock_status(project, [plan]).about(plan.env_name)
+
+
+def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
+                 plan_here: Callable[[], list[Plan]] | None = None, force: bool = False,
+                 sources: Callable[[], Sources] | None = None, no_conda: bool = False, no_pypi: bool = False,
+                 info: Info = _quiet, edit: Callable[[Manifest], None] | None = None,
+                 on_wait: Info | None = None) -> LockSummary:
+    """``lock``: nothing to do when pixi.lock already satisfies pixi.toml and ``plans`` (unless ``force``,
+    or ``edit`` changes the manifest), else :func:`lock_plans` under the project lock, with the reasons
+    it was stale. ``plans``: None for the plans locked here before, or where there are none,
+    ``plan_here()``'s (this machine's); ``sources``: how to load them (only a lock needs them)."""
+    checking = not force and edit is None
+    if plans is None and plan_here is not None and not _plan_files(project):
+        plans = plan_here()  # nothing was locked here before
+    status = None
+    if checking:
+        status = lock_status(project, plans, remember=True, pypi=not no_pypi)
+        if status.current:
+            for plan in plans or ():
+                _keep_plan(project, plan)
+            return _up_to_date(project)
+        info(f"pixi.lock is stale: {status.reasons[0].sentence}"
+             + (f" (and {len(status.reasons) - 1} more)" if len(status.reasons) > 1 else ""))
+    with project_lock(project.stamps, on_wait=on_wait):  # one writer of pixi.toml / pixi.lock at a time
+        summary = lock_plans(project, list(stored_plans(project) if plans is None else plans),
+                             sources=sources() if sources else None, no_conda=no_conda, no_pypi=no_pypi, info=info,
+                             edit=edit)
+    return dataclasses.replace(summary, reasons=status.reasons if status else ())
+
+
+def _up_to_date(project: ProjectPaths) -> LockSummary:
+    return LockSummary(project.lockfile, project.manifest, (), sha256=sha256_bytes(project.lockfile.read_bytes()),
+                       up_to_date=True)
+
+
+def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bool = True) -> str | None:
+    """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
+    from resolver import __version__
+    from resolver.lock.lockfile import LOCK_LIMIT
+    from resolver.lock.manifest import MANIFEST_LIMIT
+
+    try:
+        rules = [sha256_bytes(Path(__file__).with_name(name).read_bytes())  # the rules, as they are now
+                 for name in ("staleness.py", "reasons.py")]
+        manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
+        lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="the lock file")
+        if plans is None:
+            planned: list[Any] = [[path.name, sha256_bytes(read_bytes_bounded(path, limit=PLAN_LIMIT, what="plan"))]
+                                  for path in _plan_files(project)]
+        else:
+            from resolver.planning import plan_key
+
+            planned = [plan_key(plan) for plan in plans]
+    except (BadInput, OSError):
+        return None
+    return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
+                                    sha256_bytes(lock), plans is None, planned, pypi], sort_keys=True).encode())
+
+
+def _plan_files(project: ProjectPaths) -> list[Path]:
+    """The stored plans' files, by name."""
+    if not project.plans.is_dir():
+        return []
+    return sorted(project.plans / entry.name for entry in os.scandir(project.plans) if entry.name.endswith(".json"))
+
+
+def stored_plans(project: ProjectPaths) -> list[Plan]:
+    """The plans the environments pixi.toml declares were locked from here."""
+    from resolver.lock.manifest import environment_names_in
+    from resolver.planning import stored_plan
+
+    if not project.manifest.is_file() or not project.plans.is_dir():
+        return []
+    return [plan for name in environment_names_in(project.manifest) if (plan := stored_plan(project, name))]
+
+
+def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
+    """Store ``plan`` as the one its environment was locked from, unless it is stored already."""
+    from resolver.lock.manifest import Manifest
+    from resolver.planning import locked_plan_record, save_plan
+
+    stored = locked_plan_record(project, plan.env_name)
+    if stored is None or stored["plan"] != json.loads(json.dumps(plan.to_json(), default=str)):
+        save_plan(project, plan, Manifest.load(project.manifest))
+
+
+def _stamped(project: ProjectPaths) -> str | None:
+    """The inputs digest of the last "current" answer (read as every record is: a regular file of this
+    user's that no one else can write, holding nothing but a sha256)."""
+    from resolver.records import Fields, Text, read_record
+
+    data = read_record(project.lock_check_stamp, Fields({"inputs": Text(r"[0-9a-f]{64}")}), limit=4096)
+    return data["inputs"] if data is not None else None
+
+
+def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons.LockStatus:
+    from resolver.lock import reasons, staleness
+    from resolver.lock.lockfile import read_lock
+    from resolver.lock.manifest import Manifest
+
+    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+        Manifest.new(project.root.name or "project", project.manifest)
+    if not os.path.lexists(project.lockfile):
+        return staleness.check(None, manifest, plans, pypi=pypi)
+    try:
+        lock = read_lock(project.lockfile, project.root, manifest.platforms().values())
+    except BadInput as exc:
+        missing = staleness.check(None, manifest, plans).reasons[:-1]
+        return reasons.LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
+    return staleness.check(lock, manifest, plans, pypi=pypi)
+
+
