@@ -276,3 +276,41 @@ def test_cpu_classes_clashing_on_everything_named_end_with_a_digest():
 def test_a_name_cut_at_a_dash_does_not_end_in_two():
     cut = classes._name(["a" * (ENV_NAME_MAX - 10), "b" * 20])  # the cut falls just after the joining '-'
     assert "--" not in cut and cut.startswith("a" * (ENV_NAME_MAX - 10) + "-") and len(cut) == ENV_NAME_MAX - 1
+
+
+def test_the_decision_inputs_of_one_profile_object_are_worked_out_once(monkeypatch):
+    # nodes of one kind read from one file share one profile object: 100,000 of them cost one look-up each
+    calls = []
+    real = classes.decision_inputs
+    monkeypatch.setattr(classes, "decision_inputs", lambda profile: calls.append(profile) or real(profile))
+    shared = nvidia(A100)
+    fleet = classes.plan_fleet([node(f"n{i}", shared) for i in range(4)] + [node("twin", nvidia(A100))], knowledge=K)
+    assert len(calls) == 2 and [len(c.nodes) for c in fleet.classes] == [5]
+
+
+def test_refused_nodes_are_listed_by_name():
+    fleet = classes.plan_fleet((node("z-old", nvidia(A100, driver="400.1")), node("m-ok", nvidia(A100)),
+                                node("a-old", nvidia(A100, driver="400.2"))), knowledge=K)
+    assert [u.node for u in fleet.unserved] == ["a-old", "z-old"]
+
+
+def test_the_class_plan_is_that_of_its_first_node_by_name_whatever_the_order_read():
+    first, other = replace(BASE, summary="first"), replace(BASE, summary="other")
+    plan, nodes, _ = _merged(("a1", first), ("m5", other), ("z9", first))
+    assert plan.summary == "first" and nodes == ("a1", "m5", "z9")
+    plan, nodes, _ = _merged(("z9", first), ("m5", other), ("c", first), ("b", first), ("a1", first))
+    assert plan.summary == "first" and nodes == ("a1", "b", "c", "m5", "z9")
+
+
+def test_the_fleet_trace_names_every_architecture_of_the_union():
+    l4 = replace(BASE, kernels=replace(BASE.kernels, arch_list=("8.9",)))
+    plan, _, why = _merged(("a", BASE), ("b", l4))
+    assert plan.trace[-1].because == "kernels for 8.0, 8.9: the union of a, b"
+    assert why.endswith("; kernels for 8.0, 8.9, the union of their GPUs")
+
+
+def test_a_brief_list_names_eight_and_counts_the_rest():
+    names = [f"n{i}" for i in range(10)]
+    assert classes.brief_list(names[:8]) == "n0, n1, n2, n3, n4, n5, n6, n7"
+    assert classes.brief_list(names[:9]) == "n0, n1, n2, n3, n4, n5, n6, n7 and 1 more"
+    assert classes.brief_list(names[:3], limit=3) == "n0, n1, n2" and classes.brief_list([]) == ""
