@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import BadInput
-from resolver.lock.sources import REMEMBERED, Sources, channel_url
+from resolver.lock.sources import Sources, channel_url
+from resolver.paths import ProjectPaths
 
 
 def project(tmp_path: Path, pixi: str = "", pyproject: str | None = None) -> Path:
@@ -173,14 +174,14 @@ def test_a_lock_remembers_flags_and_variables_not_the_manifest(tmp_path):
     root = project(tmp_path, '[tool.resolver]\nextra-index-urls = ["https://pixi/simple"]\n')
     s = Sources.load(root, flags={"conda-channels": ["/flag-channel"]}, environ={"RESOLVER_FIND_LINKS": "/w"})
     s.remember(root)
-    assert json.loads((root / REMEMBERED).read_text()) == {"conda-channels": ["/flag-channel"], "find-links": ["/w"]}
+    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"conda-channels": ["/flag-channel"], "find-links": ["/w"]}
     later = Sources.load(root, environ={})
     assert later.conda_channels == ("/flag-channel",) and later.find_links == ("/w",)
     assert dict(later.origins)["conda-channels"].startswith("the last lock here")
     assert later.extra_index_urls == ("https://pixi/simple",)
     # remembered keys are kept by the next lock; a new flag replaces one
     Sources.load(root, flags={"find-links": ["/w2"]}, environ={}).remember(root)
-    assert json.loads((root / REMEMBERED).read_text()) == {"conda-channels": ["/flag-channel"], "find-links": ["/w2"]}
+    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"conda-channels": ["/flag-channel"], "find-links": ["/w2"]}
     # a variable outranks what was remembered
     assert Sources.load(root, environ={"RESOLVER_FIND_LINKS": "/env"}).find_links == ("/env",)
 
@@ -188,14 +189,14 @@ def test_a_lock_remembers_flags_and_variables_not_the_manifest(tmp_path):
 def test_nothing_to_remember_writes_nothing(tmp_path):
     root = project(tmp_path, '[tool.resolver]\nfind-links = ["/pixi"]\n')
     Sources.load(root, environ={}).remember(root)
-    assert not (root / REMEMBERED).exists()
+    assert not ProjectPaths(root).sources_record.exists()
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1]", '{"find-links": []}', '{"mirrors": {"a": "b"}, "other": 1}'])
 def test_a_remembered_file_that_is_not_usable_is_ignored(tmp_path, text):
     root = project(tmp_path)
-    (root / REMEMBERED).parent.mkdir(parents=True)
-    (root / REMEMBERED).write_text(text)
+    ProjectPaths(root).sources_record.parent.mkdir(parents=True)
+    ProjectPaths(root).sources_record.write_text(text)
     assert Sources.load(root, environ={}) == Sources()
 
 
