@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -257,3 +258,65 @@ def test_a_plain_relative_path_stays_inside_and_its_prefix_twin_does_not(parts):
     inside = names.inside(root, f"{root}/{rel}")
     assert inside == (os.path.normpath(f"{root}/{rel}") + "/").startswith(root + "/")
     assert not names.inside(root, f"{root}-{rel}")  # envs-evil is not inside envs
+
+
+@pytest.mark.parametrize("url, path", [
+    ("file:///srv/a%20b/torch-2.1%2Bcpu.whl", "/srv/a b/torch-2.1+cpu.whl"),
+    ("file://localhost/srv/x.whl", "/srv/x.whl"),
+    ("/srv/x%20y.whl", "/srv/x%20y.whl"),  # a path is taken as written, never unquoted
+])
+def test_local_path_of_a_file_url_or_a_path(url, path):
+    assert names.local_path(url) == Path(path)
+
+
+@pytest.mark.parametrize("url", ["https://pypi.org/simple/torch/", "srv/x.whl", "./x.whl", "", "file:/x", "~/x"])
+def test_local_path_of_anything_else_is_none(url):
+    assert names.local_path(url) is None
+
+
+def test_a_download_name_is_the_last_segment_decoded_without_query():
+    assert names.download_name("https://h/whl/torch-2.13.0%2Bcpu-cp311.whl?x=1#sha256=0") == "torch-2.13.0+cpu-cp311.whl"
+    assert names.download_name("file:///srv/a%20b.conda") == "a b.conda"
+
+
+@pytest.mark.parametrize("url", ["https://h/whl/..%2F..%2Fetc%2Fpasswd", "https://h/whl/", "https://h/whl/..",
+                                 "https://h/whl/a%5Cb.whl", "https://h/whl/a%1Bb.whl", "https://h"])
+def test_a_download_name_that_is_not_one_plain_name_is_refused(url):
+    with pytest.raises(BadInput) as caught:
+        names.download_name(url)
+    assert caught.value.message.startswith(f"the file name of {url} ") and "is not a plain file name" in caught.value.message
+    assert caught.value.fix == ("restore pixi.lock from version control or lock again: a locked URL must end in the "
+                                "artefact's own file name")
+
+
+def test_a_refused_download_name_does_not_show_the_password():
+    with pytest.raises(BadInput) as caught:
+        names.download_name("https://user:s3cret@h/whl/..%2Fx")
+    assert "s3cret" not in str(caught.value) and "https://user:****@h/whl/..%2Fx" in caught.value.message
+
+
+@pytest.mark.parametrize("url, shown, bare", [
+    ("https://user:s3cret@pypi.example.org/simple/", "https://user:****@pypi.example.org/simple/",
+     "https://pypi.example.org/simple/"),
+    ("https://token@h/x/y.whl", "https://****@h/x/y.whl", "https://h/x/y.whl"),
+    ("https://user:@h/", "https://user:****@h/", "https://h/"),
+    ("https://u:p@ss:w@h:8080/a@b", "https://u:****@h:8080/a@b", "https://h:8080/a@b"),  # the last @ ends the userinfo
+    ("https://u:p@h", "https://u:****@h", "https://h"),
+    ("https://u:p@h/a@b/c", "https://u:****@h/a@b/c", "https://h/a@b/c"),
+    ("https://u:p@h/r?to=https://x", "https://u:****@h/r?to=https://x", "https://h/r?to=https://x"),
+    ("https://h/a@b/c", "https://h/a@b/c", "https://h/a@b/c"),  # an @ in the path is no credential
+    ("https://h", "https://h", "https://h"),
+    ("/srv/u:p@h/x", "/srv/u:p@h/x", "/srv/u:p@h/x"),
+    ("user:pw@host/x", "user:pw@host/x", "user:pw@host/x"),  # no scheme: not a URL
+])
+def test_credentials_in_a_url_are_hidden_or_removed(url, shown, bare):
+    assert names.redact_url(url) == shown
+    assert names.without_credentials(url) == bare
+
+
+@pytest.mark.parametrize("url, name", [
+    ("https://h/simple/torch/", "torch"), ("https://h/a/b/x%2By.whl?q=1", "x+y.whl"), ("x.whl", "x.whl"),
+    ("file:///srv/w/a%20b.whl", "a b.whl"), ("https://h", ""),
+])
+def test_the_file_name_of_a_url_is_its_last_segment_decoded(url, name):
+    assert names.file_name_of(url) == name
