@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import BadInput
-from resolver.setup.pipeline import Stamps, StepLog, StepReport, digest, jsonable, peak_rss_mib
+from resolver.setup.pipeline import Caveat, Stamps, StepLog, StepReport, digest, jsonable, peak_rss_mib
 
 
 def test_digest_is_order_and_boundary_sensitive(tmp_path):
@@ -27,18 +27,20 @@ def test_digest_is_order_and_boundary_sensitive(tmp_path):
 
 def test_a_stamp_records_inputs_result_and_time(tmp_path):
     stamps = Stamps(tmp_path / "steps")
-    stamps.write("verify", "in-1", {"ok": True})
+    one, two = digest("in-1"), digest("in-2")
+    stamps.write("verify", one, {"ok": True})
     record = json.loads((tmp_path / "steps" / "verify.json").read_text())
-    assert record["inputs"] == "in-1" and record["result"] == {"ok": True} and record["at"] > 0
+    assert record["inputs"] == one and record["result"] == {"ok": True} and record["at"] > 0
     assert stamps.read("verify") == record and stamps.read("lock") is None
-    assert stamps.is_current("verify", "in-1") and not stamps.is_current("verify", "in-2")
-    assert not stamps.is_current("lock", "in-1")  # another step's stamp does not count
+    assert stamps.is_current("verify", one) and not stamps.is_current("verify", two)
+    assert not stamps.is_current("lock", one)  # another step's stamp does not count
     stamps.clear("verify")
     stamps.clear("verify")  # clearing what is not there is fine
     assert not (tmp_path / "steps" / "verify.json").exists()
 
 
-@pytest.mark.parametrize("text", ["", "{not json", "[]", "null", '{"result": 1}', '{"inputs": null}'])
+@pytest.mark.parametrize("text", ["", "{not json", "[]", "null", '{"result": 1}', '{"inputs": null}',
+                                  '{"inputs": "x", "result": null, "at": 1}'])  # inputs are a sha256
 def test_a_stamp_that_is_not_one_is_not_current(tmp_path, text):
     (tmp_path / "install.json").write_text(text)
     assert not Stamps(tmp_path).is_current("install", "x")
@@ -48,7 +50,9 @@ def test_a_stamp_that_is_not_one_is_not_current(tmp_path, text):
 def test_step_reports_as_json(tmp_path):
     report = StepReport("build", "done", "2 compiled", 1.23456, {"p": tmp_path}, 12)
     assert report.to_json() == {"name": "build", "status": "done", "detail": "2 compiled", "seconds": 1.235,
-                                "peak_rss_mib": 12, "result": {"p": str(tmp_path)}}
+                                "peak_rss_mib": 12, "result": {"p": str(tmp_path)}, "caveats": []}
+    warned = StepReport("lock", "done", "", 0, caveats=(Caveat.from_note("a path of this machine. Fix: add a mirror"),))
+    assert warned.to_json()["caveats"] == [{"text": "a path of this machine", "fix": "add a mirror"}]
 
 
 def test_jsonable():
@@ -68,8 +72,10 @@ def test_the_step_list_prints_each_step_as_it_ends(tmp_path, capsys):
     out = capsys.readouterr()
     assert out.err == "" and out.out.splitlines() == [
         "  · lock     skipped       0.2s  pixi.lock is current",
-        "  ✗ build    failed       12.0s  nvcc \\x1b[31mred"]
-    assert (tmp_path / "setup.log").read_text().splitlines()[0] == "  · lock     skipped       0.2s  pixi.lock is current"
+        "  ✗ build    failed       12.0s  (the error follows)"]  # the command prints the error once, below
+    assert (tmp_path / "setup.log").read_text().splitlines() == [
+        "  · lock     skipped       0.2s  pixi.lock is current",
+        "  ✗ build    failed       12.0s  nvcc \x1b[31mred"]  # the log keeps a failed step's whole message
     assert [r.name for r in log.reports] == ["lock", "build"]
 
 
