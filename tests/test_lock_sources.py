@@ -163,10 +163,15 @@ def test_the_torch_index_through_the_override_and_the_mirrors(tmp_path):
     ("file:///srv/c", "file:///srv/c/"),
     (" bioconda ", "https://conda.anaconda.org/bioconda/"),
     ("a/b", None),
+    ("https://h/TeX/", "https://h/TeX/"),
+    ("XeTeX", "https://conda.anaconda.org/XeTeX/"),
+    ("~", "HOME"),
 ])
 def test_channel_urls(name, url, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert channel_url(name) == (url or (tmp_path / "a" / "b").as_uri() + "/")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    expected = {None: (tmp_path / "a" / "b").as_uri() + "/", "HOME": (tmp_path / "home").as_uri() + "/"}
+    assert channel_url(name) == expected.get(url, url)
 
 
 # ---------------------------------------------------------------------------------------- remembering
@@ -207,3 +212,55 @@ def test_to_json_says_what_set_each_key(tmp_path):
     assert data["extra_index_urls"] == [] and data["mirrors"]["https://download.pytorch.org/whl"] == "/srv/torch"
     assert data["set_by"] == {"find-links": "$RESOLVER_FIND_LINKS", "mirrors": "pixi.toml [tool.resolver]"}
     assert Sources(conda_channels=("/c",)).to_json()["conda_channels"] == ["/c"]
+
+
+def test_the_environment_is_read_when_none_is_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESOLVER_FIND_LINKS", "/from-env")
+    assert Sources.load(project(tmp_path)).find_links == ("/from-env",)
+
+
+def test_absolute_paths_are_kept_as_written_but_normalised(tmp_path):
+    root = project(tmp_path, '[tool.resolver]\nfind-links = ["/srv//w/", "/srv/a/../w"]\n')
+    assert Sources.load(root, environ={}).find_links == ("/srv/w", "/srv/a/../w")  # no resolving of an absolute path
+
+
+def test_a_setting_of_the_wrong_type_says_how_to_write_it(tmp_path):
+    with pytest.raises(BadInput) as caught:
+        Sources.load(project(tmp_path, "[tool.resolver]\nfind-links = [1]\n"), environ={})
+    assert caught.value.fix == "write each setting as a string or a list of strings"
+
+
+def test_credentials_and_strings_in_what_a_lock_remembers(tmp_path):
+    root = project(tmp_path)
+    Sources.load(root, flags={"find-links": ["https://u:pw@h/links", "/w"], "torch-index": "https://t/{variant}",
+                              "extra-index-urls": ["https://u:pw@h/simple"]}, environ={}).remember(root)
+    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"find-links": ["/w"],
+                                                                          "torch-index": "https://t/{variant}"}
+    assert Sources.load(root, environ={}).torch_index == "https://t/{variant}"
+    Sources.load(root, flags={"torch-index": "https://u:pw@t/{variant}"}, environ={}).remember(root)
+    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"find-links": ["/w"]}
+
+
+def remembered(tmp_path: Path, data) -> Sources:
+    root = project(tmp_path)
+    ProjectPaths(root).sources_record.parent.mkdir(parents=True, exist_ok=True)
+    ProjectPaths(root).sources_record.write_text(json.dumps(data))
+    return Sources.load(root, environ={})
+
+
+@pytest.mark.parametrize("data, read", [
+    ({"find-links": ["--index-url=https://evil"]}, False),  # an option, never a location
+    ({"find-links": ["/w x"]}, False),
+    ({"find-links": ["/" + "w" * 8191]}, True), ({"find-links": ["/" + "w" * 8192]}, False),
+    ({"find-links": [f"/w{i}" for i in range(256)]}, True), ({"find-links": [f"/w{i}" for i in range(257)]}, False),
+    ({"torch-index": "https://t/{variant}"}, True), ({"torch-index": ["https://t/{variant}"]}, False),
+])
+def test_a_remembered_record_is_read_only_in_its_shape_and_bounds(tmp_path, data, read):
+    assert (remembered(tmp_path, data) != Sources()) is read
+
+
+def test_a_remembered_record_over_one_mib_is_not_read(tmp_path):
+    entry = "/" + "w" * 7999  # fewer than 256 entries either way: only the size differs
+    fits = [entry] * ((1 << 20) // (len(entry) + 4) - 1)
+    assert remembered(tmp_path, {"find-links": fits}).find_links == tuple(fits)
+    assert remembered(tmp_path, {"find-links": fits + [entry] * 3}) == Sources()
