@@ -264,3 +264,45 @@ def test_a_remembered_record_over_one_mib_is_not_read(tmp_path):
     fits = [entry] * ((1 << 20) // (len(entry) + 4) - 1)
     assert remembered(tmp_path, {"find-links": fits}).find_links == tuple(fits)
     assert remembered(tmp_path, {"find-links": fits + [entry] * 3}) == Sources()
+
+
+@pytest.mark.parametrize("value", ['"x"', "5", '["a"]'])
+def test_fleet_and_upgrade_values_are_left_to_their_own_readers(tmp_path, value):
+    # their tables are not sources; a malformed one is refused by the reader that knows it, with its own fix
+    root = project(tmp_path, f"[tool.resolver]\nfleet = {value}\nupgrade = {value}\n")
+    assert Sources.load(root, environ={}) == Sources()
+
+
+def test_mirrors_that_are_not_a_table_say_how_to_write_them(tmp_path):
+    with pytest.raises(BadInput) as caught:
+        Sources.load(project(tmp_path, '[tool.resolver]\nmirrors = "x"\n'), environ={})
+    assert caught.value.message == "[tool.resolver] mirrors must be a table of URL prefix = replacement"
+    assert caught.value.fix == 'write e.g. mirrors = { "https://conda.anaconda.org/conda-forge" = "/srv/cf" }'
+
+
+def test_mirror_prefixes_and_replacements_lose_their_trailing_slash(tmp_path):
+    root = project(tmp_path, '[tool.resolver.mirrors]\n"https://h/TeX/" = "https://m/TeX/"\n"https://g/" = "./here/"\n')
+    assert Sources.load(root, environ={}).mirrors == (("https://h/TeX", "https://m/TeX"), ("https://g", str(root / "here")))
+
+
+def test_a_relative_index_is_taken_from_the_project(tmp_path):
+    root = project(tmp_path, '[tool.resolver]\nextra-index-urls = ["./index", "https://e/simple"]\n')
+    assert Sources.load(root, environ={}).extra_index_urls == (str(root / "index"), "https://e/simple")
+
+
+def test_a_manifest_in_toml_1_1_is_read(tmp_path):
+    root = project(tmp_path, '[tool.resolver]\nmirrors = { "https://a" = "/srv/a",\n  "https://b" = "/srv/b", }\n')
+    assert Sources.load(root, environ={}).mirrors == (("https://a", "/srv/a"), ("https://b", "/srv/b"))
+
+
+def test_a_manifest_that_is_not_toml_or_not_text_names_the_file_and_the_fix(tmp_path):
+    root = project(tmp_path, "[tool.resolver\n")
+    with pytest.raises(BadInput) as caught:
+        Sources.load(root, environ={})
+    assert caught.value.message.startswith(f"{root / 'pixi.toml'} is not valid TOML (")
+    assert caught.value.fix == "fix the TOML syntax of pixi.toml"
+    (root / "pyproject.toml").write_bytes(b"\xff\xfe[tool]\n")
+    with pytest.raises(BadInput) as caught:
+        Sources.load(root, environ={})
+    assert caught.value.message.startswith(f"cannot read {root / 'pyproject.toml'}: 'utf-8' codec can't decode byte 0xff")
+    assert caught.value.fix == "check the permissions and encoding of pyproject.toml"
