@@ -306,3 +306,14 @@ def test_a_manifest_that_is_not_toml_or_not_text_names_the_file_and_the_fix(tmp_
         Sources.load(root, environ={})
     assert caught.value.message.startswith(f"cannot read {root / 'pyproject.toml'}: 'utf-8' codec can't decode byte 0xff")
     assert caught.value.fix == "check the permissions and encoding of pyproject.toml"
+
+
+@pytest.mark.parametrize("text", ["tool = 5\n", "[tool]\nresolver = 5\n"])
+def test_a_tool_or_resolver_key_that_is_not_a_table_is_one_sentence(tmp_path, text):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "pixi.toml").write_text(text)
+    with pytest.raises(BadInput) as caught:
+        Sources.load(root, environ={})
+    assert caught.value.message == f"[tool.resolver] in {root / 'pixi.toml'} is not a table"
+    assert caught.value.fix == "make it a TOML table"
