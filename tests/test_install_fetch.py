@@ -5,6 +5,8 @@ gives. The download itself is covered by tests/test_store.py (a loopback server)
 from __future__ import annotations
 
 import hashlib
+import http.server
+import threading
 from pathlib import Path
 
 import pytest
@@ -143,7 +145,7 @@ def test_an_index_page_is_read_once(tmp_path):
 def test_a_lock_without_a_usable_sha256_is_refused(tmp_path, recorded):
     with pytest.raises(IntegrityError, match=f"records no usable sha256 for {WHEEL}") as caught:
         verified_copy(URL, recorded, VerifiedStore(tmp_path / "store"), Finder(Sources()))
-    assert "resolver lock" in caught.value.fix
+    assert caught.value.fix == "relock with `python -m resolver lock` (it records one for every artefact)"
 
 
 def test_a_copy_comes_from_a_declared_folder_into_the_store(tmp_path):
@@ -237,3 +239,92 @@ def test_no_manifest_or_a_broken_one_declares_nothing(tmp_path):
     assert manifest_folders(tmp_path, "default") == ()
     (tmp_path / "pixi.toml").write_text("[workspace\n")
     assert manifest_folders(tmp_path, "default") == ()
+
+
+def test_a_find_links_file_url_is_a_folder_looked_in(tmp_path):
+    put(tmp_path / "links")
+    finder = Finder(Sources(find_links=((tmp_path / "links").as_uri(),)))
+    assert finder.candidates(URL) == [str(tmp_path / "links" / WHEEL), URL]
+
+
+def test_a_relative_local_folder_is_taken_from_the_working_folder(tmp_path, monkeypatch):
+    put(tmp_path / "links")
+    monkeypatch.chdir(tmp_path)
+    assert Finder(Sources(), local_folders=("links",)).candidates(URL) == [str(Path("links") / WHEEL), URL]
+
+
+def test_an_index_page_that_is_not_utf8_is_still_read(tmp_path):
+    index = tmp_path / "index"
+    put(index / "files", "a b-1.0-py3-none-any.whl")  # a link may hold a space, as written
+    page = index / "ab" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_bytes(b"<p>\xff\xfe</p><a href=\"../files/a b-1.0-py3-none-any.whl\">x</a>")
+    url = "https://h/a%20b-1.0-py3-none-any.whl"
+    assert Finder(Sources(extra_index_urls=(str(index),))).candidates(url, "ab")[0] == \
+        str(index / "files" / "a b-1.0-py3-none-any.whl")
+
+
+def test_an_index_page_is_read_up_to_4_mib(tmp_path):
+    index = tmp_path / "index"
+    put(index / "files")
+    page = index / "tiny" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(" " * (4 << 20) + f'<a href="../files/{WHEEL}">x</a>')
+    assert Finder(Sources(extra_index_urls=(str(index),))).candidates(URL, "tiny") == [URL]
+
+
+def test_a_copy_is_found_through_a_local_index_page(tmp_path):
+    data = b"indexed wheel"
+    index = tmp_path / "index"
+    put(index / "files", data=data)
+    page = index / "tiny" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<a href="../files/{WHEEL}">x</a>')
+    lock_says = (tmp_path / "gone" / WHEEL).as_uri()
+    finder = Finder(Sources(extra_index_urls=(str(index),)))
+    assert verified_copy(lock_says, sha(data), VerifiedStore(tmp_path / "store"), finder, name="tiny").read_bytes() == data
+
+
+def test_a_file_url_mirror_that_lacks_the_file_is_nowhere_to_be_found(tmp_path):
+    (tmp_path / "m").mkdir()
+    finder = Finder(Sources(mirrors=(("https://files.example.org", (tmp_path / "m").as_uri()),)))
+    assert finder.candidates(URL) == [str(tmp_path / "m" / "packages" / WHEEL),
+                                      (tmp_path / "m").as_uri() + f"/packages/{WHEEL}"]
+    with pytest.raises(BadInput, match="nowhere to be found"):
+        verified_copy(URL, sha(b"x"), VerifiedStore(tmp_path / "store"), finder)
+
+
+class _Serve(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        self.server.paths.append(self.path)  # type: ignore[attr-defined]
+        body = self.server.body  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def served():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Serve)
+    httpd.body, httpd.paths = b"downloaded wheel", []  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_what_nothing_local_holds_is_downloaded_through_its_mirror_and_checked(tmp_path, served):
+    mirror = f"http://127.0.0.1:{served.server_address[1]}/mirror"
+    finder = Finder(Sources(mirrors=(("https://files.example.org", mirror),)))
+    seen = []
+    got = verified_copy(URL, sha(served.body), VerifiedStore(tmp_path / "store"), finder,
+                        progress=lambda what, done, total, started, **_: seen.append((what, done, total)))
+    assert got.read_bytes() == served.body and got.name == WHEEL
+    assert served.paths == [f"/mirror/packages/{WHEEL}"]
+    assert seen and seen[-1] == (f"downloading {WHEEL}", len(served.body), len(served.body))
+    with pytest.raises(IntegrityError):
+        verified_copy(URL.replace("tiny", "other"), sha(b"not what is served"), VerifiedStore(tmp_path / "store"), finder)
