@@ -176,18 +176,20 @@ def test_only_wrong_copies_is_an_integrity_error_naming_the_first(tmp_path):
         verified_copy(lock_says, wanted, VerifiedStore(tmp_path / "store"), finder)
     assert caught.value.message == (f"{WHEEL} does not match pixi.lock (sha256 {wanted[:12]}… expected; found "
                                  f"{tmp_path / 'a' / WHEEL} (sha256 {sha(b'one')[:12]}…))")
-    assert caught.value.fix.startswith("restore the original file")
+    assert caught.value.fix == ("restore the original file (or delete it from the mirror) and install again; if the "
+                                "source really changed, relock with `python -m resolver lock`")
 
 
 def test_a_location_outside_every_declared_folder_is_not_read(tmp_path):
     data = b"a file of the user's"
     secret = put(tmp_path / "home", data=data)
-    finder = Finder(Sources(), declared=(str(tmp_path / "project"),))
+    finder = Finder(Sources(), declared=(str(tmp_path / "project"), str(tmp_path / "channel")))
     with pytest.raises(BadInput) as caught:
         verified_copy(secret.as_uri(), sha(data), VerifiedStore(tmp_path / "store"), finder)
     assert caught.value.message == (f"pixi.lock locates {WHEEL} at {secret}, outside every folder this project declares "
-                                 f"({tmp_path / 'project'}); it is not read")
-    assert "declare the folder" in caught.value.fix
+                                    f"({tmp_path / 'project'}, {tmp_path / 'channel'}); it is not read")
+    assert caught.value.fix == ("declare the folder that holds it (find-links or mirrors in [tool.resolver] of pixi.toml, "
+                                "RESOLVER_FIND_LINKS, or a conda channel), or restore pixi.lock from version control")
     with pytest.raises(BadInput, match=r"declares \(none\)"):
         verified_copy(secret.as_uri(), sha(data), VerifiedStore(tmp_path / "store"), Finder(Sources()))
 
@@ -216,7 +218,8 @@ def test_a_declared_location_that_is_gone_is_nowhere_to_be_found(tmp_path):
     with pytest.raises(BadInput) as caught:
         verified_copy(gone.as_uri(), sha(b"x"), VerifiedStore(tmp_path / "store"), finder)
     assert caught.value.message == f"locked file {WHEEL} is nowhere to be found ({gone.as_uri()})"
-    assert caught.value.fix.startswith("restore the wheelhouse/channel")
+    assert caught.value.fix == ("restore the wheelhouse/channel it came from, add a [tool.resolver.mirrors] entry for it, "
+                                "or run `python -m resolver lock` again")
 
 
 def test_a_folder_where_the_file_should_be_is_not_a_copy(tmp_path):
@@ -229,10 +232,12 @@ def test_a_folder_where_the_file_should_be_is_not_a_copy(tmp_path):
 def test_the_folders_a_manifest_declares(tmp_path):
     (tmp_path / "pixi.toml").write_text(
         '[workspace]\nname = "p"\nchannels = ["./channel", "conda-forge"]\nplatforms = ["linux-64"]\n'
-        '[pypi-options]\nfind-links = [{ path = "../links" }]\nindex-url = "https://pypi.org/simple"\n'
+        '[pypi-options]\nfind-links = [{ path = "../links" }, { path = "./here" }]\nindex-url = "https://pypi.org/simple"\n'
         'extra-index-urls = ["file:///srv/index"]\n')
     assert manifest_folders(tmp_path, "default") == (str(tmp_path / "channel"), "conda-forge", str(tmp_path / "../links"),
-                                                     "file:///srv/index", "https://pypi.org/simple")
+                                                     str(tmp_path / "./here"), "file:///srv/index", "https://pypi.org/simple")
+    (tmp_path / "pixi.toml").write_text('[workspace]\nname = "p"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n')
+    assert manifest_folders(tmp_path, "default") == ("conda-forge",)  # no index named: none listed
 
 
 def test_no_manifest_or_a_broken_one_declares_nothing(tmp_path):
@@ -328,3 +333,12 @@ def test_what_nothing_local_holds_is_downloaded_through_its_mirror_and_checked(t
     assert seen and seen[-1] == (f"downloading {WHEEL}", len(served.body), len(served.body))
     with pytest.raises(IntegrityError):
         verified_copy(URL.replace("tiny", "other"), sha(b"not what is served"), VerifiedStore(tmp_path / "store"), finder)
+
+
+def test_a_declared_location_that_is_gone_gives_way_to_a_copy_elsewhere(tmp_path):
+    data = b"wheel"
+    (tmp_path / "lockdir").mkdir()
+    put(tmp_path / "links", data=data)
+    finder = Finder(Sources(find_links=(str(tmp_path / "lockdir"), str(tmp_path / "links"))))
+    got = verified_copy((tmp_path / "lockdir" / WHEEL).as_uri(), sha(data), VerifiedStore(tmp_path / "store"), finder)
+    assert got.read_bytes() == data
