@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.doctor.context import FixContext, applies
+from resolver.doctor.context import FixContext, _release, applies, target_of
 from resolver.doctor.signatures import decode_log, load_signatures, match_log, rocm_in_log
 
 LOGS = Path(__file__).parent / "logs"
@@ -71,3 +71,41 @@ def test_the_fix_doctor_gives_for_each_log(log):
                if applies(replace(m, groups={**m.groups, **({"log_rocm": rocm} if rocm else {})}), FixContext())]
     first = matches[0]
     assert (first.signature.id, CONTEXT.render(first.signature.fix, first.groups)) == EXPECTED[log]
+
+
+def test_a_fix_names_the_package_and_the_rocm_when_known():
+    assert FixContext(package="mamba-ssm").render("build{package_flag}.") == "build --package mamba-ssm."
+    assert FixContext().render("build{package_flag}.") == "build."
+    assert FixContext(rocm="6.0.2").render("for {rocm}") == "for 6.0.2"
+    assert FixContext().render("for {rocm}") == "for the installed ROCm"
+
+
+def test_an_unknown_architecture_is_left_out_of_the_fix():
+    template = "python -m resolver build --env {env} --arch {arch}"
+    assert FixContext(env="e").render(template) == "python -m resolver build --env e"
+    assert FixContext(env="e", arch="").render(template) == "python -m resolver build --env e"
+    assert FixContext(env="e", arch="gfx90a").render(template) == "python -m resolver build --env e --arch gfx90a"
+
+
+@pytest.mark.parametrize("facts, target", [
+    ({"cuda": "12.8.1", "hip": None, "version": "2.14.1+cu128"}, "cuda12.8"),
+    ({"cuda": None, "hip": "6.2.41133-dd7f95766", "version": "2.14.1+rocm6.2"}, "rocm6.2"),
+    ({"cuda": None, "hip": None, "version": "2.14.1+cpu"}, "cpu"),
+    ({"cuda": None, "hip": None, "version": None}, "auto"),
+    (None, "auto"),
+])
+def test_the_target_of_a_torch_build(facts, target):
+    assert target_of(facts) == target
+
+
+def test_a_release_is_the_version_without_its_local_part():
+    assert _release(" 2.14.1+cu130 ") == "2.14.1" and _release("2.14.1") == "2.14.1"
+
+
+def test_a_log_is_decoded_without_colours_and_with_one_kind_of_line_end():
+    assert decode_log(b"\x1b[31merror\x1b[0m: a\r\nb\rc\xff") == "error: a\nb\nc\ufffd"
+
+
+def test_a_rocm_release_past_4000_characters_of_a_line_is_not_read():
+    assert rocm_in_log(" " * 3992 + "ROCm 6.0") == "6.0"  # ends at the 4000th character
+    assert rocm_in_log(" " * 3993 + "ROCm 6.0") is None
