@@ -109,3 +109,96 @@ def test_a_log_is_decoded_without_colours_and_with_one_kind_of_line_end():
 def test_a_rocm_release_past_4000_characters_of_a_line_is_not_read():
     assert rocm_in_log(" " * 3992 + "ROCm 6.0") == "6.0"  # ends at the 4000th character
     assert rocm_in_log(" " * 3993 + "ROCm 6.0") is None
+
+
+# ------------------------------------------------------------------------------- the table as it is read
+def table(tmp_path: Path, rows: str) -> Path:
+    path = tmp_path / "sigs.toml"
+    path.write_text(rows)
+    return path
+
+
+MINIMAL = '[[signature]]\nid = "{id}"\ntitle = "t"\npatterns = ["{pattern}"]\ncause = "c"\nfix = "f"\nsources = ["s"]\n'
+
+
+def test_every_field_of_the_shipped_table_is_read_as_written():
+    import tomllib
+
+    from resolver.doctor.signatures import DATA_FILE
+
+    rows = tomllib.loads(DATA_FILE.read_text(encoding="utf-8"))["signature"]
+    assert [s.id for s in SIGNATURES] == [row["id"] for row in rows]
+    for sig, row in zip(SIGNATURES, rows):
+        assert (sig.title, sig.cause, sig.fix, sig.sources) == (row["title"], row["cause"], row["fix"], tuple(row["sources"]))
+        assert [p.pattern for p in sig.patterns] == row["patterns"]
+        assert [p.pattern for p in sig.requires] == row.get("requires", [])
+        assert sig.fix_detail == row.get("fix_detail", "") and sig.logs == tuple(row.get("logs", ()))
+        assert sig.at_end is row.get("at_end", False) and sig.category == row.get("category", "")
+        assert sig.specificity == row.get("specificity", 50) and sig.unless_same == tuple(row.get("unless_same", ()))
+        assert (sig.rocm, sig.rocm_not) == (tuple(row.get("rocm", ())), tuple(row.get("rocm_not", ())))
+
+
+def test_a_row_with_only_the_required_keys_takes_the_defaults(tmp_path):
+    (sig,) = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="x")))
+    assert (sig.logs, sig.requires, sig.at_end, sig.fix_detail, sig.category, sig.specificity) == ((), (), False, "", "", 50)
+    assert (sig.unless_same, sig.rocm, sig.rocm_not, sig.sources) == ((), (), (), ("s",))
+    assert load_signatures(table(tmp_path, "# no signatures\n")) == ()
+
+
+def test_a_full_row_is_read_whole(tmp_path):
+    (sig,) = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="x") + (
+        'requires = ["y"]\nfix_detail = "d"\nlogs = ["l.log"]\nat_end = true\ncategory = "build"\nspecificity = 70\n'
+        'unless_same = ["g", "torch"]\nrocm = ["6.0"]\nrocm_not = ["6.1"]\n')))
+    assert ([p.pattern for p in sig.requires], sig.fix_detail, sig.logs, sig.at_end, sig.category, sig.specificity) == \
+        (["y"], "d", ("l.log",), True, "build", 70)
+    assert (sig.unless_same, sig.rocm, sig.rocm_not) == (("g", "torch"), ("6.0",), ("6.1",))
+
+
+@pytest.mark.parametrize("rows, message", [
+    (MINIMAL.format(id="a", pattern="x").replace('fix = "f"\n', ""), "sigs.toml: a: missing 'fix'"),
+    (MINIMAL.format(id="a", pattern="x").replace('id = "a"\n', ""), "sigs.toml: ?: missing 'id'"),
+    (MINIMAL.format(id="a", pattern="(x"), "sigs.toml: a: bad regular expression (missing ), unterminated subpattern"),
+    (MINIMAL.format(id="a", pattern="x") + 'requires = ["[y"]\n', "sigs.toml: a: bad regular expression (unterminated"),
+    (MINIMAL.format(id="a", pattern="x") + MINIMAL.format(id="a", pattern="y"), "sigs.toml: duplicate signature ids"),
+])
+def test_a_broken_table_says_which_row_and_what(tmp_path, rows, message):
+    with pytest.raises(ValueError) as caught:
+        load_signatures(table(tmp_path, rows))
+    assert str(caught.value).startswith(message)
+
+
+def test_patterns_match_at_every_line_start(tmp_path):
+    sigs = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="^error: x")))
+    assert [m.line for m in match_log("first line\nerror: x\n", sigs)] == [2]
+
+
+def test_an_at_end_signature_sees_the_last_five_non_empty_lines(tmp_path):
+    sigs = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="MARK") + "at_end = true\n"))
+    assert [m.line for m in match_log("MARK\na\n\nb\nc\nd\n", sigs)] == [1]
+    assert match_log("MARK\na\nb\nc\nd\ne\n", sigs) == []
+
+
+def _match(tmp_path, extra: str, groups: dict):
+    from resolver.doctor.signatures import Match
+
+    (sig,) = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="x") + extra))
+    return Match(sig, 1, "x", groups)
+
+
+@pytest.mark.parametrize("rocm, applies_here", [("6.0", True), ("6.0.2", True), ("6.01", False), ("6.1", False),
+                                                (None, True)])
+def test_a_rocm_only_signature_applies_on_those_releases_or_an_unknown_one(tmp_path, rocm, applies_here):
+    assert applies(_match(tmp_path, 'rocm = ["6.0"]\n', {}), FixContext(rocm=rocm)) is applies_here
+    if rocm:  # the release the log names outranks the probe's
+        assert applies(_match(tmp_path, 'rocm = ["6.0"]\n', {"log_rocm": rocm}), FixContext(rocm="7.0")) is applies_here
+
+
+@pytest.mark.parametrize("rocm, applies_here", [("6.0", False), ("6.0.2", False), ("6.01", True), ("6.1", True),
+                                                (None, False)])
+def test_a_rocm_not_signature_applies_only_on_a_known_other_release(tmp_path, rocm, applies_here):
+    assert applies(_match(tmp_path, 'rocm_not = ["6.0"]\n', {}), FixContext(rocm=rocm)) is applies_here
+
+
+def test_unless_same_naming_no_fact_of_the_context_still_applies(tmp_path):
+    assert applies(_match(tmp_path, 'unless_same = ["v", "nothing"]\n', {"v": "2.1"}), FixContext())
+    assert not applies(_match(tmp_path, 'unless_same = ["v", "torch"]\n', {"v": "2.1+cpu"}), FixContext(torch="2.1"))
