@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.doctor.context import FixContext, _release, applies, target_of
+from resolver.doctor.context import FixContext, _release, applies, arch_of, build_context, target_of
 from resolver.doctor.signatures import decode_log, load_signatures, match_log, rocm_in_log
 
 LOGS = Path(__file__).parent / "logs"
@@ -202,3 +202,72 @@ def test_a_rocm_not_signature_applies_only_on_a_known_other_release(tmp_path, ro
 def test_unless_same_naming_no_fact_of_the_context_still_applies(tmp_path):
     assert applies(_match(tmp_path, 'unless_same = ["v", "nothing"]\n', {"v": "2.1"}), FixContext())
     assert not applies(_match(tmp_path, 'unless_same = ["v", "torch"]\n', {"v": "2.1+cpu"}), FixContext(torch="2.1"))
+
+
+# ------------------------------------------------------------------------- this environment's facts
+def _profile(**gpus):
+    from resolver.probe.profile import HardwareProfile
+
+    base = {"platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "nvidia": None, "amd": None,
+            "cuda_toolkit": None}
+    if "nvidia" in gpus:
+        base["nvidia"] = {"driver_version": "580.65.06", "cuda_driver_version": None, "gpus": [
+            {"name": f"GPU {cc}", "compute_capability": cc, "uuid": None, "memory_mib": None} for cc in gpus["nvidia"]]}
+    if "amd" in gpus:
+        base["amd"] = {"rocm_version": gpus.get("rocm"), "gpus": [{"name": f"AMD {g}", "gfx_arch": g} for g in gpus["amd"]]}
+    return HardwareProfile.from_json(base)
+
+
+CUDA_FACTS = {"torch": {"version": "2.14.1+cu128", "cuda": "12.8.1", "hip": None},
+              "device": {"kind": "cuda", "devices": [{"arch": "sm_90", "capability": "9.0"}, {"capability": "8.0"}]}}
+
+
+def test_the_fix_context_of_an_environment_with_torch():
+    assert build_context("cuda12", CUDA_FACTS, None) == FixContext(env="cuda12", arch="9.0", torch="2.14.1+cu128",
+                                                                   cuda="12.8", target="cuda12.8", rocm=None)
+
+
+def test_the_fix_context_of_nothing_known_names_placeholders():
+    assert build_context(None, None, None) == FixContext() == FixContext(
+        env="NAME", arch="ARCH", torch="the installed torch", cuda="X.Y", target="auto", rocm=None)
+    assert build_context("e", {"torch": {}}, None) == FixContext(env="e")  # an empty torch document is no torch
+    assert build_context("e", {"torch": {"version": "2.14.1+cpu"}}, None) == FixContext(env="e", torch="2.14.1+cpu",
+                                                                                        target="cpu")
+
+
+def test_the_fix_context_takes_the_probe_where_the_environment_is_silent():
+    amd = _profile(amd=["gfx90a", "gfx942"], rocm="6.0.2")
+    assert build_context("rocm", None, amd) == FixContext(env="rocm", arch="gfx90a", rocm="6.0.2")
+    assert build_context("rocm", None, _profile(amd=["gfx90a"])).rocm is None
+    assert build_context("c", None, _profile(nvidia=["8.9", "9.0"])).arch == "8.9"
+    assert build_context("c", CUDA_FACTS, _profile(nvidia=["8.9"])).arch == "9.0"  # torch's own view first
+
+
+def test_the_architecture_from_torch_then_the_probe():
+    assert arch_of({"device": {"devices": [{"arch": "gfx90a"}]}}, None) == "gfx90a"
+    assert arch_of({"device": {"devices": [{"name": "x"}, {"capability": "8.0"}]}}, None) == "8.0"
+    assert arch_of(None, _profile(nvidia=[])) is None and arch_of(None, _profile(amd=[])) is None
+    assert arch_of(None, _profile()) is None and arch_of(None, None) is None
+
+
+# ------------------------------------------------------------------------------ where a match is
+def test_a_match_names_its_line_and_its_trimmed_excerpt(tmp_path):
+    sigs = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="error: x")))
+    (m,) = match_log("\nfirst\n   error: x here  \nlast", sigs)
+    assert (m.line, m.excerpt) == (3, "error: x here")
+    (m,) = match_log("error: x" + "y" * 500, sigs)
+    assert (m.line, m.excerpt) == (1, "error: x" + "y" * 392)
+    (m,) = match_log("", load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="^"))))
+    assert (m.line, m.excerpt) == (1, "")
+
+
+def test_the_most_specific_match_comes_first_then_the_earliest(tmp_path):
+    rows = (MINIMAL.format(id="late", pattern="b") + MINIMAL.format(id="early", pattern="a")
+            + MINIMAL.format(id="specific", pattern="c") + "specificity = 90\n")
+    assert [m.signature.id for m in match_log("a\nb\nc\n", load_signatures(table(tmp_path, rows)))] == \
+        ["specific", "early", "late"]
+
+
+def test_an_at_end_signature_takes_a_later_match_of_the_same_pattern(tmp_path):
+    sigs = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="MARK") + "at_end = true\n"))
+    assert [m.line for m in match_log("MARK\n1\n2\n3\n4\n5\nMARK\n", sigs)] == [7]
