@@ -8,7 +8,18 @@ from pathlib import Path
 import pytest
 
 from resolver.errors import BadInput
-from resolver.setup.pipeline import Caveat, Stamps, StepLog, StepReport, digest, jsonable, peak_rss_mib
+from resolver.setup.pipeline import (
+    Caveat,
+    Stamps,
+    StepLog,
+    StepReport,
+    append_to_log,
+    digest,
+    jsonable,
+    peak_rss_mib,
+    step_line,
+    symbol,
+)
 
 
 def test_digest_is_order_and_boundary_sensitive(tmp_path):
@@ -175,3 +186,44 @@ def test_peak_memory_units_per_platform(monkeypatch, platform, maxrss, mib):
     monkeypatch.setattr(sys, "platform", platform)
     monkeypatch.setattr(resource, "getrusage", lambda who: SimpleNamespace(ru_maxrss=maxrss if who == resource.RUSAGE_CHILDREN else 1))
     assert peak_rss_mib() == mib
+
+
+@pytest.mark.parametrize("note, text, fix", [
+    ("the lock records a path. Fix: add a mirror.", "the lock records a path", "add a mirror"),
+    ("  a fallback environment  ", "a fallback environment", ""),
+    ("a. Fix: b. Fix: c", "a", "b. Fix: c"),  # the first ". Fix: " splits
+    ("wrong. Fix: .hidden file, use TeX. ", "wrong", ".hidden file, use TeX"),
+])
+def test_a_caveat_from_a_note(note, text, fix):
+    assert Caveat.from_note(note) == Caveat(text, fix)
+
+
+def test_a_caveat_line_has_its_fix_when_there_is_one():
+    assert Caveat("a path", "add a mirror").line() == "a path. Fix: add a mirror"
+    assert Caveat("a path").line() == "a path"
+
+
+def test_a_step_with_caveats_is_marked_and_counts_them():
+    one, two = (Caveat("c1", "f1"),), (Caveat("c1"), Caveat("c2"))
+    assert step_line(StepReport("lock", "done", "locked", 1.0, caveats=one)) == \
+        "  ! lock     done          1.0s  locked (1 caveat, listed at the end)"
+    assert step_line(StepReport("lock", "done", "locked", 1.0, caveats=two)) == \
+        "  ! lock     done          1.0s  locked (2 caveats, listed at the end)"
+    assert symbol(StepReport("lock", "failed", "x", caveats=one)) == "✗"
+    assert symbol(StepReport("lock", "done", "x")) == "✓"
+
+
+def test_a_timed_step_keeps_the_caveats_its_action_returns(capsys):
+    log = StepLog()
+    caveat = Caveat("a fallback environment", "add a channel")
+    report = log.timed("lock", lambda: ("done", "locked", None, [caveat]))
+    assert report.caveats == (caveat,) and log.timed("plan", lambda: ("done", "", None)).caveats == ()
+    assert capsys.readouterr().out.splitlines()[0].startswith("  ! lock")
+
+
+def test_the_log_file_gets_the_text_with_one_line_end(tmp_path):
+    log = tmp_path / "setup.log"
+    append_to_log(log, "\nfirst  \n\n")
+    append_to_log(log, "second")
+    append_to_log(None, "nowhere")
+    assert log.read_text() == "\nfirst  \nsecond\n"
