@@ -306,6 +306,7 @@ def test_a_refused_download_name_does_not_show_the_password():
     ("https://u:p@h/r?to=https://x", "https://u:****@h/r?to=https://x", "https://h/r?to=https://x"),
     ("https://h/a@b/c", "https://h/a@b/c", "https://h/a@b/c"),  # an @ in the path is no credential
     ("https://h", "https://h", "https://h"),
+    ("https://", "https://", "https://"),
     ("/srv/u:p@h/x", "/srv/u:p@h/x", "/srv/u:p@h/x"),
     ("user:pw@host/x", "user:pw@host/x", "user:pw@host/x"),  # no scheme: not a URL
 ])
@@ -316,7 +317,7 @@ def test_credentials_in_a_url_are_hidden_or_removed(url, shown, bare):
 
 @pytest.mark.parametrize("url, name", [
     ("https://h/simple/torch/", "torch"), ("https://h/a/b/x%2By.whl?q=1", "x+y.whl"), ("x.whl", "x.whl"),
-    ("file:///srv/w/a%20b.whl", "a b.whl"), ("https://h", ""),
+    ("file:///srv/w/a%20b.whl", "a b.whl"), ("https://h", ""), ("https://h/TeX", "TeX"),
 ])
 def test_the_file_name_of_a_url_is_its_last_segment_decoded(url, name):
     assert names.file_name_of(url) == name
