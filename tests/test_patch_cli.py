@@ -20,6 +20,7 @@ from test_patch_support import (
 
 from resolver.errors import EnvironmentProblem
 from resolver.patch import PatchRequest, load_registry, overlay_include_dir, run_patches
+from resolver.patch.overlay import RECORD_NAME
 from resolver.paths import ProjectPaths
 
 ORIGINAL_60 = sha(FIXTURES / "root-6.0" / HEADER)
@@ -425,3 +426,49 @@ def test_help_lists_every_flag():
     assert out.returncode == 0
     for flag in ("--rocm-root", "--overlay", "--in-place", "--check", "--revert", "--dry-run", "--force", "--json"):
         assert flag in out.stdout
+
+
+PATCH_ID = "rocm6.0-bf16-inline"
+
+
+def _outcome(project: Path, *args: str) -> tuple[int, dict]:
+    code, data, err = run_patch(project, *args)
+    assert data is not None, err
+    (outcome,) = data["patches"]
+    return code, outcome
+
+
+def test_revert_with_nothing_in_the_overlay_says_so_and_where_the_fix_is(tmp_path, project):
+    root = make_rocm(tmp_path)
+    code, outcome = _outcome(project, "--rocm-root", str(root), "--revert")
+    assert code == 0 and outcome["status"] == "not-needed" and outcome["file"] == str(root / HEADER)
+    assert outcome["id"] == PATCH_ID and outcome["message"] == f"no overlay holds {PATCH_ID} for {root}"
+    run_patch(project, "--rocm-root", str(root), "--in-place")
+    _, outcome = _outcome(project, "--rocm-root", str(root), "--revert")
+    assert outcome["message"] == (f"no overlay holds {PATCH_ID} for {root}; the system header was fixed in place: "
+                                  "use --in-place --revert")
+
+
+def test_revert_dry_run_says_what_it_would_remove_and_removes_nothing(tmp_path, project):
+    root = make_rocm(tmp_path)
+    run_patch(project, "--rocm-root", str(root))
+    overlay = project / ".resolver" / "overlay" / "rocm-6.0.2"
+    before = tree_state(overlay)
+    code, outcome = _outcome(project, "--rocm-root", str(root), "--revert", "--dry-run")
+    assert code == 0 and outcome["status"] == "needed" and outcome["id"] == PATCH_ID
+    assert outcome["message"] == f"would remove {PATCH_ID} from the overlay {overlay}"
+    assert (outcome["file"], outcome["target"]) == (str(root / HEADER), str(overlay / HEADER))
+    assert tree_state(overlay) == before
+
+
+def test_revert_reports_every_file_it_removed(tmp_path, project):
+    root = make_rocm(tmp_path)
+    run_patch(project, "--rocm-root", str(root))
+    overlay = project / ".resolver" / "overlay" / "rocm-6.0.2"
+    in_overlay = sorted(str(p) for p in overlay.rglob("*") if p.is_file() or p.is_symlink())
+    code, outcome = _outcome(project, "--rocm-root", str(root), "--revert")
+    assert code == 0 and outcome["status"] == "reverted" and outcome["id"] == PATCH_ID
+    assert outcome["message"] == f"removed {PATCH_ID} from the overlay {overlay}; the ROCm root was never touched"
+    assert outcome["file"] == str(root / HEADER) and outcome["written"][0] == str(overlay / HEADER)
+    assert sorted(outcome["written"]) == [p for p in in_overlay if p != str(overlay / RECORD_NAME)]
+    assert not overlay.exists()
