@@ -35,11 +35,11 @@ from urllib.parse import unquote, urlsplit
 from resolver.errors import BadInput
 
 ENV_NAME_MAX = 64
-_ENV_NAME = re.compile(r"^[a-z0-9-]+$")  # pixi's rule for environment (and feature) names
+_ENV_NAME = re.compile(r"[a-z0-9-]+")  # pixi's rule for environment (and feature) names (fullmatch: no "cpu\n")
 
 
 def is_env_name(name: object) -> bool:
-    return isinstance(name, str) and 0 < len(name) <= ENV_NAME_MAX and bool(_ENV_NAME.match(name))
+    return isinstance(name, str) and len(name) <= ENV_NAME_MAX and bool(_ENV_NAME.fullmatch(name))
 
 
 def check_env_name(name: object, *, where: str = "", fix: str | None = None) -> str:
@@ -93,7 +93,8 @@ def check_inside(root: str | os.PathLike, path: str | os.PathLike, *, what: str,
 
 def check_relative(rel: object, *, what: str, fix: str) -> str:
     """A relative path made of plain parts (no absolute path, no ``..``, no empty part, no NUL)."""
-    if not isinstance(rel, str) or not rel or "\0" in rel or rel.startswith(("/", "\\")) \
+    # an absolute path (a leading / or backslash) and "" have an empty part
+    if not isinstance(rel, str) or "\0" in rel \
             or any(part in ("", ".", "..") for part in rel.replace("\\", "/").split("/")):
         raise BadInput(f"{what} {printable(repr(rel))} is not a plain relative path", fix=fix)
     return rel
@@ -180,13 +181,13 @@ def without_credentials(url: str) -> str:
 
 # --------------------------------------------------------------------------------- PyPI (pip / uv)
 
-_PEP508_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
-_SPECIFIER = r"\s*(?:===|==|~=|!=|<=|>=|<|>)\s*[A-Za-z0-9][A-Za-z0-9.*+!_-]*\s*"
-_SPECIFIER_SET = re.compile(rf"^(?:{_SPECIFIER})(?:,(?:{_SPECIFIER}))*$")
+_PEP508_NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE)
+_SPECIFIER = r"[ \t]*(?:===|==|~=|!=|<=|>=|<|>)[ \t]*[A-Za-z0-9][A-Za-z0-9.*+!_-]*[ \t]*"  # no line breaks
+_SPECIFIER_SET = re.compile(rf"(?:{_SPECIFIER})(?:,(?:{_SPECIFIER}))*")
 
 
 def is_pypi_name(name: object) -> bool:
-    return isinstance(name, str) and bool(_PEP508_NAME.match(name))
+    return isinstance(name, str) and bool(_PEP508_NAME.fullmatch(name))
 
 
 def check_pypi_name(name: object, *, where: str = "pixi.toml") -> str:
@@ -209,7 +210,7 @@ def check_version_spec(spec: object, *, name: str, where: str = "pixi.toml") -> 
     >>> check_version_spec(">=1.0, <2", name="x")
     '>=1.0, <2'
     """
-    if isinstance(spec, str) and (spec.strip() in ("", "*") or _SPECIFIER_SET.match(spec)):
+    if isinstance(spec, str) and (spec.strip(" \t") in ("", "*") or _SPECIFIER_SET.fullmatch(spec)):
         return spec
     raise BadInput(f"the version of {printable(str(name))} in {where}, {printable(repr(spec))}, is not a version "
                    "specifier", fix=f"write it as \"*\", \"==1.2.3\" or \">=1.2,<2\" in {where}")
@@ -218,7 +219,7 @@ def check_version_spec(spec: object, *, name: str, where: str = "pixi.toml") -> 
 def check_requirement(text: str, *, where: str = "pixi.toml") -> str:
     """A requirement string as :meth:`EnvSpec.pypi_requirements` builds it (``name[extras]spec``):
     the last check before it goes on a pip or uv command line."""
-    match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9._,-]*\])?(.*)$", text or "")
+    match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9._,-]*\])?(.*)", text or "", re.DOTALL)
     check_pypi_name(match.group(1) if match else text, where=where)
     check_version_spec(match.group(3), name=match.group(1), where=where)
     return text
@@ -241,17 +242,15 @@ def printable(text: object, *, keep_newlines: bool = False) -> str:
     with ``keep_newlines`` (our own multi-line text)."""
     text = str(text)
     keep = "\t\n" if keep_newlines else "\t"
-    if text.isprintable() and "\t" not in text and not any(ord(c) in _BIDI for c in text):
+    if text.isprintable():  # tabs, newlines, controls and bidi overrides are not printable: the usual case
         return text
     return "".join(c if c in keep or (c.isprintable() and ord(c) not in _BIDI) or _harmless(c) else _escape(c)
                    for c in text)
 
 
 def _harmless(char: str) -> bool:
-    """Non-printable by Python's definition but safe on a terminal: separators and non-control formats."""
+    """Non-printable by Python's definition but safe on a terminal: separators and formats other than
+    the bidi controls, private use (C0/C1 controls and DEL are category Cc, never harmless)."""
     import unicodedata
 
-    code = ord(char)
-    if code < 0x20 or 0x7F <= code < 0xA0 or code in _BIDI:
-        return False
-    return unicodedata.category(char) in ("Zs", "Cf", "Co")
+    return ord(char) not in _BIDI and unicodedata.category(char) in ("Zs", "Cf", "Co")

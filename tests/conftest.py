@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 # Run inside created environments (they import torch) or are build inputs, not test modules.
 collect_ignore = ["kernel_cases.py", "reference_cases.py", "fixtures"]
+
+# property tests: a fixed number of examples, no example database, no deadline (a loaded machine is slow, not
+# wrong), and hypothesis's own cache (its Unicode tables) in the temporary folder, not in the checkout
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "resolver-tests-hypothesis"))
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("suite", max_examples=60, database=None, deadline=None)
+    _hypothesis_settings.load_profile("suite")
+except ImportError:  # pragma: no cover - the test extras install it
+    pass
 
 
 def torch_cpu_mirror() -> Path | None:
@@ -42,21 +54,60 @@ def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None
 
 
 @pytest.fixture(scope="session", autouse=True)
-def caches_of_the_session(tmp_path_factory):
-    """The suite's own user cache (the resolver's shared verified store and package cache, its memos)
-    and uv cache, removed when the session ends: tests corrupt verified files on purpose, and uv
-    extracts a local wheel once per path, so the user's caches grew by gigabytes every session."""
-    folders = {"XDG_CACHE_HOME": tmp_path_factory.mktemp("user-cache"), "UV_CACHE_DIR": tmp_path_factory.mktemp("uv-cache")}
-    previous = {name: os.environ.get(name) for name in folders}
-    os.environ.update({name: str(folder) for name, folder in folders.items()})
-    yield folders
+def hermetic_session(tmp_path_factory):
+    """The session's own home and caches (the resolver's verified store and package cache, uv's,
+    rattler's, pip's), no network beyond loopback for any process a test starts, and PyPI's simple
+    index served by a local double (tests/hermetic.py); all removed when the session ends. Tests
+    corrupt verified files on purpose, and uv extracts a local wheel once per path, so the user's
+    caches grew by gigabytes every session; a test that reached PyPI failed when PyPI did."""
+    import hermetic
+
+    base = tmp_path_factory.mktemp("session")
+    refused = hermetic.refusing_port()
+    own = hermetic.own_wheelhouse(REPO)  # fetched by ./run-tests before the session; here only if it did not run
+    double = hermetic.IndexDouble(tuple(i for i in (own, *hermetic.local_indexes(os.environ)) if i is not None))
+    values = hermetic.session_environ(base, os.environ, refused_port=refused.getsockname()[1], double_url=double.url,
+                                      index=own)
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    yield double
     for name, value in previous.items():
         if value is None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    for folder in folders.values():
-        shutil.rmtree(folder, ignore_errors=True)
+    double.close()
+    refused.close()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _checkout_state() -> list[tuple[str, int]]:
+    """What a test must leave as it was in this checkout: pixi.toml, pixi.lock and the project state
+    under .resolver/ (the suite's own cached test fixtures excepted)."""
+    state = []
+    for path in (REPO / "pixi.toml", REPO / "pixi.lock", REPO / "pyproject.toml"):
+        state.append((path.name, path.stat().st_mtime_ns if path.exists() else -1))
+    resolver = REPO / ".resolver"
+    if resolver.is_dir():
+        for entry in sorted(resolver.iterdir()):
+            if entry.name not in ("test-envs", "test-channels", "test-wheels"):
+                state.append((entry.name, entry.stat().st_mtime_ns))
+    return state
+
+
+@pytest.fixture(autouse=True)
+def leaves_the_checkout_alone():
+    """A test that runs the resolver without a project of its own would lock, install or remember
+    sources in this checkout, and the next test would read them: fail the test that did it."""
+    before = _checkout_state()
+    yield
+    assert _checkout_state() == before, "this test changed the checkout (pixi.toml, pixi.lock or .resolver/)"
+
+
+@pytest.fixture
+def index_double(hermetic_session):
+    """The session's double of PyPI's simple index (tests/hermetic.py)."""
+    return hermetic_session
 
 
 @pytest.fixture(scope="session")

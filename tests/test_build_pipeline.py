@@ -63,10 +63,15 @@ def _run_in_env(project: ProjectPaths, code: str) -> str:
     return done.stdout.strip()
 
 
-def test_recipe_to_channel_to_install_to_import(project):
-    started = time.monotonic()
-    summary = build(project, _options(arch="7.5"))
-    package = summary.packages[0]
+@pytest.fixture(scope="module")
+def first_build(project):
+    """The first build of the project (arch 7.5): the later tests' "cached" means this one, whatever
+    order they run in."""
+    return build(project, _options(arch="7.5"))
+
+
+def test_recipe_to_channel_to_install_to_import(project, first_build):
+    package = first_build.packages[0]
     assert package.status == "built"
     conda = Path(package.file)
     assert conda.is_file() and conda.parent == project.channel / "linux-64"
@@ -88,17 +93,14 @@ def test_recipe_to_channel_to_install_to_import(project):
     if HAS_NVCC:  # our fixes reached the compiler: one gencode for the requested arch, C++ std untouched (no torch)
         assert "arch=compute_75,code=sm_75" in log and "compute_80" not in log
         assert "--threads 1" in log or "--threads 2" in log
-    assert time.monotonic() - started < 60
 
 
-def test_identical_request_compiles_nothing(project):
+def test_identical_request_compiles_nothing(project, first_build):
     logs_before = set(project.logs.glob("build-*.log"))
-    started = time.monotonic()
     summary = build(project, _options(arch="7.5"))
     assert [p.status for p in summary.packages] == ["cached"]
     assert summary.to_json()["compiled"] == 0
     assert set(project.logs.glob("build-*.log")) == logs_before
-    assert time.monotonic() - started < 15
 
 
 @pytest.mark.skipif(not HAS_NVCC, reason="architectures only matter with nvcc")
@@ -127,7 +129,7 @@ def test_compiler_error_is_one_sentence_with_the_first_error_and_the_log(project
     assert log.is_file() and "undefined_in_tiny" in log.read_text()
 
 
-def test_cli_json(project):
+def test_cli_json(project, first_build):
     env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
     done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
                            "--env", "ci", "--arch", "7.5", "--json"], capture_output=True, text=True, env=env)
@@ -175,17 +177,28 @@ def test_prebuilt_wheel_is_used_when_the_plan_says_so_and_it_is_reachable(projec
     (recipe / "resolver.toml").write_text((recipe / "resolver.toml").read_text().replace(
         wheels.as_uri(), (tmp_path / "missing").as_uri()))
     (project.cache / "wheels" / wheel.name).unlink()
-    started = time.monotonic()
     fallback = build(project, BuildOptions(recipe_dirs=(recipe,), env_name="ci", arch="7.5", plan_strategy="prebuilt"))
-    assert fallback.packages[0].status in ("built", "cached") and time.monotonic() - started < 30
+    assert fallback.packages[0].status in ("built", "cached")
 
 
 def test_offline_reachability_check_never_hangs():
+    """Offline (the suite's network refuses every connection) the answer is a quick False; a server that
+    accepts and never answers is given up after the timeout."""
+    import socket
+    import threading
+
     from resolver.kernels.prebuilt import reachable
 
-    started = time.monotonic()
-    answer = reachable("https://github.com/state-spaces/mamba/releases/download/v2.3.2.post1/none.whl", timeout=2.0)
-    assert answer in (True, False) and time.monotonic() - started < 10
+    assert reachable("https://github.com/state-spaces/mamba/releases/download/v2.3.2.post1/none.whl", timeout=2.0) is False
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        answers: list[bool] = []
+        asking = threading.Thread(target=lambda: answers.append(
+            reachable(f"http://127.0.0.1:{silent.getsockname()[1]}/x.whl", timeout=0.5)), daemon=True)
+        asking.start()
+        asking.join(120)  # only a hang would wait this long
+        assert answers == [False]
     assert reachable("file:///nonexistent/wheel.whl") is False
 
 

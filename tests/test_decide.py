@@ -199,6 +199,23 @@ CASES = [
     Case("host-python38-ubuntu1804-glibc227", nvidia(V100, python="3.8.10", glibc="2.27", driver="520.61.05"),
          torch="2.5.1", variant="cu118", env_python="3.12", trace=("glibc >= 2.28",)),
     Case("python-request-respected", nvidia(H100), python="3.12", torch="2.14.1", variant="cu132"),
+    # --- ROCm edges: a target naming the installed minor, unconfirmed rows, AMD's official list, the refusals' fixes
+    Case("rocm-target-minor-of-the-installed-patch", amd(MI250X, rocm="6.0.2"), target="rocm6.0", variant="rocm6.0",
+         torch="2.4.1", patches=("rocm6.0-bf16-inline",)),
+    Case("rocm-unconfirmed-only-on-explicit-target", amd(MI300X, rocm="7.14.0"), target="rocm7.14", variant="rocm7.14",
+         warning="rests on one unconfirmed source"),
+    Case("rocm-unconfirmed-refused-on-auto", amd(MI300X, rocm="7.14.0"), refused="rests on one unconfirmed source",
+         fix="pass --target rocm7.14 to accept an unconfirmed build, or use --target cpu"),
+    Case("rocm-python-too-new-refused", amd(MI250X, rocm="6.0.2"), python="3.14", refused="no wheels for Python 3.14",
+         fix="change --python, or use --target cpu"),
+    Case("rocm-target-unpublished-refused", amd(MI300X, rocm="6.5.0"), target="rocm6.5",
+         refused="--target rocm6.5: PyTorch publishes no wheels for ROCm 6.5"),
+    Case("mi50-gfx906-not-on-amds-list", amd(("AMD Instinct MI50", "gfx906"), rocm="6.2.0"), variant="rocm6.2.4",
+         arch_list=("gfx906",), warning="not on AMD's official support list for ROCm 6.2"),
+    Case("rocm-target-without-an-amd-gpu", cpu(), target="rocm6.2", variant="rocm6.2.4", runnable_here=False,
+         warning="no AMD GPU here"),
+    Case("cpu-target-python-too-new-refused", cpu(), target="cpu", python="3.15",
+         refused="no torch release has CPU wheels for Python 3.15"),
 ]
 
 

@@ -66,15 +66,6 @@ def resolver(project: Path, *args: str, channel: Path | None = None, double: Pat
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def own_uv_cache(tmp_path_factory):
-    """uv extracts the verified wheels into its cache, keyed by their paths (this module's temporary
-    projects): that extraction lives and goes with the module's temporary folder, not in the user's cache."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("UV_CACHE_DIR", str(tmp_path_factory.mktemp("uv-cache")))
-        yield
-
-
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass

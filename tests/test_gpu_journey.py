@@ -76,14 +76,25 @@ def project(tmp_path_factory, conda_channel) -> Path:
 
 
 @pytest.fixture(scope="module")
-def h100_run(project, conda_channel) -> tuple[subprocess.CompletedProcess, float]:
+def h100_run(project, conda_channel) -> tuple[subprocess.CompletedProcess, float, list[str] | None]:
+    """The first setup, its time, and the architectures of the extension it installed (read at once:
+    the mixed node's setup installs other kernels later)."""
     started = time.monotonic()
     done = setup(project, DOUBLES / "h100-1x-driver580", channel=conda_channel)
-    return done, time.monotonic() - started
+    seconds = time.monotonic() - started
+    return done, seconds, archs_of_library(str(installed_extension(project))) if done.returncode == 0 else None
+
+
+@pytest.fixture(scope="module")
+def h100_rerun(project, h100_run, conda_channel) -> subprocess.CompletedProcess:
+    """The same setup again, right after the first (before the mixed node changes the environment's
+    kernels), whatever order the tests run in."""
+    assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
+    return setup(project, DOUBLES / "h100-1x-driver580", channel=conda_channel)
 
 
 def test_h100_double_goes_from_probe_to_verified_kernels(project, h100_run):
-    done, seconds = h100_run
+    done, seconds, installed_archs = h100_run
     assert done.returncode == 0, done.stderr[-4000:]
     assert "Traceback" not in done.stderr
     result = json.loads(done.stdout)
@@ -116,7 +127,7 @@ def test_h100_double_goes_from_probe_to_verified_kernels(project, h100_run):
     (package,) = build["packages"]
     assert package["name"] == "tiny-ext" and package["status"] == "built" and package["archs"] == ["9.0"]
     assert Path(package["file"]).is_file() and Path(package["file"]).parent == project / ".resolver" / "channel" / "linux-64"
-    assert archs_of_library(str(installed_extension(project))) == ["sm_90"]
+    assert installed_archs == ["sm_90"]
     # verify: loads, carries exactly the plan's archs, reference path runs, GPU-only checks skipped with the reason
     assert result["verify"]["ok"] is True
     found = checks(result)
@@ -129,22 +140,18 @@ def test_h100_double_goes_from_probe_to_verified_kernels(project, h100_run):
           + ", ".join(f"{s['name']} {s['seconds']:.1f}s" for s in result["steps"]))
 
 
-def test_a_second_setup_compiles_nothing_and_is_quick(project, h100_run, conda_channel):
-    assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
-    started = time.monotonic()
-    done = setup(project, DOUBLES / "h100-1x-driver580", channel=conda_channel)
-    seconds = time.monotonic() - started
+def test_a_second_setup_compiles_nothing(h100_rerun):
+    done = h100_rerun
     assert done.returncode == 0, done.stderr[-3000:]
     by_name = steps(json.loads(done.stdout))
     assert by_name["lock"]["status"] == "skipped" and by_name["install"]["status"] == "skipped"
     assert [p["status"] for p in by_name["build"]["result"]["packages"]] == ["cached"]
     assert by_name["build"]["result"]["compiled"] == 0
     assert by_name["verify"]["status"] == "skipped"
-    assert seconds <= 10, seconds
 
 
-def test_mixed_a100_t4_node_builds_both_architectures_into_the_same_environment(project, h100_run, conda_channel):
-    assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
+def test_mixed_a100_t4_node_builds_both_architectures_into_the_same_environment(project, h100_rerun, conda_channel):
+    assert h100_rerun.returncode == 0, h100_rerun.stderr[-3000:]
     done = setup(project, DOUBLES / "a100-t4-driver580", channel=conda_channel)
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout)

@@ -6,9 +6,13 @@ alone (as `kill PID` or an OOM killer would). After each kill:
   environment that has its marker really works (for setup: `verify` passes only on a complete one);
 * the next run succeeds and leaves no temporary folder behind.
 
-install: 20 kills per signal on a real conda prefix (the toolchain channel's python, a channel built
-here, a wheelhouse), each killed run building from the lock (no cached build). setup: 10 kills per
-signal on the CPU project (real torch, real verify), each run from a cached build (10 s a run).
+install: kills on a real conda prefix (the toolchain channel's python, a channel built here, a
+wheelhouse), each killed run building from the lock (no cached build); setup: kills on the CPU project
+(real torch, real verify), each run from a cached build. The moments are spread over the run (one drawn
+in each equal slice of it). The default run takes 3 moments per signal for install and, for setup, one
+in the first half of the run (SIGKILL) and one in the second (SIGTERM);
+the full sweep (20 for install, 10 for setup, per signal) is marked ``sweep`` (``./run-tests -m sweep``;
+CI runs it). Both signals' setup kills start from one project where a whole setup ran.
 """
 
 from __future__ import annotations
@@ -34,8 +38,12 @@ from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  
 from resolver.install.environment import READY_MARKER  # noqa: E402
 from resolver.paths import ProjectPaths  # noqa: E402
 
-INSTALL_KILLS = 20
+INSTALL_KILLS = 20  # per signal, in the sweep
 SETUP_KILLS = 10
+FEW_KILLS = 3  # per signal, in the default run (install: seconds a run)
+FEW_SETUP_KILLS = 1  # per signal, in the default run (setup with verify: tens of seconds a run): SIGKILL in the
+# first half of the run, SIGTERM in the second
+KILLS = [pytest.param(FEW_KILLS, id="few"), pytest.param(None, id="sweep", marks=pytest.mark.sweep)]
 MANIFEST = """\
 [workspace]
 name = "kill-test"
@@ -74,14 +82,13 @@ def project(tmp_path_factory, conda_channel) -> ProjectPaths:
                 torch=TorchChoice("2.13.0", "cpu", TorchSource("pypi-index", "https://download.pytorch.org/whl/cpu"),
                                   local_version="cpu"),
                 kernels=KernelChoice("none"), glibc="2.36", conda_packages=(("python", f"{tc.PYTHON_SERIES}.*"),))
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(_isolated_env(root, conda_channel))
-    try:
+    isolated = _isolated_env(root, conda_channel)  # built from the session's environment (its own caches)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in set(os.environ) - set(isolated):
+            patch.delenv(name)
+        for name, value in isolated.items():
+            patch.setenv(name, value)
         lock.lock_plans(ProjectPaths(root), [plan])
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     return ProjectPaths(root)
 
 
@@ -111,6 +118,13 @@ def _no_orphans_within_5s(root: Path) -> None:
     while (alive := _processes_of(root)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive, f"still running 5 s after the kill: {alive}"
+
+
+def _moments(rng: random.Random, count: int, start: float, end: float) -> list[float]:
+    """``count`` moments between ``start`` and ``end``, one drawn in each equal slice: early, middle and
+    late kills whatever the count."""
+    width = (end - start) / count
+    return [rng.uniform(start + i * width, start + (i + 1) * width) for i in range(count)]
 
 
 def _kill_at(proc: subprocess.Popen, sig: int, moment: float) -> None:
@@ -147,8 +161,9 @@ def _refused_unless_ready(project: ProjectPaths, env: dict[str, str]) -> None:
     assert done.returncode != 0 and "not" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("kills", KILLS)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_kill_install_at_twenty_moments(project: ProjectPaths, conda_channel, sig) -> None:
+def test_kill_install_at_random_moments(project: ProjectPaths, conda_channel, sig, kills) -> None:
     env = _isolated_env(project.root, conda_channel)
     shutil.rmtree(project.env("cpu"), ignore_errors=True)
     started = time.monotonic()
@@ -157,10 +172,9 @@ def test_kill_install_at_twenty_moments(project: ProjectPaths, conda_channel, si
     duration = time.monotonic() - started
     assert first.returncode == 0, err
     assert json.loads(out)["kind"] == "conda" and _works(project.env("cpu"))
-    rng = random.Random(f"install-{sig}")
-    for i in range(INSTALL_KILLS):
+    assert Path(os.environ["XDG_CACHE_HOME"]) in project.verified.parents  # the session's store, not the user's
+    for i, moment in enumerate(_moments(random.Random(f"install-{sig}"), kills or INSTALL_KILLS, 0.05, duration)):
         shutil.rmtree(project.env("cpu"))
-        moment = rng.uniform(0.05, duration)
         _kill_at(_start(project, env, "install", "--env", "cpu", "--no-cache"), sig, moment)
         _no_orphans_within_5s(project.root)
         _refused_unless_ready(project, env)
@@ -171,34 +185,46 @@ def test_kill_install_at_twenty_moments(project: ProjectPaths, conda_channel, si
         assert not _leftovers(project), f"kill {i} at {moment:.2f}s: left behind {_leftovers(project)}"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
-def test_kill_setup_at_ten_moments(cpu_project: Path, tmp_path, sig) -> None:
-    """setup on the real CPU project: install (from the cached build) and verify (torch, a model) are
-    killed at random points; verify never passes on a half environment and the next setup completes."""
-    root = tmp_path / "p"
+@pytest.fixture(scope="module")
+def setup_project(cpu_project: Path, tmp_path_factory) -> tuple[ProjectPaths, dict[str, str], float]:
+    """A copy of the CPU project where one whole setup ran (install from the cached build, verify): the
+    project both signals' kills start from, and how long that setup took (the kills fall inside it)."""
+    root = tmp_path_factory.mktemp("kill-setup") / "p"
     shutil.copytree(cpu_project, root, symlinks=True, ignore=shutil.ignore_patterns("envs"))
     project = ProjectPaths(root)
+    for stamp in (project.stamps / "steps").glob("verify*"):  # another test may have set up cpu_project already
+        stamp.unlink()
     env = dict(os.environ, RESOLVER_PROJECT=str(root))
+    started = time.monotonic()
     first = _start(project, env, "setup", "--target", "cpu")
     out, err = first.communicate(timeout=900)
+    duration = time.monotonic() - started
     assert first.returncode == 0, err[-3000:]
     steps = {s["name"]: s for s in json.loads(out)["steps"]}
-    assert steps["lock"]["status"] == "skipped" and steps["verify"]["status"] == "done"
+    assert steps["lock"]["status"] == "skipped" and steps["install"]["status"] == "done"
+    assert steps["verify"]["status"] == "done"
+    return project, env, duration
+
+
+@pytest.mark.parametrize("kills", [pytest.param(FEW_SETUP_KILLS, id="few"),
+                                   pytest.param(None, id="sweep", marks=pytest.mark.sweep)])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_kill_setup_at_random_moments(setup_project, sig, kills) -> None:
+    """setup on the real CPU project: install (from the cached build) and verify (torch, a model) are
+    killed at random points; verify never passes on a half environment and the next setup completes."""
+    project, env, duration = setup_project
+    root = project.root
 
     def fresh():
         shutil.rmtree(project.env("cpu"), ignore_errors=True)
         for stamp in (project.stamps / "steps").glob("verify*"):
             stamp.unlink()
 
-    fresh()
-    started = time.monotonic()
-    timed = _start(project, env, "setup", "--target", "cpu")
-    assert timed.communicate(timeout=900) and timed.returncode == 0
-    duration = time.monotonic() - started
-    rng = random.Random(f"setup-{sig}")
-    for i in range(SETUP_KILLS):
+    start, end = 0.2, duration
+    if kills == FEW_SETUP_KILLS:  # one moment per signal: the two signals share the run between them
+        start, end = (start, duration / 2) if sig == signal.SIGKILL else (duration / 2, duration)
+    for i, moment in enumerate(_moments(random.Random(f"setup-{sig}"), kills or SETUP_KILLS, start, end)):
         fresh()
-        moment = rng.uniform(0.2, duration)
         _kill_at(_start(project, env, "setup", "--target", "cpu"), sig, moment)
         _no_orphans_within_5s(root)
         folder = project.env("cpu")

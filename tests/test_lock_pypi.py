@@ -61,6 +61,22 @@ def test_unreachable_index_is_left_out_and_missing_pin_is_one_sentence(wheels, t
     assert "\n" not in str(info.value) and "torch==9.9.9" in str(info.value)
 
 
+def test_an_index_out_of_reach_gives_way_to_pips_own_index(wheels, tmp_path, monkeypatch):
+    """A manifest's index-url that cannot be reached (the PyTorch ROCm index on an air-gapped cluster) is
+    left out, and pip's configured index, this machine's stand-in for PyPI, takes its place (not PyPI)."""
+    index = tmp_path / "simple"
+    (index / "rtpy").mkdir(parents=True)
+    wheel = wheels / "rtpy-1.0.0-py3-none-any.whl"
+    (index / "rtpy" / "index.html").write_text(f'<a href="{wheel.as_uri()}#sha256={sha256_of(wheel)}">{wheel.name}</a>\n')
+    monkeypatch.delenv("PIP_NO_INDEX")
+    monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
+    result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
+                                          platform=host_subdir(), index_url="http://127.0.0.1:9/simple"),
+                          tmp_path / "cache", tmp_path / "verified")
+    assert result.skipped_indexes == ("http://127.0.0.1:9/simple",)
+    assert [(a.name, local_path(a.location)) for a in result.artifacts] == [("rtpy", wheel)]
+
+
 def test_requires_dist_comes_from_the_wheels_metadata_and_is_kept_by_sha256(tmp_path):
     folder = tmp_path / "wheels"
     cf.write_wheel(folder, "needs", "1.0", {"needs/__init__.py": ""}, requires=["rtpy>=1", "extra-thing ; extra == 'x'"])
@@ -112,7 +128,7 @@ def test_a_local_file_pypi_has_takes_its_url_and_one_it_lacks_is_asked_for_once_
          "hashes": {"sha256": public}}]}))
     server = cf.ChannelServer(tmp_path / "pypi")
     try:
-        monkeypatch.setattr(canonical, "PYPI_SIMPLE", server.url + "simple/{name}/")
+        monkeypatch.setenv("RESOLVER_CANONICAL_INDEX", server.url + "simple")
         sources = Sources.load(tmp_path / "project", environ={})
         from resolver.paths import ProjectPaths
 

@@ -51,23 +51,27 @@ def test_grandchildren_die_with_the_resolver(sig):
     assert _alive(tag) == [], "a grandchild outlived the resolver"
 
 
-def test_a_started_child_runs_beside_the_caller_and_is_stopped_with_what_it_started():
+def test_a_started_child_runs_beside_the_caller_and_is_stopped_with_what_it_started(tmp_path):
     """proc.start: the caller goes on while the child runs; result() is what run() gives; cancel()
     takes the child's whole group down (a lock's guessed uv run that missed)."""
     from resolver import proc
 
-    began = time.monotonic()
-    quick = proc.start(["sh", "-c", "sleep 0.3; echo done; exit 4"])
-    assert time.monotonic() - began < 0.25  # not waited for
-    result = quick.result(30)
+    gate = tmp_path / "go"
+    # the child finishes only once the caller has gone on and opened the gate: a start() that waited for
+    # it would see it give up (exit 9) instead
+    quick = proc.start(["sh", "-c", f'i=0; while [ ! -e "{gate}" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; '
+                                    f'[ -e "{gate}" ] || exit 9; echo done; exit 4'])
+    gate.touch()
+    result = quick.result(120)
     assert (result.returncode, result.stdout, result.ok) == (4, "done\n", False)
     assert quick.result(30) is result
     tag = f"resolver-proc-cancel-{os.getpid()}"
     slow = proc.start(["sh", "-c", f"sh -c 'sleep 60; : {tag}-inner' & sleep 60; : {tag}"])
-    time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while len(_alive(tag)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(_alive(tag)) == 2  # the child and what it started
-    began = time.monotonic()
     slow.cancel()
-    assert time.monotonic() - began < 5 and not _alive(tag)
-    assert slow.result(30).returncode != 0
+    assert not _alive(tag)  # gone when cancel() returns, the grandchild too
+    assert slow.result(30).returncode != 0  # stopped, not waited for (sleep 60 would end with 0)
     assert proc.start(["no-such-program-here"]).result(5).returncode == 127

@@ -112,12 +112,21 @@ def _run(project: Path, args: tuple[str, ...], extra_env: dict[str, str] | None 
     return subprocess.run(argv, capture_output=True, cwd=project, env=env, timeout=120)
 
 
+# the exit code of each case's category (docs/errors.md); every other case is bad input (3)
+USAGE, ENVIRONMENT = 2, 7
+EXIT = {"target misspelt": USAGE, "target unknown backend": USAGE, "target rocm without version": USAGE,
+        "unknown command option": USAGE, "unknown command": USAGE, "build unknown package": USAGE,
+        "setup unknown target": USAGE, "environment not in lock": ENVIRONMENT,
+        "verify without environment": ENVIRONMENT, "bench compare missing env": ENVIRONMENT}
+IDS = {2: ("usage", "refused"), 3: ("bad-input",), 7: ("environment",)}
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input_is_one_line(case: BadInput, tmp_path: Path) -> None:
     case.prepare(tmp_path)
     result = _run(tmp_path, case.args, dict(case.env))
     stderr = result.stderr.decode("utf-8", "replace")
-    assert result.returncode not in (0, 70), (result.returncode, stderr)
+    assert result.returncode == EXIT.get(case.name, 3), (result.returncode, stderr)
     assert "Traceback" not in stderr + result.stdout.decode("utf-8", "replace")
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, stderr
@@ -128,9 +137,10 @@ def test_bad_input_is_one_line(case: BadInput, tmp_path: Path) -> None:
 def test_bad_input_json_error_object(case: BadInput, tmp_path: Path) -> None:
     case.prepare(tmp_path)
     result = _run(tmp_path, case.args, dict(case.env), as_json=True)
-    assert result.returncode != 0
     data = json.loads(result.stdout)
-    assert data["error"] and data["because"]
+    assert result.returncode == data["exit_code"] == EXIT.get(case.name, 3), (result.returncode, data)
+    assert data["id"] in IDS[result.returncode] and data["error"] and data["because"] and data["fix"]
+    assert case.expect_in_error.lower() in data["error"].lower()
 
 
 def test_read_only_project_folder(tmp_path: Path) -> None:
@@ -149,7 +159,7 @@ def test_read_only_project_folder(tmp_path: Path) -> None:
         project.chmod(0o555)
     env = dict(os.environ, RESOLVER_PROJECT=str(project))
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    assert result.returncode not in (0, 70), result.stderr
+    assert result.returncode == 3, result.stderr  # bad input (a folder that cannot be written), never 70
     assert "Traceback" not in result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.stderr

@@ -17,7 +17,7 @@ from conftest import torch_cpu_mirror
 
 
 def test_a_lock_made_here_installs_in_a_second_checkout_with_only_mirror_entries(cpu_project, conda_channel,
-                                                                                tmp_path):
+                                                                                tmp_path, index_double):
     lock_text = (cpu_project / "pixi.lock").read_text()
     # no path of the first machine: its wheelhouse, its local indexes, its conda channel, its checkout
     for local in ("/opt/", "file://", str(conda_channel), str(cpu_project)):
@@ -27,8 +27,12 @@ def test_a_lock_made_here_installs_in_a_second_checkout_with_only_mirror_entries
         pytest.skip("pip's configuration here has no local torch 2.13.0+cpu wheelhouse to act as the mirror")
     second = tmp_path / "teammate"
     second.mkdir()
-    for name in ("pixi.toml", "pixi.lock"):
-        shutil.copy(cpu_project / name, second / name)
+    shutil.copy(cpu_project / "pixi.lock", second / "pixi.lock")
+    # the teammate reaches PyPI's files through a mirror (in this suite, the loopback double of PyPI)
+    manifest = (cpu_project / "pixi.toml").read_text().replace(
+        "[tool.resolver.mirrors]\n", f'[tool.resolver.mirrors]\n"https://files.pythonhosted.org/packages" = "{index_double.files_url}"\n', 1)
+    assert manifest != (cpu_project / "pixi.toml").read_text()
+    (second / "pixi.toml").write_text(manifest)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "RESOLVER_"))}
     env.update(RESOLVER_PROJECT=str(second), PIP_CONFIG_FILE=os.devnull,
                XDG_CACHE_HOME=str(tmp_path / "teammate-cache"))  # another machine: none of our verified files
@@ -43,5 +47,5 @@ def test_a_lock_made_here_installs_in_a_second_checkout_with_only_mirror_entries
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert ran.stdout.split() == ["2.13.0+cpu", summary["path"]]
     # the teammate's checkout stays as shared: install wrote neither file
-    for name in ("pixi.toml", "pixi.lock"):
-        assert (second / name).read_bytes() == (cpu_project / name).read_bytes()
+    assert (second / "pixi.lock").read_bytes() == (cpu_project / "pixi.lock").read_bytes()
+    assert (second / "pixi.toml").read_text() == manifest

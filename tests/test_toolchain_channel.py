@@ -99,9 +99,7 @@ def test_channel_is_cached_by_its_inputs(conda_channel: Path) -> None:
     for subdir in ("linux-64", "noarch"):
         assert (conda_channel / subdir / "repodata.json").is_file()
     ready = (conda_channel / ".ready").stat().st_mtime_ns
-    started = time.monotonic()
     assert tc.cached_channel() == conda_channel  # a second call reuses, does not rebuild
-    assert time.monotonic() - started < 10
     assert (conda_channel / ".ready").stat().st_mtime_ns == ready
     info = tc.channel_info(conda_channel)
     assert info["python"] == python.version and info["toolkit"]["nvcc"] == tc.TOOLKIT.nvcc

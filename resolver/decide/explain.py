@@ -139,9 +139,13 @@ def rocm_refusal(ctx: Context, rocm: DottedVersion, wanted: DottedVersion | None
     if no_kernels:
         return Refusal(f"no PyTorch build for ROCm {rocm.truncate(2)} has kernels for these GPUs "
                        f"({no_kernels[0].why.message})", fix="use a newer ROCm that supports the GPU, or --target cpu")
+    stages = {item.why.stage for item in rejected}
+    options = [f"pass --target rocm{rocm.truncate(2)} to accept an unconfirmed build"] \
+        if Stage.CONFIRMED in stages and wanted is None else []
+    options += ["change --python"] if Stage.PYTHON in stages else []
+    options += ["use --target cpu"]
     return Refusal(f"no PyTorch build for ROCm {rocm.truncate(2)} fits this machine: {rejected[0].line()}",
-                   fix=f"pass --target rocm{rocm.truncate(2)} to accept an unconfirmed build, change --python, "
-                       "or use --target cpu")
+                   fix=", ".join(options[:-1]) + (", or " if len(options) > 1 else "") + options[-1])
 
 
 # ------------------------------------------------------------------------------------- plan texts

@@ -25,7 +25,7 @@ from resolver.versions import DottedVersion
 def rocm_plan(ctx: Context, gpus: list[Gpu]) -> Plan:
     glibc_note(ctx)
     target = ctx.request.target
-    wanted = target.version if target.backend == "rocm" else None
+    wanted = target.version  # a rocm target names its version; auto comes here only with ROCm installed
     installed = ctx.profile.amd.rocm_version if ctx.profile.amd else None
     here = bool(gpus)
     minimum = ctx.k.min_rocm()
@@ -37,8 +37,6 @@ def rocm_plan(ctx: Context, gpus: list[Gpu]) -> Plan:
     if wanted is not None and len(wanted.parts) == 3 and installed is not None and wanted != installed and here:
         ctx.warn(f"--target {target}: the installed ROCm is {installed}; the wheel variant is matched on "
                  f"{installed.truncate(2)}")
-    if rocm is None:
-        raise Refusal("ROCm version unknown", fix="install ROCm 6.1 or newer, or pass --target rocmX.Y")
     if rocm < minimum:
         ctx.step("rocm-version", "refused", f"ROCm {rocm} < {minimum}")
         raise Refusal(f"ROCm {rocm} is older than {minimum}, the oldest ROCm that mamba-ssm and causal-conv1d build on",

@@ -10,18 +10,22 @@ wheelhouses, pip's configured local indexes) are applied again at install time
 3. a remote URL an index served stays as it is, and so does a file inside the project (the lock
    records it relative to the project, which is shared with it);
 4. a local file that PyPI serves with the same sha256 takes PyPI's URL (asked once, then cached; a
-   file PyPI does not have is asked for again after a day).
+   file PyPI does not have is asked for again after a day). ``RESOLVER_CANONICAL_INDEX`` names another
+   simple index to ask instead of https://pypi.org/simple/ (one that answers with PyPI's own file URLs,
+   as a PyPI proxy does).
 
 What none of these places is kept as it is, and ``lock`` says so in one line with the fix.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Mapping
 
 from resolver.conda import CondaRecord
 from resolver.lock.lockfile import PypiArtifact
@@ -33,6 +37,7 @@ from resolver.records import Number, RecordMap, Text
 # PyPI's simple index in its JSON form (PEP 691): absolute file URLs with their sha256. (The legacy
 # /pypi/NAME/json answers with relative URLs through some proxies, and its per-release form with 404.)
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
+CANONICAL_INDEX_VAR = "RESOLVER_CANONICAL_INDEX"
 PEP691 = "application/vnd.pypi.simple.v1+json"
 MISS_TTL_S = 24 * 3600  # a file PyPI did not have is looked for again after a day
 
@@ -86,7 +91,7 @@ class Canonicalizer:
                 return None
         from resolver.net import fetch_json
 
-        page = PYPI_SIMPLE.format(name=re.sub(r"[-_.]+", "-", art.name).lower())
+        page = _pypi_page(re.sub(r"[-_.]+", "-", art.name).lower())
         data = fetch_json(page, timeout=10, accept=PEP691)
         if not isinstance(data, dict):
             return None  # PyPI did not answer: asked again next time
@@ -112,3 +117,16 @@ class Canonicalizer:
         with self._lock:
             self.notes.append(f"{art.file_name} comes from {folder} and its canonical address is unknown: the lock "
                               f"records a path of this machine. Fix: {fix}")
+
+
+
+def _pypi_page(project: str, environ: Mapping[str, str] | None = None) -> str:
+    """The simple-index page asked for ``project``'s canonical file URLs.
+
+    >>> _pypi_page("torch", {})
+    'https://pypi.org/simple/torch/'
+    >>> _pypi_page("torch", {"RESOLVER_CANONICAL_INDEX": "http://127.0.0.1:8080/simple"})
+    'http://127.0.0.1:8080/simple/torch/'
+    """
+    base = (os.environ if environ is None else environ).get(CANONICAL_INDEX_VAR, "").strip()
+    return base.rstrip("/") + f"/{project}/" if base else PYPI_SIMPLE.format(name=project)

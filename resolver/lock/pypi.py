@@ -96,7 +96,9 @@ def uv_sources(index_url: str | None, extra_index_urls: tuple[str, ...], find_li
 
     index_url = index_url or pip.index_url
     if index_url and not answers(index_url):
-        index_url = None
+        # the index that replaced PyPI is out of reach: pip's own index (this machine's stand-in for PyPI)
+        # takes its place, else uv's default, PyPI
+        index_url = pip.index_url if pip.index_url and pip.index_url != index_url and answers(pip.index_url) else None
     extra = [u for u in dict.fromkeys([*extra_index_urls, *pip.extra_index_urls]) if answers(u)]
     flags = uv.source_flags(index_url=index_url, extra_index_urls=extra,
                             find_links=tuple(dict.fromkeys([*find_links, *pip.find_links])),

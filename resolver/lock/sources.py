@@ -132,8 +132,9 @@ class Sources:
         True
         """
         target = _as_url(location)
-        for prefix, replacement in self.mirrors:
-            base = _as_url(replacement).rstrip("/") + "/"
+        bases = sorted(((_as_url(replacement).rstrip("/") + "/", prefix) for prefix, replacement in self.mirrors),
+                       key=lambda bp: -len(bp[0]))  # the deepest mirror folder holding the file
+        for base, prefix in bases:
             if target.startswith(base):
                 return prefix.rstrip("/") + "/" + target[len(base):]
         return None

@@ -42,7 +42,13 @@ def parse_rocm_version_file(text: str) -> str | None:
 
 
 def parse_rocm_version_header(text: str) -> str | None:
-    """``<rocm root>/include/rocm-core/rocm_version.h``: ``#define ROCM_VERSION_MAJOR 6`` …"""
+    """``<rocm root>/include/rocm-core/rocm_version.h``: ``#define ROCM_VERSION_MAJOR 6`` …
+
+    >>> parse_rocm_version_header("#define ROCM_VERSION_MAJOR 6\\n#define ROCM_VERSION_MINOR 0\\n#define ROCM_VERSION_PATCH 2\\n")
+    '6.0.2'
+    >>> parse_rocm_version_header("#define ROCM_VERSION_MAJOR 6\\n") is None
+    True
+    """
     parts = dict(_ROCM_H.findall(text))
     if "MAJOR" not in parts or "MINOR" not in parts:
         return None
@@ -213,7 +219,11 @@ def parse_rocm_smi_json(text: str) -> list[AmdAgent]:
 
 def parse_amd_smi_rocm_version(text: str) -> str | None:
     """``amd-smi version`` (``AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: 6.2.0``)
-    and plain ``amd-smi``'s header (``| AMD-SMI 26.2.0+021c61fc  amdgpu version: 6.16.6   ROCm version: 7.1.1 |``)."""
+    and plain ``amd-smi``'s header (``| AMD-SMI 26.2.0+021c61fc  amdgpu version: 6.16.6   ROCm version: 7.1.1 |``).
+
+    >>> parse_amd_smi_rocm_version("AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: 6.2.0")
+    '6.2.0'
+    """
     match = re.search(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)?)", text)
     return match.group(1) if match else None
 

@@ -25,6 +25,11 @@ TRUNCATION = "..."
 
 
 def is_truncated(name: str) -> bool:
+    """Whether nvidia-smi cut the name short (its table prints ``...`` where it did).
+
+    >>> is_truncated("NVIDIA GeForce RTX 5070 ..."), is_truncated("NVIDIA H100 80GB HBM3")
+    (True, False)
+    """
     return name.endswith(TRUNCATION)
 
 

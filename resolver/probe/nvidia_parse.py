@@ -93,7 +93,11 @@ def parse_proc_machine(text: str) -> str | None:
 
 
 def parse_module_version(text: str) -> str | None:
-    """``/sys/module/nvidia/version`` holds just the version, e.g. ``550.54.15``."""
+    """``/sys/module/nvidia/version`` holds just the version, e.g. ``550.54.15``.
+
+    >>> parse_module_version("550.54.15\\n"), parse_module_version("not loaded")
+    ('550.54.15', None)
+    """
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)+)\s*", text)
     return match.group(1) if match else None
 
@@ -114,13 +118,21 @@ def parse_query_csv(text: str, fields: tuple[str, ...]) -> list[dict[str, str | 
 
 
 def parse_memory_mib(text: str | None) -> int | None:
-    """``81559 MiB`` → 81559."""
+    """``81559 MiB`` → 81559.
+
+    >>> parse_memory_mib("81559 MiB"), parse_memory_mib("[N/A]"), parse_memory_mib(None)
+    (81559, None, None)
+    """
     match = re.match(r"\s*(\d{1,9})\s*MiB", text or "")
     return int(match.group(1)) if match else None
 
 
 def unsupported_field(output: str) -> bool:
-    """True when nvidia-smi rejected a --query-gpu field (old drivers: no ``compute_cap``)."""
+    """True when nvidia-smi rejected a --query-gpu field (old drivers: no ``compute_cap``).
+
+    >>> unsupported_field('Field "compute_cap" is not a valid field to query.'), unsupported_field("NVIDIA A100, 8.0")
+    (True, False)
+    """
     return "is not a valid field to query" in output
 
 
@@ -210,7 +222,12 @@ def _table_row_name(line: str) -> str | None:
 
 
 def read_smi_plain(text: str) -> NvidiaReading:
-    """Plain ``nvidia-smi``: the header's driver and CUDA version, and the GPU table."""
+    """Plain ``nvidia-smi``: the header's driver and CUDA version, and the GPU table.
+
+    >>> reading = read_smi_plain("| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |")
+    >>> reading.driver, reading.cuda, reading.gpus
+    ('550.54.15', '12.4', ())
+    """
     driver, cuda = parse_smi_header(text)
     return NvidiaReading(driver=driver, cuda=cuda, gpus=tuple(parse_smi_table(text)))
 

@@ -1,0 +1,149 @@
+"""Mutation campaigns: mutmut over the modules that decide and guard, each against the fast unit tests
+that should catch its bugs (docs/testing.md).
+
+    .venv/bin/python tests/mutation.py names            # one campaign
+    .venv/bin/python tests/mutation.py --list           # the campaigns and their tests
+    .venv/bin/python tests/mutation.py decide-rules --max-children 2 --keep
+
+Each campaign runs in a scratch folder (a copy of the package and the tests; mutmut writes its
+``mutants/`` there, which can grow large), prints the kill rate and writes every surviving mutant's
+diff to ``<scratch>/../mutation-<campaign>.txt``; the scratch folder is removed afterwards unless
+``--keep``. Subprocess tests cannot kill a mutant (the child imports the unmutated package), so a
+campaign names in-process tests only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# campaign -> (modules to mutate, tests that should catch their bugs)
+CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "names": (("resolver/names.py",), ("tests/test_names.py", "resolver/names.py")),
+    "decide-rules": (("resolver/decide/rules.py", "resolver/decide/rocm.py", "resolver/decide/cuda.py",
+                      "resolver/decide/cpu.py", "resolver/decide/search.py"),
+                     ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",
+                      "tests/test_decide_golden.py")),
+    "decide-assembly": (("resolver/decide/choose.py", "resolver/decide/choices.py", "resolver/decide/context.py",
+                         "resolver/decide/model.py", "resolver/decide/rejection.py", "resolver/decide/explain.py"),
+                        ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",
+                         "tests/test_decide_golden.py", "resolver/decide/")),
+    "knowledge": (("resolver/knowledge/rows.py", "resolver/knowledge/query.py", "resolver/knowledge/consistency.py"),
+                  ("tests/test_knowledge.py", "tests/test_decide_boundaries.py", "tests/test_decide_golden.py",
+                   "resolver/knowledge/")),
+    "patch-engine": (("resolver/patch/engine.py",),
+                     ("tests/test_patch_cli.py", "tests/test_untrusted_patch.py", "resolver/patch/engine.py")),
+    "setup-stamps": (("resolver/setup/pipeline.py",), ("tests/test_setup_stamps.py", "tests/test_pipeline.py",
+                                                        "resolver/setup/pipeline.py")),
+    "fleet-classes": (("resolver/fleet/classes.py",), ("tests/test_fleet_classes.py", "resolver/fleet/classes.py")),
+    "doctor-table": (("resolver/doctor/signatures.py", "resolver/doctor/context.py"),
+                     ("tests/test_doctor_fixes.py", *(f"tests/test_doctor.py::{t}" for t in (
+                         "test_signature_matches_the_log_of_the_issue_it_cites", "test_a_clean_log_matches_nothing",
+                         "test_the_seed_documents_five_errors_are_covered", "test_build_stuck_only_when_the_log_ends_there",
+                         "test_named_groups_and_the_fix_are_filled_for_this_environment", "test_version_and_driver_checks",
+                         "test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch")),
+                      "resolver/doctor/signatures.py", "resolver/doctor/context.py")),
+    "lock-sources": (("resolver/lock/sources.py",), ("tests/test_lock_sources.py", "resolver/lock/sources.py")),
+    "lockfile": (("resolver/lock/lockfile.py",), ("tests/test_staleness.py", "tests/test_workspaces.py",
+                                                   "resolver/lock/lockfile.py")),
+    "install-fetch": (("resolver/install/fetch.py",), ("tests/test_install_fetch.py", "resolver/install/fetch.py")),
+}
+
+COPIED = ("resolver", "tests", "pixi.toml", "recipes", "patches", "README.md", "docs")
+
+
+def _scratch(campaign: str, modules: tuple[str, ...], tests: tuple[str, ...], base: Path) -> Path:
+    work = Path(tempfile.mkdtemp(prefix=f"mutation-{campaign}-", dir=base))
+    for name in COPIED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, work / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif source.is_file():
+            shutil.copy2(source, work / name)
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    quoted = lambda items: "[" + ", ".join(json.dumps(i) for i in items) + "]"  # noqa: E731
+    pyproject += ("\n[tool.mutmut]\n"
+                  'source_paths = ["resolver/"]\n'
+                  f"only_mutate = {quoted(modules)}\n"
+                  f"also_copy = {quoted([n for n in COPIED if n not in ('resolver', 'tests')])}\n"
+                  'pytest_add_cli_args = ["-p", "no:randomly", "-p", "no:cacheprovider", "-x", "-q"]\n'
+                  f"pytest_add_cli_args_test_selection = {quoted(tests)}\n"
+                  "use_git_change_detection = false\n")
+    (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    wheels = REPO / ".resolver" / "test-wheels"  # the local index the hermetic session needs: not fetched again
+    if wheels.is_dir():
+        for where in (work, work / "mutants"):
+            (where / ".resolver").mkdir(parents=True, exist_ok=True)
+            (where / ".resolver" / "test-wheels").symlink_to(wheels)
+    return work
+
+
+def run(campaign: str, *, max_children: int, keep: bool, timeout: int, base: Path) -> dict:
+    modules, tests = CAMPAIGNS[campaign]
+    work = _scratch(campaign, modules, tests, base)
+    report = base / f"mutation-{campaign}.txt"
+    mutmut = [sys.executable, "-m", "mutmut"]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    started = time.monotonic()
+    try:
+        try:
+            done = subprocess.run([*mutmut, "run", "--max-children", str(max_children)], cwd=work, env=env,
+                                  capture_output=True, text=True, timeout=timeout)
+            if done.returncode != 0:
+                print(done.stdout[-3000:], done.stderr[-3000:], sep="\n", file=sys.stderr)
+        except subprocess.TimeoutExpired:  # the figures so far still count: mutants not yet run show as such
+            print(f"note: stopped after {timeout} s; the figures below are those of the mutants run so far",
+                  file=sys.stderr)
+        subprocess.run([*mutmut, "export-cicd-stats"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        stats = json.loads((work / "mutants" / "mutmut-cicd-stats.json").read_text())
+        listing = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, env=env, capture_output=True,
+                                 text=True, timeout=300).stdout
+        survivors = [m.group(1) for m in re.finditer(r"^\s*([\w.]+__mutmut_\d+): (survived|no tests)", listing, re.M)]
+        with open(report, "w", encoding="utf-8") as out:
+            for name in survivors:
+                shown = subprocess.run([*mutmut, "show", name], cwd=work, env=env, capture_output=True, text=True,
+                                       timeout=120).stdout
+                out.write(f"=== {name}\n{shown}\n")
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    total = sum(v for k, v in stats.items() if isinstance(v, int) and k != "total") if "total" not in stats \
+        else stats["total"]
+    killed = stats.get("killed", 0) + stats.get("timeout", 0)
+    result = {"campaign": campaign, "modules": list(modules), "seconds": round(time.monotonic() - started),
+              "killed": killed, "total": total, "survivors": len(survivors), "report": str(report),
+              "stats": stats}
+    print(json.dumps(result, indent=1))
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("campaign", nargs="?", choices=sorted(CAMPAIGNS))
+    parser.add_argument("--list", action="store_true", help="the campaigns, their modules and tests")
+    parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (mutants/)")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds before the campaign is stopped")
+    parser.add_argument("--base", type=Path, default=Path(tempfile.gettempdir()),
+                        help="where scratch folders and reports go (default: the temporary folder)")
+    args = parser.parse_args()
+    if args.list or not args.campaign:
+        for name, (modules, tests) in CAMPAIGNS.items():
+            print(f"{name}: {' '.join(modules)}\n    tests: {' '.join(tests)}")
+        return 0
+    run(args.campaign, max_children=args.max_children, keep=args.keep, timeout=args.timeout, base=args.base)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

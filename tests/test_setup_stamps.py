@@ -1,0 +1,171 @@
+"""setup's step runner (resolver/setup/pipeline.py): what makes a step current, what its report says, in detail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from resolver.errors import BadInput
+from resolver.setup.pipeline import Stamps, StepLog, StepReport, digest, jsonable, peak_rss_mib
+
+
+def test_digest_is_order_and_boundary_sensitive(tmp_path):
+    assert digest("a", "b") != digest("b", "a")
+    assert digest("ab") != digest("a", "b")  # parts are separated
+    assert digest({"a": 1, "b": 2}) == digest({"b": 2, "a": 1})  # keys sorted
+    assert digest(b"x") != digest("x") and digest(b"x") == digest(b"x")
+    assert digest(Path("/x")) != digest("/x")  # a path counts by its content
+    f = tmp_path / "f"
+    f.write_bytes(b"<missing>")
+    assert digest(f) == digest(tmp_path / "absent")  # the text a missing file stands for
+    assert digest(tmp_path) == digest(tmp_path / "absent")  # a folder is not a file
+    assert digest(1) != digest("1") and digest(None) == digest(None)
+    assert len(digest()) == 64 and digest() != digest("")
+
+
+def test_a_stamp_records_inputs_result_and_time(tmp_path):
+    stamps = Stamps(tmp_path / "steps")
+    stamps.write("verify", "in-1", {"ok": True})
+    record = json.loads((tmp_path / "steps" / "verify.json").read_text())
+    assert record["inputs"] == "in-1" and record["result"] == {"ok": True} and record["at"] > 0
+    assert stamps.read("verify") == record and stamps.read("lock") is None
+    assert stamps.is_current("verify", "in-1") and not stamps.is_current("verify", "in-2")
+    assert not stamps.is_current("lock", "in-1")  # another step's stamp does not count
+    stamps.clear("verify")
+    stamps.clear("verify")  # clearing what is not there is fine
+    assert not (tmp_path / "steps" / "verify.json").exists()
+
+
+@pytest.mark.parametrize("text", ["", "{not json", "[]", "null", '{"result": 1}', '{"inputs": null}'])
+def test_a_stamp_that_is_not_one_is_not_current(tmp_path, text):
+    (tmp_path / "install.json").write_text(text)
+    assert not Stamps(tmp_path).is_current("install", "x")
+    assert not Stamps(tmp_path).is_current("install", "")
+
+
+def test_step_reports_as_json(tmp_path):
+    report = StepReport("build", "done", "2 compiled", 1.23456, {"p": tmp_path}, 12)
+    assert report.to_json() == {"name": "build", "status": "done", "detail": "2 compiled", "seconds": 1.235,
+                                "peak_rss_mib": 12, "result": {"p": str(tmp_path)}}
+
+
+def test_jsonable():
+    class Value:
+        def to_json(self):
+            return {"v": 1}
+
+    assert jsonable(Value()) == {"v": 1}
+    assert jsonable({1: (Path("/a"), [Value()])}) == {"1": ["/a", [{"v": 1}]]}
+    assert jsonable("x") == "x" and jsonable(None) is None
+
+
+def test_the_step_list_prints_each_step_as_it_ends(tmp_path, capsys):
+    log = StepLog(log_file=tmp_path / "setup.log")
+    log.add(StepReport("lock", "skipped", "pixi.lock is current", 0.25))
+    log.add(StepReport("build", "failed", "nvcc \x1b[31mred", 12.0))
+    out = capsys.readouterr()
+    assert out.err == "" and out.out.splitlines() == [
+        "  · lock     skipped       0.2s  pixi.lock is current",
+        "  ✗ build    failed       12.0s  nvcc \\x1b[31mred"]
+    assert (tmp_path / "setup.log").read_text().splitlines()[0] == "  · lock     skipped       0.2s  pixi.lock is current"
+    assert [r.name for r in log.reports] == ["lock", "build"]
+
+
+def test_the_step_list_goes_to_stderr_beside_json_and_nowhere_when_quiet(capsys):
+    StepLog(to_stderr=True).add(StepReport("probe", "done"))
+    StepLog(quiet=True).add(StepReport("probe", "done"))
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.splitlines() == ["  ✓ probe    done          0.0s"]
+
+
+@pytest.mark.parametrize("status,symbol", [("done", "✓"), ("skipped", "·"), ("failed", "✗"), ("not-needed", "·"),
+                                           ("deferred", "→"), ("would-run", "?"), ("other", "?")])
+def test_each_status_has_its_symbol(status, symbol, capsys):
+    StepLog().add(StepReport("x", status))
+    assert capsys.readouterr().out.startswith(f"  {symbol} x ")
+
+
+def test_a_timed_step_records_what_it_returned_or_the_error():
+    log = StepLog(quiet=True)
+    report = log.timed("plan", lambda: ("done", "cu126", {"torch": "2.14.1"}))
+    assert (report.name, report.status, report.detail, report.result) == ("plan", "done", "cu126", {"torch": "2.14.1"})
+    assert report.seconds >= 0 and report.peak_rss_mib == peak_rss_mib()
+
+    def fails():
+        raise BadInput("no pixi.toml", fix="create one")
+
+    with pytest.raises(BadInput):
+        log.timed("lock", fails)
+    failed = log.reports[-1]
+    assert (failed.name, failed.status, failed.result) == ("lock", "failed", None)
+    assert failed.detail == "no pixi.toml. Fix: create one." and failed.peak_rss_mib is not None
+
+    def crashes():
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):  # not a ResolverError: not recorded as a failed step
+        log.timed("install", crashes)
+    assert [r.name for r in log.reports] == ["plan", "lock"]
+
+
+def test_peak_memory_is_in_mib():
+    peak = peak_rss_mib()
+    assert peak is not None and 10 < peak < 64 * 1024  # this test process: tens of MiB, not KiB or bytes
+
+
+def test_digest_format_is_stable():
+    """What stamps compare: the sha256 of each part's JSON (sorted keys; anything else as its text),
+    bytes as they are and file contents, each part ended by a NUL; changing it re-runs every step."""
+    import hashlib
+
+    assert digest("x", {"b": 1, "a": Path("/p")}) == hashlib.sha256(b'"x"\0{"a": "/p", "b": 1}\0').hexdigest()
+    assert digest(b"raw") == hashlib.sha256(b"raw\0").hexdigest()
+
+
+def test_a_log_file_that_cannot_be_written_does_not_stop_the_step(tmp_path, capsys):
+    log = StepLog(log_file=tmp_path / "missing-folder" / "setup.log")
+    log.add(StepReport("lock", "done"))
+    assert capsys.readouterr().out.startswith("  ✓ lock")
+
+
+def test_a_timed_step_takes_the_time_it_took():
+    import time
+
+    log = StepLog(quiet=True)
+    before = time.monotonic()
+    done = log.timed("plan", lambda: (time.sleep(0.02), ("done", "", None))[1])
+
+    def fails():
+        time.sleep(0.02)
+        raise BadInput("x", fix="y")
+
+    with pytest.raises(BadInput):
+        log.timed("lock", fails)
+    elapsed = time.monotonic() - before
+    assert 0.02 <= done.seconds <= elapsed and 0.02 <= log.reports[-1].seconds <= elapsed
+
+
+def test_peak_memory_is_the_larger_of_this_process_and_its_children_in_whole_mib():
+    import resource
+
+    def kib() -> int:
+        return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+    before = kib()
+    peak = peak_rss_mib()
+    assert isinstance(peak, int) and before * 1024 // (1 << 20) <= peak <= kib() * 1024 // (1 << 20)
+
+
+@pytest.mark.parametrize("platform,maxrss,mib", [("linux", 1 << 20, 1024), ("linux", (1 << 20) - 1, 1023),
+                                                 ("darwin", 1 << 30, 1024), ("darwin", (1 << 20) + 5, 1)])
+def test_peak_memory_units_per_platform(monkeypatch, platform, maxrss, mib):
+    """ru_maxrss is in KiB on Linux and in bytes on macOS (getrusage(2) and the macOS man page)."""
+    import resource
+    import sys
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(sys, "platform", platform)
+    monkeypatch.setattr(resource, "getrusage", lambda who: SimpleNamespace(ru_maxrss=maxrss if who == resource.RUSAGE_CHILDREN else 1))
+    assert peak_rss_mib() == mib
