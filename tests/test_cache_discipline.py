@@ -140,7 +140,7 @@ class _Canonical(Kind):
             {"filename": "pkg-1.0-py3-none-any.whl", "url": "../../files/pkg-1.0-py3-none-any.whl",
              "hashes": {"sha256": SHA}}]}))
         self.server = cf.ChannelServer(tmp / "pypi")
-        monkeypatch.setattr(canonical, "PYPI_SIMPLE", self.server.url + "simple/{name}/")
+        monkeypatch.setenv(canonical.CANONICAL_INDEX_VAR, self.server.url + "simple")  # the session's double steps aside
 
     def use(self) -> Any:
         from resolver.lock.canonical import Canonicalizer

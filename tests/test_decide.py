@@ -483,3 +483,22 @@ def test_ptx_runs_forward_only_with_the_full_driver_floor() -> None:
     # nothing runs backwards across majors: PTX for 8.0 does not serve a 7.5 GPU
     t4 = decide(HardwareProfile.from_json(nvidia(T4)), Request(), knowledge)
     assert t4.plan is None
+
+
+@pytest.mark.parametrize("nvcc,source", [(None, "missing"), ("11.8.89", "system"), ("12.4.131", "missing")])
+def test_a_cuda_major_conda_forge_has_no_compiler_for_builds_with_the_machines_nvcc(nvcc, source) -> None:
+    """conda-forge packages no CUDA 11 nvcc (its split toolkit starts at 12): a cu118 plan asks for no toolkit
+    package and promises only an nvcc 11.x the probe found, else says it is missing (setup refuses before
+    installing anything); a CUDA 12+ plan takes the environment's own nvcc whatever the machine has."""
+    assert not KNOWLEDGE.conda_forge.toolkit_specs(DottedVersion.parse("11.8"))
+    plan = decide(HardwareProfile.from_json(nvidia(A100, driver="470.82.01", cuda_toolkit=nvcc)), Request(),
+                  KNOWLEDGE).plan
+    assert plan.torch.variant == "cu118" and plan.kernels.strategy == "build"
+    assert plan.kernels.toolkit_source == source and plan.kernels.toolkit == "nvcc 11.8"
+    assert set(dict(plan.conda_packages)) == {"python", "pip"}
+    assert any("no CUDA 11 compiler" in t.because for t in plan.trace if t.rule == "environment")
+    assert any("need nvcc 11.x" in w for w in plan.warnings) == (source == "missing")
+    newer = decide(HardwareProfile.from_json(nvidia(H100, cuda_toolkit=nvcc)), Request(), KNOWLEDGE).plan
+    assert newer.kernels.toolkit_source == "environment" and "cuda-nvcc" in dict(newer.conda_packages)
+    other = decide(HardwareProfile.from_json(cpu()), Request(Target.parse("cuda11.8")), KNOWLEDGE).plan
+    assert other.kernels.toolkit_source == "target" and "on the target machine" in other.summary

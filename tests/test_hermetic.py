@@ -99,6 +99,7 @@ def test_a_lock_asks_the_double_for_canonical_addresses(index_double, tmp_path):
     from resolver.lock import canonical
     from resolver.lock.lockfile import PypiArtifact
     from resolver.lock.sources import Sources
+    from resolver.paths import ProjectPaths
 
     indexes = hermetic.local_indexes(os.environ)
     page = next((json.loads(body) for index in indexes for folder in sorted(index.iterdir())[:50]
@@ -108,7 +109,7 @@ def test_a_lock_asks_the_double_for_canonical_addresses(index_double, tmp_path):
     entry = page["files"][0]
     art = PypiArtifact(page["name"], "0", f"file:///elsewhere/{entry['filename']}", entry["hashes"]["sha256"])
     before = len(index_double.requests)
-    found = canonical.Canonicalizer(Sources(), tmp_path).pypi_artifact(art, _NoIndex())
+    found = canonical.Canonicalizer(Sources(), ProjectPaths(tmp_path)).pypi_artifact(art, _NoIndex())
     assert found.location == entry["url"] and len(index_double.requests) == before + 1
 
 

@@ -141,6 +141,22 @@ def test_an_index_page_is_read_once(tmp_path):
     assert finder.candidates(URL, "tiny")[0] == str(index / "files" / WHEEL)
 
 
+def test_a_file_a_declared_local_index_links_outside_its_folder_is_read(tmp_path):
+    """A PEP 503 index's hrefs may leave its own folder (``simple/<project>/`` -> ``../../files/``, as pip's
+    configuration names ``.../simple``): the index declares the files it links, and only those."""
+    data = b"the real wheel"
+    linked = put(tmp_path / "mirror" / "files", data=data)
+    stray = put(tmp_path / "mirror" / "elsewhere", data=data)
+    page = tmp_path / "mirror" / "simple" / "tiny" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<a href="../../files/{WHEEL}">x</a>')
+    finder = Finder(Sources(), local_folders=(str(tmp_path / "mirror" / "simple"),))
+    assert not finder.declares(linked) and not finder.declares(stray)  # before the page is read: only the folder
+    got = verified_copy(URL, sha(data), VerifiedStore(tmp_path / "store"), finder, name="tiny")
+    assert got.read_bytes() == data
+    assert finder.declares(linked) and not finder.declares(stray)
+
+
 @pytest.mark.parametrize("recorded", ["", "0" * 63, "A" * 64, "0" * 64 + "\n", None])
 def test_a_lock_without_a_usable_sha256_is_refused(tmp_path, recorded):
     with pytest.raises(IntegrityError, match=f"records no usable sha256 for {WHEEL}") as caught:

@@ -399,7 +399,7 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     conda = sorted(p.name for p in cpu.packages(cpu.platforms()[0]) if p.location.endswith(".conda"))
     assert conda == ["pip", "python", "rt-base", "rt-kernel", "rt-lib", "rt-tool", "setuptools", "wheel"]
     assert data["status"] == "installed" and data["conda_packages"] == len(conda)
-    assert data["enter"]["pixi"] == "pixi shell -e cpu" and data["enter"]["shell"].startswith("export CONDA_PREFIX=")
+    assert data["enter"]["pixi"] == "pixi shell -e cpu" and data["enter"]["shell"] == f"source {copy / '.resolver' / 'envs' / 'cpu' / 'bin' / 'activate'}"
     done = subprocess.run([*cmd, "install", "--env", "nope"], env=env, capture_output=True, text=True)
     assert done.returncode == 7 and done.stderr.count("\n") == 1 and "no environment 'nope'" in done.stderr
 

@@ -72,7 +72,7 @@ def test_an_index_out_of_reach_gives_way_to_pips_own_index(wheels, tmp_path, mon
     monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
     result = pypi.resolve(pypi.PypiRequest(("rtpy",), python=f"{sys.version_info.major}.{sys.version_info.minor}",
                                           platform=host_subdir(), index_url="http://127.0.0.1:9/simple"),
-                          tmp_path / "cache", tmp_path / "verified")
+                          ProjectPaths(tmp_path))
     assert result.skipped_indexes == ("http://127.0.0.1:9/simple",)
     assert [(a.name, local_path(a.location)) for a in result.artifacts] == [("rtpy", wheel)]
 

@@ -38,13 +38,15 @@ def test_digest_is_order_and_boundary_sensitive(tmp_path):
 
 def test_a_stamp_records_inputs_result_and_time(tmp_path):
     stamps = Stamps(tmp_path / "steps")
-    one, two = digest("in-1"), digest("in-2")
+    one, two = digest("in-1"), digest("in-2")  # a stamp's inputs are a digest (a record of another shape is ignored)
     stamps.write("verify", one, {"ok": True})
     record = json.loads((tmp_path / "steps" / "verify.json").read_text())
     assert record["inputs"] == one and record["result"] == {"ok": True} and record["at"] > 0
     assert stamps.read("verify") == record and stamps.read("lock") is None
     assert stamps.is_current("verify", one) and not stamps.is_current("verify", two)
     assert not stamps.is_current("lock", one)  # another step's stamp does not count
+    stamps.write("lock", "in-1")
+    assert stamps.read("lock") is None and not stamps.is_current("lock", "in-1")  # not a digest: not a stamp
     stamps.clear("verify")
     stamps.clear("verify")  # clearing what is not there is fine
     assert not (tmp_path / "steps" / "verify.json").exists()
@@ -79,15 +81,17 @@ def test_jsonable():
 def test_the_step_list_prints_each_step_as_it_ends(tmp_path, capsys):
     log = StepLog(log_file=tmp_path / "setup.log")
     log.add(StepReport("lock", "skipped", "pixi.lock is current", 0.25))
+    log.add(StepReport("patch", "done", "header \x1b[31mred", 0.5))
     log.add(StepReport("build", "failed", "nvcc \x1b[31mred", 12.0))
     out = capsys.readouterr()
     assert out.err == "" and out.out.splitlines() == [
         "  · lock     skipped       0.2s  pixi.lock is current",
-        "  ✗ build    failed       12.0s  (the error follows)"]  # the command prints the error once, below
-    assert (tmp_path / "setup.log").read_text().splitlines() == [
-        "  · lock     skipped       0.2s  pixi.lock is current",
-        "  ✗ build    failed       12.0s  nvcc \x1b[31mred"]  # the log keeps a failed step's whole message
-    assert [r.name for r in log.reports] == ["lock", "build"]
+        "  ✓ patch    done          0.5s  header \\x1b[31mred",
+        "  ✗ build    failed       12.0s  (the error follows)"]  # printed once, below the list, by the command
+    logged = (tmp_path / "setup.log").read_text().splitlines()
+    assert logged[0] == "  · lock     skipped       0.2s  pixi.lock is current"
+    assert "nvcc \\x1b[31mred" in logged[-1] and "\x1b" not in "".join(logged)  # the log keeps the message
+    assert [r.name for r in log.reports] == ["lock", "patch", "build"]
 
 
 def test_the_step_list_goes_to_stderr_beside_json_and_nowhere_when_quiet(capsys):

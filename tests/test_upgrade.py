@@ -516,3 +516,27 @@ def test_the_warnings_only_the_new_torch_raises_are_counted_and_named_from_the_t
     assert found["by_package"] == {"mamba_ssm": 3} and found["new_deprecations"][0]["api_change"] == "amp-custom-fwd"
     assert "state-spaces/mamba#496" in found["new_deprecations"][0]["source"]
     assert checks[0].status == "info" and checks[0].detail.startswith("3 deprecation warning(s) only the new torch")
+
+
+def test_the_proof_is_stale_when_site_packages_changes_and_not_when_bytecode_is_written(tmp_path):
+    """A package added (its .dist-info) or a startup hook (.pth) makes a passed proof stale; the bytecode
+    the proof itself writes when it first imports a package (``__pycache__`` in site-packages and in the
+    package's folder) does not."""
+    import subprocess as sp
+
+    from resolver.upgrade.journey import _site_listing
+
+    site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("X = 1\n")
+    (site / "single.py").write_text("Y = 2\n")
+    before = _site_listing(tmp_path / "env")
+    sp.run([sys.executable, "-c", "import pkg, single"], cwd=tmp_path, check=True,
+           env={"PYTHONPATH": str(site), "PATH": os.environ.get("PATH", "")})
+    assert (site / "__pycache__").is_dir() and (site / "pkg" / "__pycache__").is_dir()
+    assert _site_listing(tmp_path / "env") == before
+    (site / "other-1.0.dist-info").mkdir()
+    added = _site_listing(tmp_path / "env")
+    assert added != before
+    (site / "hook.pth").write_text("import os\n")
+    assert _site_listing(tmp_path / "env") != added

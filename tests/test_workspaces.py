@@ -178,6 +178,9 @@ def test_lock_cuda13_on_the_gpu_double_keeps_their_named_cuda_platforms(tmp_path
     assert removed_lines(lock_before, lock_after) == []
     assert_kept(RawLock.parse(lock_before), RawLock.parse(lock_after), plan.env_name)
     assert "torch-2.14.1-" in lock_after and "/cuda-nvcc-13.0" in lock_after
+    from resolver.lock.current import lock_status
+
+    assert lock_status(project, [plan]).about(plan.env_name) == ()  # where its lock put it: current, not stale
 
 
 def test_a_relock_after_pixi_renamed_nothing_matches_platforms_by_identity(tmp_path, conda_forge, monkeypatch):

@@ -65,12 +65,15 @@ def environment_packages(ctx: Context, cuda: DottedVersion | None = None) -> tup
     # expect `pip` in an environment (conda_forge.toml [[python_package]] python, pip)
     packages = [("python", f"{python_text(ctx.python)}.*"), ("pip", "*")]
     because = f"a conda environment with its own Python {python_text(ctx.python)} and pip, as conda pairs them"
-    if cuda is not None:
-        toolkit = ctx.k.conda_forge.toolkit_specs(cuda)
+    toolkit = ctx.k.conda_forge.toolkit_specs(cuda) if cuda is not None else ()
+    if toolkit:
         packages += list(toolkit)
-        because += (f" and the CUDA {cuda.truncate(2)} toolkit ({', '.join(n for n, _ in toolkit)}, pinned by "
+        because += (f", and the CUDA {cuda.truncate(2)} toolkit ({', '.join(n for n, _ in toolkit)}, pinned by "
                     f"cuda-version {cuda.truncate(2)}.*): the kernels compile with the environment's own nvcc, "
                     f"whatever this machine has installed")
+    elif cuda is not None:
+        because += (f"; conda-forge packages no CUDA {cuda.major} compiler, so the kernels compile with the nvcc "
+                    f"{cuda.major}.x of the machine that builds them")
     ctx.step("environment", ", ".join(f"{n} {s}" for n, s in packages), because)
     return tuple(packages)
 

@@ -10,6 +10,7 @@ from resolver.decide.choices import (
     cxx_note,
     environment_packages,
     glibc_note,
+    kernel_compiler,
     kernel_versions,
     torch_choice,
 )
@@ -179,10 +180,13 @@ def _kernels(ctx: Context, release: TorchRelease, cuda: DottedVersion, gpus: lis
         ctx.warn(f"{', '.join(sorted({g.short for g in below}))}: {below[0].cc.sm} is below the architectures upstream "
                  f"builds and tests (>= {upstream_min.sm}); the kernels are built for it, but upstream does not test it")
     wheels, uncovered = _prebuilt_wheels(ctx, release, cuda, gpus, packages)
-    toolkit, toolkit_source = f"nvcc {cuda.truncate(2)}", "environment"
-    ctx.step("kernels-compiler", f"the environment's nvcc {cuda.truncate(2)}",
-             f"the environment gets cuda-nvcc pinned to torch's CUDA {cuda.truncate(2)} (cuda-version), so the "
-             f"kernels do not depend on this machine's nvcc ({ctx.profile.cuda_toolkit or 'none'})")
+    if ctx.k.conda_forge.toolkit_specs(cuda):
+        toolkit, toolkit_source = f"nvcc {cuda.truncate(2)}", "environment"
+        ctx.step("kernels-compiler", f"the environment's nvcc {cuda.truncate(2)}",
+                 f"the environment gets cuda-nvcc pinned to torch's CUDA {cuda.truncate(2)} (cuda-version), so the "
+                 f"kernels do not depend on this machine's nvcc ({ctx.profile.cuda_toolkit or 'none'})")
+    else:  # conda-forge packages no nvcc of this CUDA major: the kernels need this machine's
+        toolkit, toolkit_source = kernel_compiler(ctx, "nvcc", cuda, ctx.profile.cuda_toolkit)
     for line in uncovered:
         ctx.step("prebuilt", "unusable", line)
     if len(wheels) == len(packages):
@@ -284,7 +288,8 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
     torch = torch_choice(ctx, release, variant, conda)
     kernel_choice = KernelChoice(strategy="build" if kernels else "none", arch_list=arch_list if kernels else (),
                                  packages=packages, toolkit=f"nvcc {cuda.truncate(2)}" if kernels else None,
-                                 toolkit_source="environment" if kernels else None)
+                                 toolkit_source=(None if not kernels else "environment"
+                                                 if ctx.k.conda_forge.toolkit_specs(cuda) else "target"))
     environment = environment_packages(ctx, cuda if kernels else None)
     summary = (f"A plan for another machine: torch {release.latest}+{variant.tag} (CUDA {cuda}) for Python "
                f"{python_text(ctx.python)}; no NVIDIA GPU here, so the driver and GPU checks happen on the target. "

@@ -56,10 +56,12 @@ class Finder:
                   *(sources.conda_channels or ()), *declared]
         self.roots = tuple(dict.fromkeys(str(root) for root in map(_folder_of, places) if root is not None))
         self._pages: dict[Path, str] = {}
+        self._linked: set[Path] = set()  # files a declared local index links to (PEP 503 hrefs may leave its folder)
 
     def declares(self, path: Path) -> bool:
-        """Whether ``path`` lies inside a folder the project declares (both resolved, links followed)."""
-        return any(inside(root, path) for root in self.roots)
+        """Whether ``path`` lies inside a folder the project declares (both resolved, links followed), or is a
+        file a declared local index links to."""
+        return path.resolve() in self._linked or any(inside(root, path) for root in self.roots)
 
     def candidates(self, url: str, name: str | None = None) -> list[str]:
         """Places to take ``url`` from, best first (local ones before any download)."""
@@ -100,6 +102,7 @@ class Finder:
             if file_name_of(target) == file_name:
                 resolved = local_path(urljoin(page.as_uri(), target))
                 if resolved is not None and resolved.is_file():
+                    self._linked.add(resolved.resolve())
                     return str(resolved)
         return None
 

@@ -107,7 +107,12 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
         yield IndexesChanged(environment=name, wanted=(index,), locked=(spec.index_url,) if spec.index_url else (),
                              found_in=MANIFEST)
     platform = manifest.planned_platform(plan)
-    if platform.name not in [p.name for p in spec.platforms]:
+    # a CUDA environment is locked on its subdir's own platform when declaring the CUDA one would add it to
+    # environments pixi.lock holds as they are (lock says so in a note): while the workspace still does not
+    # declare that platform, the environment is where its lock put it
+    on_base = plan.backend == "cuda" and platform.name not in manifest.platforms() and \
+        any(p.subdir == plan.platform and p.cuda is None for p in spec.platforms)
+    if platform.name not in [p.name for p in spec.platforms] and not on_base:
         yield PlatformAdded(environment=name, platform=platform.name, found_in=MANIFEST)
 
 

@@ -136,11 +136,14 @@ def step_line(report: StepReport, *, whole: bool = False) -> str:
 
 
 def append_to_log(log_file: Path | None, text: str) -> None:
-    """Add ``text`` (one or more lines) to the run's log file; a log that cannot be written is no error."""
+    """Add ``text`` (one or more lines) to the run's log file, its control characters escaped as on screen
+    (someone will ``cat`` it); a log that cannot be written is no error."""
+    from resolver.names import printable
+
     if log_file is None:
         return
     with contextlib.suppress(OSError), open(log_file, "a", encoding="utf-8") as handle:
-        handle.write(text.rstrip("\n") + "\n")
+        handle.write(printable(text.rstrip("\n"), keep_newlines=True) + "\n")
 
 
 @dataclass

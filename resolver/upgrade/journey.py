@@ -287,15 +287,21 @@ class _Journey:
 
 
 def _site_listing(env: Path) -> list[tuple[str, int]]:
-    """What sits in the environment's site-packages (names and mtimes): a package installed or removed after the
-    install, or a startup hook (.pth), changes it, and a proof made before is not reused."""
+    """What sits in the environment's site-packages: a package installed or removed after the install (its
+    .dist-info, named and timed), or a startup hook (.pth, any file, timed), changes it, and a proof made before
+    is not reused. Bytecode is left out: the first import of a package writes its ``__pycache__`` (which also
+    touches the package folder's mtime), and running the proof must not make the proof stale."""
     found = []
     for site in sorted(env.glob("lib/python3*/site-packages")):
         try:
-            found += sorted((entry.name, entry.stat(follow_symlinks=False).st_mtime_ns) for entry in os.scandir(site))
+            for entry in os.scandir(site):
+                if entry.name == "__pycache__":
+                    continue
+                timed = not entry.is_dir(follow_symlinks=False) or entry.name.endswith((".dist-info", ".egg-info"))
+                found.append((entry.name, entry.stat(follow_symlinks=False).st_mtime_ns if timed else 0))
         except OSError:
             continue
-    return found
+    return sorted(found)
 
 
 def _expected_archs(step: UpgradeStep) -> tuple[str, ...]:
