@@ -274,3 +274,57 @@ source = "test fixture"
     plan = decide(profile, Request(), knowledge).plan
     assert (plan.torch.version, plan.torch.variant) == ("2.15.0", "cu130")
     assert decide(profile, Request(), K).plan.torch.version != "2.15.0"
+
+
+# ------------------------------------------------------------------ each consistency check, on a broken copy
+def _broken(**tables) -> list[str]:
+    from dataclasses import replace
+
+    return replace(Knowledge.load(), **tables).problems()
+
+
+def test_releases_out_of_order_or_repeated_are_reported() -> None:
+    k = Knowledge.load()
+    message = "torch.toml: releases are not in ascending order or repeat"
+    assert message in _broken(releases=tuple(reversed(k.releases)))
+    assert message in _broken(releases=k.releases + k.releases[-1:])
+
+
+def test_a_release_whose_latest_is_of_another_line_is_reported() -> None:
+    k = Knowledge.load()
+    last = k.releases[-1]
+    broken = _broken(releases=k.releases[:-1] + (last._replace(latest="1.0.0"),))
+    assert f"torch {last.name}: latest 1.0.0 is not a {last.name}.x release" in broken
+
+
+def test_a_release_without_a_cpu_variant_or_with_a_variant_twice_is_reported() -> None:
+    k = Knowledge.load()
+    last = k.releases[-1]
+    no_cpu = last._replace(variants=tuple(v for v in last.variants if v.tag != "cpu"))
+    assert f"torch {last.name}: no cpu variant" in _broken(releases=k.releases[:-1] + (no_cpu,))
+    cpu = next(v for v in last.variants if v.tag == "cpu")
+    twice = last._replace(variants=last.variants + (cpu,))
+    assert f"torch {last.name}: variant cpu listed twice for {cpu.platforms[0]}" in \
+        _broken(releases=k.releases[:-1] + (twice,))
+
+
+def test_a_glibc_floor_below_the_release_before_is_reported() -> None:
+    k = Knowledge.load()
+    last, before = k.releases[-1], k.releases[-2]
+    lowered = last._replace(glibc_min=type(last.glibc_min).parse("2.0"))
+    assert f"torch {last.name}: glibc floor 2.0 is below {before.name}'s" in \
+        _broken(releases=k.releases[:-1] + (lowered,))
+
+
+def test_a_gpu_name_listed_twice_is_reported() -> None:
+    k = Knowledge.load()
+    model = k.nvidia_models[0]
+    assert f"gpus.toml: {model.names[0].lower()!r} is listed twice" in \
+        _broken(nvidia_models=k.nvidia_models + (model,))
+
+
+def test_a_kernel_release_of_an_unknown_package_is_reported() -> None:
+    k = Knowledge.load()
+    kernel = k.kernel_releases[0]
+    assert f"mamba.toml: release of unknown package {kernel.package}" in _broken(kernel_packages=tuple(
+        p for p in k.kernel_packages if p.name != kernel.package))
