@@ -127,8 +127,9 @@ def test_every_field_of_the_shipped_table_is_read_as_written():
     from resolver.doctor.signatures import DATA_FILE
 
     rows = tomllib.loads(DATA_FILE.read_text(encoding="utf-8"))["signature"]
-    assert [s.id for s in SIGNATURES] == [row["id"] for row in rows]
-    for sig, row in zip(SIGNATURES, rows):
+    signatures = load_signatures()  # read here, not at import: the reading is what is tested
+    assert [s.id for s in signatures] == [row["id"] for row in rows]
+    for sig, row in zip(signatures, rows):
         assert (sig.title, sig.cause, sig.fix, sig.sources) == (row["title"], row["cause"], row["fix"], tuple(row["sources"]))
         assert [p.pattern for p in sig.patterns] == row["patterns"]
         assert [p.pattern for p in sig.requires] == row.get("requires", [])
@@ -140,6 +141,7 @@ def test_every_field_of_the_shipped_table_is_read_as_written():
 
 def test_a_row_with_only_the_required_keys_takes_the_defaults(tmp_path):
     (sig,) = load_signatures(table(tmp_path, MINIMAL.format(id="a", pattern="x")))
+    assert (sig.id, sig.title, sig.cause, sig.fix, [p.pattern for p in sig.patterns]) == ("a", "t", "c", "f", ["x"])
     assert (sig.logs, sig.requires, sig.at_end, sig.fix_detail, sig.category, sig.specificity) == ((), (), False, "", "", 50)
     assert (sig.unless_same, sig.rocm, sig.rocm_not, sig.sources) == ((), (), (), ("s",))
     assert load_signatures(table(tmp_path, "# no signatures\n")) == ()
