@@ -230,4 +230,5 @@ def test_the_log_file_gets_the_text_with_one_line_end(tmp_path):
     append_to_log(log, "\nfirst  \n\n")
     append_to_log(log, "second")
     append_to_log(None, "nowhere")
-    assert log.read_text() == "\nfirst  \nsecond\n"
+    append_to_log(log, "set CUDA_HOME=X\n")
+    assert log.read_text() == "\nfirst  \nsecond\nset CUDA_HOME=X\n"
