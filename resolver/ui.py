@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,14 @@ from typing import Any, Callable, TextIO
 from resolver.names import printable
 
 HEARTBEAT_S = 10.0  # not on a terminal: a progress line this often while work runs
+_WRITING = threading.Lock()  # environments lock side by side: each line is written whole, never interleaved
+
+
+def _emit(stream: TextIO, text: str, end: str = "\n") -> None:
+    """``text`` and its end in one write, flushed, while no other thread of ours writes."""
+    with _WRITING:
+        stream.write(text + end)
+        stream.flush()
 
 
 @dataclass
@@ -42,7 +51,7 @@ class Output:
     def info(self, text: str) -> None:
         self._log(text)
         if not self.quiet:
-            print(printable(text, keep_newlines=True), file=sys.stderr if self.json_mode else self.stream)
+            _emit(sys.stderr if self.json_mode else self.stream, printable(text, keep_newlines=True))
 
     def progress(self, label: str, done: int, total: int | None, started: float, *, unit: str = "",
                  expected_s: float | None = None, detail: str = "", pace_started: float | None = None,
@@ -63,14 +72,14 @@ class Output:
                                        pace_s=now - pace_started if pace_started is not None else None,
                                        expected_from=expected_from))
         if sys.stderr.isatty():
-            print("\r\033[K" + text, end="\n" if finished else "", file=sys.stderr, flush=True)
+            _emit(sys.stderr, "\r\033[K" + text, end="\n" if finished else "")
             if finished and elapsed >= 1.0:
                 self._log(text)
             return
         last = self._last_print.get(label)
         if (finished and elapsed >= 1.0) or (not finished and now - (last if last is not None else started) >= HEARTBEAT_S):
             self._last_print[label] = now
-            print(text, file=sys.stderr, flush=True)
+            _emit(sys.stderr, text)
             self._log(text)
 
     def heartbeat(self, label: str, poll: Callable[[], tuple], *, unit: str = "",
@@ -83,7 +92,7 @@ class Output:
     def _log(self, text: str) -> None:
         if self.log_file is not None:
             try:
-                with open(self.log_file, "a", encoding="utf-8") as handle:
+                with _WRITING, open(self.log_file, "a", encoding="utf-8") as handle:
                     handle.write(printable(text, keep_newlines=True).rstrip("\n") + "\n")
             except OSError:
                 pass
