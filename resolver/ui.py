@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,14 @@ from typing import Any, Callable, TextIO
 from resolver.names import printable
 
 HEARTBEAT_S = 10.0  # not on a terminal: a progress line this often while work runs
+_WRITING = threading.Lock()  # environments lock side by side: each line is written whole, never interleaved
+
+
+def _emit(stream: TextIO, text: str, end: str = "\n") -> None:
+    """``text`` and its end in one write, flushed, while no other thread of ours writes."""
+    with _WRITING:
+        stream.write(text + end)
+        stream.flush()
 
 
 @dataclass
@@ -42,18 +51,19 @@ class Output:
     def info(self, text: str) -> None:
         self._log(text)
         if not self.quiet:
-            print(printable(text, keep_newlines=True), file=sys.stderr if self.json_mode else self.stream)
+            _emit(sys.stderr if self.json_mode else self.stream, printable(text, keep_newlines=True))
 
     def progress(self, label: str, done: int, total: int | None, started: float, *, unit: str = "",
                  expected_s: float | None = None, detail: str = "", pace_started: float | None = None,
-                 expected_from: str = "the last run") -> None:
+                 pace_done: int = 0, expected_from: str = "the last run") -> None:
         """Progress of long work: one overwriting line on a terminal; in a log (not a terminal) a line
         every 10 s while it runs and one when it ends, and nothing for work that took under a second.
 
         ``unit="bytes"`` shows the counts as sizes; ``expected_s``, how long the same work took last
         time, makes the estimate of what is left (a linear estimate from the first units misleads when
         the slow units come last; ``expected_from`` names that run); ``detail`` is said before the counts ("23/40 files");
-        ``pace_started``: when the counted work began, if later than ``started`` (a later phase of it)."""
+        ``pace_started``: when the counted work began, if later than ``started`` (a later phase of it), and
+        ``pace_done`` how much of it was done by then."""
         if self.quiet or self.json_mode:
             return
         now = time.monotonic()
@@ -61,16 +71,17 @@ class Output:
         finished = bool(total) and done >= total
         text = printable(progress_text(label, done, total, elapsed, unit=unit, expected_s=expected_s, detail=detail,
                                        pace_s=now - pace_started if pace_started is not None else None,
+                                       pace_done=pace_done,
                                        expected_from=expected_from))
         if sys.stderr.isatty():
-            print("\r\033[K" + text, end="\n" if finished else "", file=sys.stderr, flush=True)
+            _emit(sys.stderr, "\r\033[K" + text, end="\n" if finished else "")
             if finished and elapsed >= 1.0:
                 self._log(text)
             return
         last = self._last_print.get(label)
         if (finished and elapsed >= 1.0) or (not finished and now - (last if last is not None else started) >= HEARTBEAT_S):
             self._last_print[label] = now
-            print(text, file=sys.stderr, flush=True)
+            _emit(sys.stderr, text)
             self._log(text)
 
     def heartbeat(self, label: str, poll: Callable[[], tuple], *, unit: str = "",
@@ -83,7 +94,7 @@ class Output:
     def _log(self, text: str) -> None:
         if self.log_file is not None:
             try:
-                with open(self.log_file, "a", encoding="utf-8") as handle:
+                with _WRITING, open(self.log_file, "a", encoding="utf-8") as handle:
                     handle.write(printable(text, keep_newlines=True).rstrip("\n") + "\n")
             except OSError:
                 pass
@@ -104,7 +115,7 @@ class Heartbeat:
         self.progress, self.label, self.poll, self.expected_from = progress, label, poll, expected_from
         self.unit, self.expected_s, self.every_s, self.enabled = unit, expected_s, every_s, enabled
         self.started = time.monotonic()
-        self._phase: tuple[object, float] | None = None  # (the poll's phase, when it was first seen)
+        self._phase: tuple[object, float, int] | None = None  # (the poll's phase, when first seen, done by then)
         self._stop = None
         self._thread = None
 
@@ -133,14 +144,15 @@ class Heartbeat:
         detail = rest[0] if rest else ""
         unit = rest[1] if len(rest) > 1 else self.unit
         phase = rest[2] if len(rest) > 2 else None
-        if self._phase is None or self._phase[0] != phase:
-            self._phase = (phase, time.monotonic() if self._phase is not None else self.started)
+        if self._phase is None or self._phase[0] != phase:  # a later phase is timed from what it had done when seen
+            self._phase = (phase, time.monotonic(), max(done, 0)) if self._phase is not None else (phase, self.started, 0)
         if final and total:
             done = total
         elif total and done >= total:
             done = total - 1  # "all done" is said once, when the work has really ended
         self.progress(self.label, max(done, 0), total, self.started, unit=unit, expected_s=self.expected_s,
-                      detail=detail, pace_started=self._phase[1], expected_from=self.expected_from)
+                      detail=detail, pace_started=self._phase[1], pace_done=self._phase[2],
+                      expected_from=self.expected_from)
         return bool(final and total)
 
     def __exit__(self, kind, value, traceback) -> None:
@@ -158,7 +170,7 @@ MIN_SHARE = 0.02  # a linear estimate from less of the work than this is noise (
 
 def progress_text(label: str, done: int, total: int | None, elapsed: float, *, unit: str = "",
                   expected_s: float | None = None, detail: str = "", pace_s: float | None = None,
-                  expected_from: str = "the last run") -> str:
+                  pace_done: int = 0, expected_from: str = "the last run") -> str:
     """The words of one progress report.
 
     >>> progress_text("compiling", 3, 14, 25.0)
@@ -179,6 +191,10 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
     'installing: byte-compiling, 26/10160 (0%) 75s elapsed'
     >>> progress_text("installing", 2600, 10160, 95.0, detail="byte-compiling", pace_s=20.0)  # the phase's own pace
     'installing: byte-compiling, 2600/10160 (25%) 95s elapsed, ~58s left'
+    >>> progress_text("installing", 522, 9981, 20.0, detail="byte-compiling", pace_s=0.1, pace_done=522)  # just seen
+    'installing: byte-compiling, 522/9981 (5%) 20s elapsed'
+    >>> progress_text("installing", 2522, 9981, 30.0, detail="byte-compiling", pace_s=10.0, pace_done=522)
+    'installing: byte-compiling, 2522/9981 (25%) 30s elapsed, ~37s left'
     """
     if not total and detail:
         return f"{label}: {detail}, {duration_text(elapsed)} elapsed"
@@ -194,9 +210,9 @@ def progress_text(label: str, done: int, total: int | None, elapsed: float, *, u
         if share > 0.5 and done < total:  # past half-way the work's own pace says more than last time
             left = elapsed / share * (1 - share)
         tail = f", ~{duration_text(left)} left ({duration_text(expected_s)} expected from {expected_from})"
-    elif done and share >= MIN_SHARE:
+    elif done > pace_done and (done - pace_done) / total >= MIN_SHARE:  # the pace of what was timed
         pace = elapsed if pace_s is None else pace_s
-        tail = f", ~{duration_text(pace / done * (total - done))} left"
+        tail = f", ~{duration_text(pace / (done - pace_done) * (total - done))} left"
     else:
         tail = ""  # too little done yet to tell what is left from its pace
     return f"{label} {count(done)}/{count(total)} ({100 * done // total}%) {duration_text(elapsed)} elapsed{tail}"

@@ -63,3 +63,29 @@ def test_quiet_and_json_print_no_progress(capsys):
     Output(quiet=True).progress("x", 1, 1, started)
     Output(json_mode=True).progress("x", 1, 1, started)
     assert capsys.readouterr().err == ""
+
+
+def test_lines_from_threads_working_side_by_side_are_never_interleaved(tmp_path):
+    """Environments lock side by side, each saying what it does: every line reaches the screen and the log
+    whole (a stream that yields between writes would split ``text`` from its line end otherwise)."""
+    import io
+    import threading
+    import time
+
+    class Yielding(io.StringIO):
+        def write(self, text):
+            written = super().write(text)
+            time.sleep(0)  # another thread may run between two writes
+            return written
+
+    stream = Yielding()
+    out = Output(stream=stream, log_file=tmp_path / "run.log")
+    threads = [threading.Thread(target=lambda n=n: [out.info(f"env{n}: step {i}") for i in range(300)])
+               for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    expected = sorted(f"env{n}: step {i}" for n in range(4) for i in range(300))
+    assert sorted(stream.getvalue().splitlines()) == expected
+    assert sorted((tmp_path / "run.log").read_text().splitlines()) == expected
