@@ -63,10 +63,10 @@ def _run_in_env(project: ProjectPaths, code: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", autouse=True)
 def first_build(project):
-    """The first build of the project (arch 7.5): the later tests' "cached" means this one, whatever
-    order they run in."""
+    """The first build of the project (arch 7.5), before any other test of the module builds in it: the
+    later tests' "cached" means this one, whatever order they run in."""
     return build(project, _options(arch="7.5"))
 
 

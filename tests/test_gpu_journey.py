@@ -88,7 +88,8 @@ def h100_run(project, conda_channel) -> tuple[subprocess.CompletedProcess, float
 @pytest.fixture(scope="module")
 def h100_rerun(project, h100_run, conda_channel) -> subprocess.CompletedProcess:
     """The same setup again, right after the first (before the mixed node changes the environment's
-    kernels), whatever order the tests run in."""
+    kernels and the progress test builds another variant into the channel: both ask for this fixture),
+    whatever order the tests run in."""
     assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
     return setup(project, DOUBLES / "h100-1x-driver580", channel=conda_channel)
 
@@ -168,7 +169,7 @@ def test_mixed_a100_t4_node_builds_both_architectures_into_the_same_environment(
     assert result["verify"]["ok"] is True
 
 
-def test_a_kernel_build_shows_its_progress_with_an_estimate_from_the_last_build(project, h100_run):
+def test_a_kernel_build_shows_its_progress_with_an_estimate_from_the_last_build(project, h100_run, h100_rerun):
     """What a user sees while kernels compile, here not on a terminal (a log, CI): the translation units
     done of the total with the time so far and what is left, estimated from the H100 run's build of the
     same package, a line every 10 s while it runs and one when it ends."""

@@ -121,9 +121,16 @@ def test_the_environment_can_be_entered_and_has_pip(newcomer, first_setup):
     assert python == f"{env}/bin/python" and pip == f"{env}/bin/pip" and f"{env}/lib/python3" in version
 
 
-def test_a_second_setup_is_instant_and_still_says_the_caveats(newcomer, first_setup):
+@pytest.fixture(scope="module")
+def second_setup(newcomer, first_setup) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """The second `setup --json` and a `setup --dry-run`, right after the first: before any test adds a
+    package to the clone (those tests ask for this fixture, so it runs first whatever the order)."""
     assert first_setup.returncode == 0
-    again = newcomer.run("setup", "--json")
+    return newcomer.run("setup", "--json"), newcomer.run("setup", "--dry-run")
+
+
+def test_a_second_setup_is_instant_and_still_says_the_caveats(first_setup, second_setup):
+    again, dry = second_setup
     assert again.returncode == 0, again.stderr[-3000:]
     document = validate_output("setup", again.stdout, 0)
     statuses = {s["name"]: s["status"] for s in document["steps"]}
@@ -131,7 +138,6 @@ def test_a_second_setup_is_instant_and_still_says_the_caveats(newcomer, first_se
     first_caveats = re.findall(r"^  ! (\w+): (.+)$", first_setup.stdout, flags=re.M)
     assert [(c["step"], c["text"]) for c in document["caveats"]] == first_caveats
     readable(again.stderr)
-    dry = newcomer.run("setup", "--dry-run")
     assert dry.returncode == 0
     assert dry.stdout.startswith("mamba-resolver setup --dry-run in ")
     assert "dry run: nothing was changed; everything is current, a real run would skip every step." in dry.stdout
@@ -150,7 +156,7 @@ def test_the_tour(newcomer, first_setup, command):
     validate_output(argv[3], json_done.stdout, json_done.returncode)
 
 
-def test_a_package_added_as_the_summary_says_is_locked_and_installed(newcomer, first_setup, tmp_path):
+def test_a_package_added_as_the_summary_says_is_locked_and_installed(newcomer, first_setup, second_setup, tmp_path):
     """The summary's way: `NAME = "*"` under [feature.cpu.pypi-dependencies], then setup."""
     import channel_factory as cf
 
@@ -176,7 +182,7 @@ def test_a_package_added_as_the_summary_says_is_locked_and_installed(newcomer, f
     assert findings["drift"]["status"] == "ok"
 
 
-def test_a_pip_install_by_hand_is_named_by_doctor(newcomer, first_setup, tmp_path):
+def test_a_pip_install_by_hand_is_named_by_doctor(newcomer, first_setup, second_setup, tmp_path):
     import channel_factory as cf
 
     assert first_setup.returncode == 0
