@@ -5,8 +5,6 @@ gives. The download itself is covered by tests/test_store.py (a loopback server)
 from __future__ import annotations
 
 import hashlib
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
@@ -315,38 +313,29 @@ def test_a_file_url_mirror_that_lacks_the_file_is_nowhere_to_be_found(tmp_path):
         verified_copy(URL, sha(b"x"), VerifiedStore(tmp_path / "store"), finder)
 
 
-class _Serve(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        self.server.paths.append(self.path)  # type: ignore[attr-defined]
-        body = self.server.body  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format, *args) -> None:  # noqa: A002
-        pass
+BODY = b"downloaded wheel"
 
 
 @pytest.fixture
-def served():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Serve)
-    httpd.body, httpd.paths = b"downloaded wheel", []  # type: ignore[attr-defined]
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+def served(tmp_path):
+    """A mirror on a loopback server: the wheel, and another name with the same bytes."""
+    import channel_factory as cf
+
+    for name in (WHEEL, WHEEL.replace("tiny", "other")):
+        put(tmp_path / "site" / "mirror" / "packages", name, BODY)
+    server = cf.ChannelServer(tmp_path / "site")
+    yield server
+    server.close()
 
 
 def test_what_nothing_local_holds_is_downloaded_through_its_mirror_and_checked(tmp_path, served):
-    mirror = f"http://127.0.0.1:{served.server_address[1]}/mirror"
-    finder = Finder(Sources(mirrors=(("https://files.example.org", mirror),)))
+    finder = Finder(Sources(mirrors=(("https://files.example.org", served.url + "mirror"),)))
     seen = []
-    got = verified_copy(URL, sha(served.body), VerifiedStore(tmp_path / "store"), finder,
+    got = verified_copy(URL, sha(BODY), VerifiedStore(tmp_path / "store"), finder,
                         progress=lambda what, done, total, started, **_: seen.append((what, done, total)))
-    assert got.read_bytes() == served.body and got.name == WHEEL
-    assert served.paths == [f"/mirror/packages/{WHEEL}"]
-    assert seen and seen[-1] == (f"downloading {WHEEL}", len(served.body), len(served.body))
+    assert got.read_bytes() == BODY and got.name == WHEEL
+    assert served.requests == [f"GET /mirror/packages/{WHEEL}"]
+    assert seen and seen[-1] == (f"downloading {WHEEL}", len(BODY), len(BODY))
     with pytest.raises(IntegrityError):
         verified_copy(URL.replace("tiny", "other"), sha(b"not what is served"), VerifiedStore(tmp_path / "store"), finder)
 
