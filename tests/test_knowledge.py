@@ -328,3 +328,38 @@ def test_a_kernel_release_of_an_unknown_package_is_reported() -> None:
     kernel = k.kernel_releases[0]
     assert f"mamba.toml: release of unknown package {kernel.package}" in _broken(kernel_packages=tuple(
         p for p in k.kernel_packages if p.name != kernel.package))
+
+
+def test_a_toolkits_driver_floor_on_linux_and_on_windows() -> None:
+    """The floor of a toolkit minor is its earliest release's, read for the driver's OS: CUDA 11.8's Windows
+    driver floor (520.06) is below its Linux one (520.61.05), so a 520.10 driver runs 11.8 on Windows (WSL)
+    and only 11.7 on Linux; a full version is taken by its minor."""
+    k = Knowledge.load()
+    V = DottedVersion.parse
+    assert k.toolkit_floor(V("12.4")) == V("550.54.14") and k.toolkit_floor(V("12.4.1")) == V("550.54.14")
+    assert k.toolkit_floor(V("12.4"), "win") == V("551.61")
+    assert k.toolkit_floor(V("11.8"), "win") == V("520.06") and k.toolkit_floor(V("11.8")) == V("520.61.05")
+    assert k.toolkit_floor(V("9.9")) is None
+    assert k.newest_cuda_for_driver(V("520.10"), "win") == V("11.8")
+    assert k.newest_cuda_for_driver(V("520.10")) == V("11.7")
+    assert k.newest_cuda_for_driver(V("300.0")) is None
+
+
+def test_a_build_fix_holds_inside_its_nvcc_range_and_at_its_bounds() -> None:
+    V = DottedVersion.parse
+    fix = Knowledge.load().build_fixes[0]._replace(nvcc_min=V("12.8"), nvcc_below=V("13.1"))
+    assert [fix.holds_for_nvcc(V(v)) for v in ("12.6", "12.8", "12.8.93", "13.0.88", "13.1", "13.2")] == \
+        [False, True, True, True, False, False]
+    assert fix._replace(nvcc_below=None).holds_for_nvcc(V("14.0")) and not fix._replace(nvcc_below=None).holds_for_nvcc(V("12.6"))
+    assert fix._replace(nvcc_min=None).holds_for_nvcc(V("11.8")) and not fix._replace(nvcc_min=None).holds_for_nvcc(V("13.1"))
+    assert fix._replace(nvcc_min=None, nvcc_below=None).holds_for_nvcc(V("9.0"))
+
+
+def test_an_api_change_is_crossed_only_by_an_upgrade_through_its_release() -> None:
+    V = DottedVersion.parse
+    change = Knowledge.load().api_changes[0]._replace(torch=V("2.6"))
+    assert change.crossed_by(V("2.5.1"), V("2.6.0")) and change.crossed_by(V("2.5"), V("2.6"))
+    assert change.crossed_by(V("2.4"), V("2.7.1"))
+    assert not change.crossed_by(V("2.6.0"), V("2.7"))  # already past it
+    assert not change.crossed_by(V("2.4"), V("2.5.9"))  # not yet there
+    assert not change.crossed_by(V("2.6"), V("2.6.3"))
