@@ -182,3 +182,23 @@ def conda_channel() -> Path:
     except LookupError as exc:
         pytest.skip(str(exc))
     return toolchain_channel.cached_channel()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """A channel folder of real built packages (what `build --variant` jobs leave in .resolver/channel)."""
+    import channel_factory as cf
+
+    return cf.build_channel(tmp_path_factory.mktemp("built") / "channel")
+
+
+@pytest.fixture()
+def served(tmp_path):
+    """An empty folder served over HTTP on 127.0.0.1: (the folder, its server)."""
+    import channel_factory as cf
+
+    folder = tmp_path / "site"
+    folder.mkdir()
+    server = cf.ChannelServer(folder)
+    yield folder, server
+    server.close()

@@ -1,6 +1,6 @@
 """pixi's rules for pixi.toml and pixi.lock, checked the way pixi reads them (no pixi binary can be had
-here). Each rule is one function returning the problems it finds; the facts and their places in
-pixi's source are in ../shared/notes/pixi-compat.md (pixi 0.77, rattler_lock 0.32):
+here). Each rule is one function returning the problems it finds, with its place in pixi's source
+(pixi 0.77, rattler_lock 0.32):
 
 * ``every_environment``: every environment of the manifest is in the lock, for exactly the platforms it
   declares (``lock_file/outdated.rs`` ~270-285, ``satisfiability/environment.rs`` AdditionalPlatformsInLockFile);

@@ -17,21 +17,6 @@ from resolver.errors import BadInput, IntegrityError, SourceUnreachable
 from resolver.fleet.channel import fetch_package, packages_of
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """A channel folder of real built packages (what `build --variant` jobs leave in .resolver/channel)."""
-    return cf.build_channel(tmp_path_factory.mktemp("built") / "channel")
-
-
-@pytest.fixture()
-def served(tmp_path):
-    folder = tmp_path / "site"
-    folder.mkdir()
-    server = cf.ChannelServer(folder)
-    yield folder, server
-    server.close()
-
-
 def publish(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, RESOLVER_PROJECT=str(cwd)) if cwd else dict(os.environ)
     return subprocess.run([sys.executable, "-m", "resolver", "channel", "publish", *args, "--json"], env=env,

@@ -79,21 +79,6 @@ REASONS = {"dotdot-path": "'..' part", "absolute-path": "an absolute path", "sym
            "index-says-another-package": "its file name is not rt-kernel-1.2.0-cpu_0.conda"}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """Real packages, as `build --variant` jobs leave them."""
-    return cf.build_channel(tmp_path_factory.mktemp("built") / "channel")
-
-
-@pytest.fixture()
-def served(tmp_path):
-    folder = tmp_path / "site"
-    folder.mkdir()
-    server = cf.ChannelServer(folder)
-    yield folder, server
-    server.close()
-
-
 def node(tmp_path: Path) -> tuple[ProjectPaths, SimpleNamespace]:
     """A fleet node's project and an environment prefix to link kernels into."""
     project = ProjectPaths(tmp_path / "node")

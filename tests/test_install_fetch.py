@@ -317,7 +317,7 @@ BODY = b"downloaded wheel"
 
 
 @pytest.fixture
-def served(tmp_path):
+def mirror_served(tmp_path):
     """A mirror on a loopback server: the wheel, and another name with the same bytes."""
     import channel_factory as cf
 
@@ -328,13 +328,13 @@ def served(tmp_path):
     server.close()
 
 
-def test_what_nothing_local_holds_is_downloaded_through_its_mirror_and_checked(tmp_path, served):
-    finder = Finder(Sources(mirrors=(("https://files.example.org", served.url + "mirror"),)))
+def test_what_nothing_local_holds_is_downloaded_through_its_mirror_and_checked(tmp_path, mirror_served):
+    finder = Finder(Sources(mirrors=(("https://files.example.org", mirror_served.url + "mirror"),)))
     seen = []
     got = verified_copy(URL, sha(BODY), VerifiedStore(tmp_path / "store"), finder,
                         progress=lambda what, done, total, started, **_: seen.append((what, done, total)))
     assert got.read_bytes() == BODY and got.name == WHEEL
-    assert served.requests == [f"GET /mirror/packages/{WHEEL}"]
+    assert mirror_served.requests == [f"GET /mirror/packages/{WHEEL}"]
     assert seen and seen[-1] == (f"downloading {WHEEL}", len(BODY), len(BODY))
     with pytest.raises(IntegrityError):
         verified_copy(URL.replace("tiny", "other"), sha(b"not what is served"), VerifiedStore(tmp_path / "store"), finder)
