@@ -54,8 +54,10 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                          "test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch")),
                       "resolver/doctor/signatures.py", "resolver/doctor/context.py")),
     "lock-sources": (("resolver/lock/sources.py",), ("tests/test_lock_sources.py", "resolver/lock/sources.py")),
-    "lockfile": (("resolver/lock/lockfile.py",), ("tests/test_staleness.py", "tests/test_workspaces.py",
-                                                   "resolver/lock/lockfile.py")),
+    "lockfile": (("resolver/lock/lockfile.py",),
+                 ("tests/test_lockfile.py", "tests/test_staleness.py",
+                  "tests/test_workspaces.py::test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes",
+                  "resolver/lock/lockfile.py")),
     "install-fetch": (("resolver/install/fetch.py",), ("tests/test_install_fetch.py", "resolver/install/fetch.py")),
 }
 
