@@ -22,6 +22,7 @@ from resolver.lock.lockfile import (
     LockedPlatform,
     NotALock,
     PypiArtifact,
+    RawEnv,
     RawLock,
     absolute_location,
     check_lock_text,
@@ -515,6 +516,8 @@ def test_indexes_are_read_only_under_their_own_key():
                         .replace("    options:\n", "    options:\n    - '- not an index'\n"))
     assert raw.envs["a"].indexes() == ("https://i.example.org/simple", "https://j.example.org/simple")
     assert RawLock.parse(LAYOUT.replace("    indexes:\n", "    Indexes:\n")).envs["a"].indexes() == ()
+    assert RawEnv(["    - https://stray.example.org/simple", "    indexes:", "    - https://i.example.org/simple"],
+                  {}).indexes() == ("https://i.example.org/simple",)
 
 
 @pytest.mark.parametrize("text,message", [
@@ -626,7 +629,25 @@ def test_an_environment_name_that_is_a_path_is_refused(tmp_path):
     with pytest.raises(BadInput) as refused:
         read_lock(tmp_path / "pixi.lock", tmp_path)
     assert "../fb" in refused.value.message and str(tmp_path / "pixi.lock") in refused.value.message
-    assert "lowercase letters, digits and '-'" in refused.value.fix
+    assert refused.value.fix == ("restore pixi.lock from version control (or lock again); environment names are "
+                                 "lowercase letters, digits and '-'")
+
+
+def test_a_lock_larger_than_the_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    import resolver.lock.lockfile as lockfile
+
+    (tmp_path / "pixi.lock").write_text(EXPECTED)
+    monkeypatch.setattr(lockfile, "LOCK_LIMIT", 1024)
+    with pytest.raises(BadInput) as refused:
+        read_lock(tmp_path / "pixi.lock", tmp_path)
+    assert refused.value.message == f"the lock file {tmp_path / 'pixi.lock'} is larger than 1024 bytes"
+
+
+def test_a_lock_that_is_not_utf8_is_not_a_lock_in_one_sentence(tmp_path):
+    (tmp_path / "pixi.lock").write_bytes(EXPECTED.replace("name: plain", "name: pl\xe4in").encode("latin-1"))
+    with pytest.raises(NotALock) as refused:
+        read_lock(tmp_path / "pixi.lock", tmp_path)
+    assert refused.value.message.startswith(f"{tmp_path / 'pixi.lock'} cannot be read as a pixi.lock (")
 
 
 def test_a_lock_in_another_layout_is_read_as_rattler_writes_it(tmp_path):
