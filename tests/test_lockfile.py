@@ -370,6 +370,8 @@ def test_an_environments_json_names_its_packages(tmp_path):
     ("/p/r/chan/", "./chan/"),
     ("file:///p/r/my%20chan/a+b~c_d-e.conda", "./my%20chan/a+b~c_d-e.conda"),
     ("/p/r/wheel dir/x@y.whl", "./wheel%20dir/x%40y.whl"),
+    ("file:///p/r/chan//", "./chan/"),
+    ("/p/r/local-X/", "./local-X/"),
     ("file:///p/r2/chan/a.conda", None),
     ("/p/r", None),
     ("/p/other/a.conda", None),
@@ -382,6 +384,19 @@ def test_a_location_inside_the_project_is_relative(value, expected, tmp_path):
     value = value.replace("/p/", f"{tmp_path}/p/".replace(" ", "%20") if value.startswith("file:") else f"{tmp_path}/p/", 1)
     assert relative_location(value, root) == expected
     assert relative_location(value, Path(str(root) + "/")) == expected
+
+
+def test_a_project_at_the_root_of_the_file_system_or_named_with_any_letter():
+    assert relative_location("/chan/noarch/a.conda", Path("/")) == "./chan/noarch/a.conda"
+    assert relative_location("file:///chan/", Path("/")) == "./chan/"
+
+
+@pytest.mark.parametrize("folder", ["proj", "GPU-BOX", "my project", "v1.0"])
+def test_a_location_inside_a_project_folder_of_any_name_is_relative(tmp_path, folder):
+    root = tmp_path / folder
+    root.mkdir()
+    assert relative_location(f"{root}/chan/a.conda", root) == "./chan/a.conda"
+    assert relative_location(f"{root}-other/chan/a.conda", root) is None
 
 
 def test_a_project_root_given_through_a_link_is_resolved(tmp_path):
@@ -413,6 +428,10 @@ platforms:
 - name: linux-64
 - name: 'p1'
   subdir: linux-64
+- name: ''
+  subdir: noarch
+- name: XPU-BOX
+  subdir: linux-64
 environments:
   b:
     channels: []
@@ -423,6 +442,8 @@ environments:
     indexes:
     - "https://i.example.org/simple"
     - https://j.example.org/simple
+    - "https://k.example.org/caf\\u00e9/it's"
+    - 'https://l.example.org/it''s'
     options:
       pypi-prerelease-mode: if-necessary-or-explicit
     packages:
@@ -445,11 +466,12 @@ packages:
 
 def test_a_lock_is_cut_into_rattlers_blocks_and_joined_sorted_as_rattler_sorts():
     raw = RawLock.parse(LAYOUT)
-    assert list(raw.platforms) == ["linux-64", "p1"]
+    assert list(raw.platforms) == ["linux-64", "p1", "", "XPU-BOX"]  # as YAML reads the names
     assert raw.platforms["p1"] == ["- name: 'p1'", "  subdir: linux-64"]
     assert list(raw.envs) == ["b", "a"]
     assert raw.envs["b"].head == ["    channels: []"] and raw.envs["b"].packages == {}
-    assert raw.envs["a"].indexes() == ("https://i.example.org/simple", "https://j.example.org/simple")
+    assert raw.envs["a"].indexes() == ("https://i.example.org/simple", "https://j.example.org/simple",
+                                       "https://k.example.org/caf\u00e9/it's", "https://l.example.org/it's")
     assert raw.envs["a"].packages == {
         "p1": [((2, "https://f.example.org/z-1-py3-none-any.whl"), ["      - pypi: https://f.example.org/z-1-py3-none-any.whl"]),
                ((0, "https://c.example.org/linux-64/y-1-0.conda"), ["      - conda: https://c.example.org/linux-64/y-1-0.conda"])],
@@ -461,6 +483,10 @@ def test_a_lock_is_cut_into_rattlers_blocks_and_joined_sorted_as_rattler_sorts()
 # header
 version: 7
 platforms:
+- name: ''
+  subdir: noarch
+- name: XPU-BOX
+  subdir: linux-64
 - name: linux-64
 - name: 'p1'
   subdir: linux-64
@@ -471,6 +497,8 @@ environments:
     indexes:
     - "https://i.example.org/simple"
     - https://j.example.org/simple
+    - "https://k.example.org/caf\\u00e9/it's"
+    - 'https://l.example.org/it''s'
     options:
       pypi-prerelease-mode: if-necessary-or-explicit
     packages:
@@ -514,7 +542,8 @@ def test_a_platform_whose_packages_are_gone_is_left_out():
 def test_indexes_are_read_only_under_their_own_key():
     raw = RawLock.parse(LAYOUT.replace("    indexes:\n", "    find-links:\n    - path: ./wheels\n    indexes:\n")
                         .replace("    options:\n", "    options:\n    - '- not an index'\n"))
-    assert raw.envs["a"].indexes() == ("https://i.example.org/simple", "https://j.example.org/simple")
+    assert raw.envs["a"].indexes() == RawLock.parse(LAYOUT).envs["a"].indexes()
+    assert len(raw.envs["a"].indexes()) == 4
     assert RawLock.parse(LAYOUT.replace("    indexes:\n", "    Indexes:\n")).envs["a"].indexes() == ()
     assert RawEnv(["    - https://stray.example.org/simple", "    indexes:", "    - https://i.example.org/simple"],
                   {}).indexes() == ("https://i.example.org/simple",)
