@@ -567,6 +567,19 @@ def test_indexes_are_read_only_under_their_own_key():
      "line 7: not in rattler's layout"),
     ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages:\n      linux-64:\n       odd\n",
      "line 7: not in rattler's layout"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages:\n      linux-64:\n       odd:\n",
+     "line 7: not in rattler's layout"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages:\n      linux-64:\n        extras:\n",
+     "line 7: not in rattler's layout"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages:\n      linux-64\n", "line 6: not in rattler's layout"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages: {}\n      linux-64:\n",
+     "line 6: expected an environment name"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    channels: []\n", "line 6: expected '    packages:' or "
+     "'    packages: {}'"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages: {}\n", "line 6: expected 'packages:' or "
+     "'packages: []'"),
+    ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages:\n      linux-64:\n      - conda: x\n",
+     "line 8: expected 'packages:' or 'packages: []'"),
     ("version: 7\nplatforms: []\nenvironments:\n  a:\n    packages:\n      linux-64:\n      - npm: x\n",
      "'- npm: x' is not a package entry"),
     ("version: 7\nplatforms: []\nenvironments: {}\npackages: []\nextra: 1\n", "line 5: unexpected after the packages"),
@@ -577,6 +590,18 @@ def test_a_lock_not_in_rattlers_layout_is_refused_naming_its_line(text, message)
     with pytest.raises(ValueError) as refused:
         RawLock.parse(text)
     assert str(refused.value) == message
+
+
+def test_lines_a_newer_writer_adds_under_a_selected_package_are_kept_with_it():
+    text = LAYOUT.replace("      - conda: https://c.example.org/linux-64/y-1-0.conda\n",
+                          "      - conda: https://c.example.org/linux-64/y-1-0.conda\n        variant: a\n        more:\n"
+                          "        - b\n")
+    raw = RawLock.parse(text)
+    assert raw.envs["a"].packages["p1"][1][1] == ["      - conda: https://c.example.org/linux-64/y-1-0.conda",
+                                                "        variant: a", "        more:", "        - b"]
+    assert raw.envs["a"].packages["p1"][0][1] == ["      - pypi: https://f.example.org/z-1-py3-none-any.whl"]
+    assert "      - conda: https://c.example.org/linux-64/y-1-0.conda\n        variant: a\n        more:\n        - b\n" \
+        "      - pypi: " in raw.text()
 
 
 def test_a_package_entry_line_too_long_to_quote_is_cut():
