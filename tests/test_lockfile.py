@@ -593,15 +593,12 @@ def test_a_lock_not_in_rattlers_layout_is_refused_naming_its_line(text, message)
 
 
 def test_lines_a_newer_writer_adds_under_a_selected_package_are_kept_with_it():
-    text = LAYOUT.replace("      - conda: https://c.example.org/linux-64/y-1-0.conda\n",
-                          "      - conda: https://c.example.org/linux-64/y-1-0.conda\n        variant: a\n        more:\n"
-                          "        - b\n")
+    z, y = "      - pypi: https://f.example.org/z-1-py3-none-any.whl", "      - conda: https://c.example.org/linux-64/y-1-0.conda"
+    text = LAYOUT.replace(f"{z}\n", f"{z}\n        extras:\n        - cli\n").replace(f"{y}\n", f"{y}\n        variant: a\n")
     raw = RawLock.parse(text)
-    assert raw.envs["a"].packages["p1"][1][1] == ["      - conda: https://c.example.org/linux-64/y-1-0.conda",
-                                                "        variant: a", "        more:", "        - b"]
-    assert raw.envs["a"].packages["p1"][0][1] == ["      - pypi: https://f.example.org/z-1-py3-none-any.whl"]
-    assert "      - conda: https://c.example.org/linux-64/y-1-0.conda\n        variant: a\n        more:\n        - b\n" \
-        "      - pypi: " in raw.text()
+    assert [lines for _, lines in raw.envs["a"].packages["p1"]] == [[z, "        extras:", "        - cli"],
+                                                                   [y, "        variant: a"]]
+    assert f"{y}\n        variant: a\n{z}\n        extras:\n        - cli\n" in raw.text()
 
 
 def test_a_package_entry_line_too_long_to_quote_is_cut():
