@@ -6,10 +6,12 @@ recorder stands in for ``RESOLVER_CRASH_AT``, whose real kill the CLI tests exer
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from resolver.patch.registry import KnownHeader, Registry
 from resolver.patch.report import PatchOutcome
 from resolver.patch.transform import add_static_inline
 from resolver.paths import ProjectPaths
+from resolver.versions import DottedVersion
 
 PATCH_ID = "rocm6.0-bf16-inline"
 REGISTRY = load_registry(extra_tables=[TABLE])
@@ -187,12 +190,14 @@ def test_in_place_apply_that_cannot_write_says_to_use_the_overlay_and_changes_no
     assert tree_state(root) == before and not _record_path(project, root).exists()
 
 
-def test_in_place_run_finishes_a_record_left_applying(project, root):
+def test_in_place_run_finishes_a_record_left_applying(project, root, crash_points):
     _run(project, root, in_place=True)
     record_path = _record_path(project, root)
     record = _json(record_path)
     record_path.write_text(json.dumps(dict(record, state="applying")))
+    crash_points.clear()
     outcome = _one(project, root, in_place=True)
+    assert crash_points == ["in-place-record:after-temp", "in-place-record:after-replace"]
     assert outcome == PatchOutcome(PATCH_ID, "already-applied", f"{root / HEADER} already holds {PATCH_ID} (fixed in place)",
                                    file=root / HEADER, target=root / HEADER, sha256_before=FIXED_SHA,
                                    sha256_after=FIXED_SHA, header_state="original")
@@ -579,13 +584,16 @@ def test_no_rocm_says_where_it_looked(project, monkeypatch, tmp_path):
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         report = _run(project, None)
-        assert (report.rocm, report.overlay) == (None, None)
+        assert (report.mode, report.action, report.rocm, report.overlay, report.dry_run) == \
+            ("overlay", "apply", None, None, False)
         assert report.outcomes == (PatchOutcome(PATCH_ID, "not-needed",
                                                 f"no ROCm installation found ({looked}): nothing to fix"),)
     monkeypatch.delenv("ROCM_PATH", raising=False)
     monkeypatch.delenv("ROCM_HOME", raising=False)
     if os.path.isdir("/opt/rocm"):
         pytest.skip("this machine has /opt/rocm")
+    report = _run(project, None, in_place=True, check=True, dry_run=True)
+    assert (report.mode, report.action, report.dry_run) == ("in-place", "check", True)
     assert _one(project, None).message == ("no ROCm installation found (/opt/rocm; set ROCM_PATH or pass "
                                            "--rocm-root if it is elsewhere): nothing to fix")
 
@@ -643,3 +651,194 @@ def test_the_build_is_told_which_fix_is_missing(project, root):
     (root / HEADER).write_bytes(data)
     upstream = _registry_with(KnownHeader(_sha_bytes(data), "upstream-fixed"))
     assert overlay_include_dir(ProjectPaths(project), root, registry=upstream) is None
+
+
+# -- records keep UTC times ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def far_time_zone(monkeypatch):
+    """A local zone 5 h 30 min east of UTC for the test's duration."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _is_now_in_utc(stamp: str) -> bool:
+    when = datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    return abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) < 120
+
+
+def test_records_keep_their_times_in_utc_whatever_the_local_zone(project, root, far_time_zone):
+    assert time.strftime("%H:%M", time.localtime(0)) == "05:30"
+    _run(project, root)
+    _run(project, root, in_place=True)
+    assert _is_now_in_utc(_json(_overlay(project) / RECORD_NAME)["patches"][PATCH_ID]["time"])
+    assert _is_now_in_utc(_json(_record_path(project, root))["time"])
+    _run(project, root, in_place=True, revert=True)
+    assert _is_now_in_utc(_json(_record_path(project, root))["reverted"])
+
+
+# -- more than one patch or series ---------------------------------------------------------------------------
+
+
+def test_the_build_is_told_every_missing_fix(project, root):
+    both = Registry((SPEC, dataclasses.replace(SPEC, id="rocm6.0-other-fix")))
+    with pytest.raises(EnvironmentProblem) as caught:
+        overlay_include_dir(ProjectPaths(project), root, registry=both)
+    assert caught.value.message == f"ROCm 6.0.2 needs the header fix {PATCH_ID}, rocm6.0-other-fix, which is not in the overlay"
+
+
+def test_a_fix_for_two_series_names_both(tmp_path, project):
+    two = dataclasses.replace(SPEC, rocm_versions=(DottedVersion.parse("6.0"), DottedVersion.parse("6.1")))
+    root = make_rocm(tmp_path / "a", version="5.7.1").resolve()
+    data = ORIGINAL + b"//\n"
+    (root / HEADER).write_bytes(data)
+    assert _one(project, root, Registry((two,))).message == \
+        f"ROCm 5.7.1 is older than the 6.0.x, 6.1.x this fix is for: {PATCH_ID} is not needed"
+    older = dataclasses.replace(two, headers=two.headers + (KnownHeader(_sha_bytes(data), "older-affected"),))
+    assert _one(project, root, Registry((older,))).message == \
+        (f"this header (sha256 {_sha_bytes(data)[:12]}…) has the same defect, but {PATCH_ID} is for ROCm 6.0, 6.1 "
+         "and mamba-ssm needs ROCm 6.0 or newer")
+
+
+def test_in_place_revert_follows_the_record_even_when_the_fixed_bytes_are_a_known_header(project, root):
+    """A forced fix whose result the table later lists (as fixed upstream, say) is still ours to revert."""
+    header = root / HEADER
+    edited = ORIGINAL + b"// a distribution's variant\n"
+    header.write_bytes(edited)
+    _run(project, root, in_place=True, force=True)
+    listed = _registry_with(KnownHeader(sha(header), "upstream-fixed"))
+    outcome = _one(project, root, listed, in_place=True, revert=True)
+    assert (outcome.status, outcome.header_state) == ("reverted", "upstream-fixed")
+    assert header.read_bytes() == edited
+
+
+def test_a_sibling_folder_linked_out_of_the_overlay_is_refused_before_the_first_write(tmp_path, project, root):
+    (root / "include" / "hip" / "extra").mkdir()
+    (root / "include" / "hip" / "extra" / "more.h").write_text("#pragma once\n")
+    neighbour = root / SIBLINGS[0]
+    neighbour.write_text(neighbour.read_text() + '\n#include "../extra/more.h"\n')
+    overlay, elsewhere = tmp_path / "overlay", tmp_path / "elsewhere"
+    (overlay / "include" / "hip").mkdir(parents=True)
+    elsewhere.mkdir()
+    (overlay / "include" / "hip" / "extra").symlink_to(elsewhere)
+    with pytest.raises(BadInput) as caught:
+        _run(project, root, overlay=overlay)
+    assert caught.value.message == f"the sibling header include/hip/extra/more.h leads outside the overlay {overlay}"
+    assert not (overlay / HEADER).exists() and not list(elsewhere.iterdir())
+
+
+def test_a_fix_inserts_the_words_its_patch_names(project, root):
+    header = root / HEADER
+    edited = ORIGINAL + b"//\n"
+    header.write_bytes(edited)
+    other_words = dataclasses.replace(SPEC, fix=dataclasses.replace(SPEC.fix, insert="static __inline__"))
+    outcome = _one(project, root, Registry((other_words,)), force=True, in_place=True)
+    assert outcome.changes and all("static __inline__" in c.after for c in outcome.changes)
+    assert outcome.message.endswith("are now static __inline__")
+    assert header.read_bytes() == add_static_inline(edited.decode("latin-1"), SPEC.fix.functions,
+                                                    "static __inline__").text.encode("latin-1")
+
+
+def test_a_known_original_whose_fix_gives_another_checksum_is_an_integrity_error(project, root):
+    wrong = KnownHeader(ORIGINAL_SHA, "original", rocm=("6.0.2",), fixed_sha256="0" * 64)
+    registry = Registry((dataclasses.replace(SPEC, headers=(wrong,)),))
+    before = tree_state(root)
+    with pytest.raises(IntegrityError) as caught:
+        _run(project, root, registry)
+    assert caught.value.message == f"the fix of {root / HEADER} (ROCm 6.0.2) did not give the recorded checksum 000000000000…"
+    assert caught.value.fix == "report it: patches/ and the transformation disagree"
+    assert tree_state(root) == before and not (project / ".resolver").exists()
+
+
+def test_setup_is_refused_an_unknown_header_with_the_outcomes_fix(project, root):
+    from resolver.errors import Refusal
+    from resolver.patch import ensure_overlay
+    header = root / HEADER
+    header.write_bytes(ORIGINAL + b"//\n")
+    outcome = _one(project, root)
+    with pytest.raises(Refusal) as caught:
+        ensure_overlay(ProjectPaths(project), None, rocm_root=root, registry=REGISTRY)
+    assert (caught.value.message, caught.value.fix) == (outcome.message, outcome.fix)
+    assert outcome.fix.startswith("compare it with a ROCm 6.0 header")
+
+
+# -- apply: what a check, a dry run and an unknown header answer ----------------------------------------------
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_check_and_dry_run_say_what_would_be_written_and_write_nothing(project, root, in_place, dry_run):
+    header = root / HEADER
+    target = header if in_place else _overlay(project) / HEADER
+    label = "in place" if in_place else "into the overlay"
+    before = tree_state(root)
+    report = _run(project, root, in_place=in_place, **({"dry_run": True} if dry_run else {"check": True}))
+    verb = "would write" if dry_run else "needs"
+    assert report.outcomes == (PatchOutcome(
+        PATCH_ID, "needed", f"{header} {verb} the fix {PATCH_ID} {label}" + (f" ({target})" if dry_run else ""),
+        file=header, target=target, sha256_before=ORIGINAL_SHA, sha256_after=FIXED_SHA, header_state="original",
+        changes=_FIX.changes, fix="run `python -m resolver patch`" + (" --in-place" if in_place else "")),)
+    assert report.action == ("apply" if dry_run else "check") and report.dry_run is dry_run
+    assert tree_state(root) == before and not (project / ".resolver").exists()
+
+
+REFUSAL_FIX = ("compare it with a ROCm 6.0 header, then run `python -m resolver patch --force` to apply the structural "
+               "fix (it reports every line it changes)")
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_an_unknown_header_is_refused_and_a_check_calls_it_needed(project, root, check):
+    header = root / HEADER
+    header.write_bytes(ORIGINAL + b"// a local edit\n")
+    digest = sha(header)
+    assert _one(project, root, check=check) == PatchOutcome(
+        PATCH_ID, "needed" if check else "refused", f"{header} (ROCm 6.0.2) has sha256 {digest[:12]}…, which is "
+        f"neither a known original nor a known fixed result of {PATCH_ID}; refusing to guess", fix=REFUSAL_FIX,
+        file=header, sha256_before=digest, header_state="unknown")
+    assert not (project / ".resolver").exists()
+
+
+def test_an_unknown_header_of_an_unknown_release_is_refused_naming_the_root(tmp_path, project):
+    root = make_rocm(tmp_path, version=None).resolve()
+    (root / "include" / "hip" / "hip_version.h").unlink()
+    header = root / HEADER
+    header.write_bytes(ORIGINAL + b"// a local edit\n")
+    outcome = _one(project, root)
+    assert (outcome.status, outcome.fix) == ("refused", REFUSAL_FIX)
+    assert outcome.message.startswith(f"{header} (ROCm at {root}) has sha256 {sha(header)[:12]}…, ")
+
+
+def test_an_unknown_header_with_nothing_to_fix_is_not_needed(project, root):
+    header = root / HEADER
+    header.write_bytes((FIXTURES / "amd_hip_bf16-6.1.h").read_bytes() + b"// a local edit\n")
+    digest = sha(header)
+    for forced in (False, True):
+        assert _one(project, root, force=forced) == PatchOutcome(
+            PATCH_ID, "not-needed", f"{header} is not a header we know (sha256 {digest[:12]}…), but none of "
+            f"{', '.join(SPEC.fix.functions)} lacks inline: nothing to fix", file=header, sha256_before=digest,
+            header_state="unknown")
+    assert not (project / ".resolver").exists()
+
+
+def test_a_rocm_root_without_the_header_needs_nothing(project, root):
+    (root / HEADER).unlink()
+    for asked in ({}, {"in_place": True}, {"revert": True}, {"in_place": True, "revert": True}):
+        assert _one(project, root, **asked) == PatchOutcome(
+            PATCH_ID, "not-needed", f"ROCm at {root} has no {HEADER}: nothing to fix", file=root / HEADER)
+    assert not (project / ".resolver").exists()
+
+
+def test_stale_temporary_files_in_the_rocm_root_are_removed_only_by_an_in_place_write(project, root):
+    header = root / HEADER
+    stale = [header.parent / f".{name}.resolver-tmp-999999999" for name in (header.name, header.name + ".resolver-orig")]
+    for path in stale:
+        path.write_bytes(b"left by a killed run")
+    for asked in ({}, {"check": True}, {"in_place": True, "check": True}, {"in_place": True, "dry_run": True}):
+        _run(project, root, **asked)
+        assert all(path.exists() for path in stale), asked
+    _run(project, root, in_place=True)
+    assert not any(path.exists() for path in stale)
