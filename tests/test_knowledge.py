@@ -241,6 +241,12 @@ def test_malformed_version_is_refused(data_copy: Path) -> None:
         Knowledge.load(data_copy)
 
 
+def test_a_kernel_release_whose_version_is_not_pep_440_is_refused(data_copy: Path) -> None:
+    _edit(data_copy, "mamba.toml", 'version = "2.3.1"', 'version = "2.3.1-final-fix"')
+    with pytest.raises(KnowledgeError, match="'version' must be a PEP 440 version"):
+        Knowledge.load(data_copy)
+
+
 def test_adding_a_release_is_a_data_edit(data_copy: Path) -> None:
     """A new torch release appended to torch.toml is planned with, no code change."""
     (data_copy / "torch.toml").write_text((data_copy / "torch.toml").read_text() + '''
@@ -429,6 +435,9 @@ def _with_kernels(*versions: str) -> Knowledge:
     (("2.3.2.post1", "2.3.2", "2.3.1"), "2.3.2.post1"),
     (("2.3.2.post1", "2.3.2.1"), "2.3.2.1"),  # a later release beats a post-release of an earlier one
     (("2.3.2.post2", "2.3.2.post10", "2.3.2.post1"), "2.3.2.post10"),
+    (("2.3.2rc1", "2.3.2"), "2.3.2"),  # a final release is newer than its release candidates
+    (("2.3.3rc1", "2.3.2", "2.3.3.dev1"), "2.3.2"),  # and preferred to a later pre-release, as pip does
+    (("2.3.3rc1", "2.3.3b2"), "2.3.3rc1"),  # pre-releases alone: the newest of them
 ])
 def test_the_newest_kernel_release_is_the_highest_version(versions: tuple[str, ...], newest: str) -> None:
     V = DottedVersion.parse
