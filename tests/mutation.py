@@ -69,6 +69,8 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                   "tests/test_workspaces.py::test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes",
                   "resolver/lock/lockfile.py")),
     "install-fetch": (("resolver/install/fetch.py",), ("tests/test_install_fetch.py", "resolver/install/fetch.py")),
+    "install-ready": (("resolver/install/environment.py", "resolver/install/__init__.py"),
+                      ("tests/test_install_ready.py", "resolver/install/environment.py")),
 }
 
 COPIED = ("resolver", "tests", "pixi.toml", "recipes", "patches", "README.md", "docs")
