@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from resolver.conda import CondaRecord
-from resolver.errors import BadInput, EnvironmentProblem
+from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
 from resolver.install import (
     InstallSummary,
     _does_not_run,
@@ -33,6 +33,7 @@ from resolver.install import (
     seeded_pip,
 )
 from resolver.install.environment import READY_MARKER, Answer, Environment, ready_record
+from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock
 from resolver.paths import ProjectPaths
 from resolver.platforms import host_subdir
@@ -618,3 +619,277 @@ def test_an_environment_whose_python_is_another_prefix_does_not_run(tmp_path):
     final = script(tmp_path / "also", "echo warning >&2; echo /elsewhere")
     assert _does_not_run(final) == "warning"
     assert _does_not_run(script(tmp_path / "itself", f"echo {tmp_path / 'itself'}")) is None
+
+
+# ------------------------------------------------------------------------------------------ the cached build
+
+
+def runnable(folder: Path) -> Path:
+    """A folder that runs as a virtual environment of this Python (its interpreter linked, no packages)."""
+    (folder / "bin").mkdir(parents=True)
+    base = Path(sys.base_prefix) / "bin" / f"python{HERE_PY}"
+    (folder / "bin" / "python").symlink_to(base if base.exists() else Path(sys.executable).resolve())
+    (folder / "pyvenv.cfg").write_text(f"home = {(folder / 'bin' / 'python').resolve().parent}\n")
+    (folder / "conda-meta").mkdir()
+    (folder / "conda-meta" / "history").write_text("kept\n")
+    return folder
+
+
+def cached_build(project: ProjectPaths, built: Path) -> EnvBuild:
+    cached = EnvBuild(project.env_build("cpu", environment_digest(CONDA_ENV)), project.env("cpu"))
+    cached.keep(built)
+    assert cached.record() is not None
+    return cached
+
+
+def stop_at(prefix: str, said: list[str]):
+    def info(text: str) -> None:
+        said.append(text)
+        if text.startswith(prefix):
+            raise Rebuilding(text)
+    return info
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX virtual environment's layout")
+def test_a_cached_build_of_the_same_lock_is_linked_instead_of_built(tmp_path):
+    project = project_with(tmp_path, CONDA_ENV)
+    cached = cached_build(project, runnable(tmp_path / "built"))
+    said: list[str] = []
+    summary = install_environment(project, "cpu", info=stop_at("checking", said), bytecode="all")
+    assert (summary.status, summary.built_from, summary.bytecode) == ("installed", "cache", "all")
+    assert said == [f"linked the environment from the cache ({cached.folder})"]
+    assert (project.env("cpu") / "conda-meta" / "history").read_text() == "kept\n"
+    assert ready_record(project.env("cpu"))["lock_digest"] == environment_digest(CONDA_ENV)
+    assert sorted(p.name for p in project.envs.iterdir()) == ["cpu"]
+    again = install_environment(project, "cpu", info=stop_at("", said), bytecode="all")
+    assert again.status == "up-to-date"
+
+
+@pytest.mark.parametrize("how", [{"bytecode": "none"}, {"bytecode": "all", "use_cache": False}])
+def test_a_cached_build_is_not_used_without_bytecode_or_with_the_cache_off(tmp_path, how):
+    project = project_with(tmp_path, CONDA_ENV)
+    cached = cached_build(project, runnable(tmp_path / "built"))
+    said: list[str] = []
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", info=stop_at("checking", said), **how)
+    assert said == ["checking 3 locked artefacts"] and cached.record() is not None
+
+
+def test_force_never_links_the_cached_build_and_drops_it(tmp_path):
+    project = project_with(tmp_path, CONDA_ENV)
+    cached = cached_build(project, runnable(tmp_path / "built"))
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", force=True, info=stop_at("checking", []), bytecode="all")
+    assert not cached.folder.exists()
+
+
+def test_a_cached_build_whose_files_changed_is_dropped_and_the_lock_built(tmp_path):
+    project = project_with(tmp_path, CONDA_ENV)
+    cached = cached_build(project, runnable(tmp_path / "built"))
+    (cached.folder / "conda-meta" / "history").write_text("edited inside an environment\n")
+    said: list[str] = []
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", info=stop_at("checking", said), bytecode="all")
+    assert said == ["checking 3 locked artefacts"]
+    assert not cached.folder.exists() and list(project.envs.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a shell script stands for the interpreter")
+def test_a_cached_build_that_no_longer_runs_is_dropped_and_the_lock_built(tmp_path):
+    project = project_with(tmp_path, CONDA_ENV)
+    cached = cached_build(project, script(tmp_path / "built", "exit 1"))
+    said: list[str] = []
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", info=stop_at("checking", said), bytecode="all")
+    assert said == [f"linked the environment from the cache ({cached.folder})", "checking 3 locked artefacts"]
+    assert not cached.folder.exists()
+    # the build from the lock failed (here: stopped): what was linked is not taken for up to date next time
+    assert ready_record(project.env("cpu")) is None
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", info=stop_at("checking", []), bytecode="all")
+
+
+# ------------------------------------------------------------------------------------------ the locked artefacts
+
+
+def stored_env(project: ProjectPaths, tmp_path: Path) -> LockedEnv:
+    """CONDA_ENV's kind of lock whose every artefact is in the verified store already (nothing is fetched)."""
+    store, conda = project.verified_store, []
+    for name in ("python", "zlib"):
+        data = f"{name} package".encode()
+        sha = hashlib.sha256(data).hexdigest()
+        (tmp_path / f"{name}.conda").write_bytes(data)
+        rec = record(name, "1.0", sha)
+        store.copy_in(tmp_path / f"{name}.conda", sha, rec.file_name)
+        conda.append(rec)
+    wheel = b"wheel"
+    (tmp_path / "plain.whl").write_bytes(wheel)
+    artifact = PypiArtifact("plain", "1", WHEEL.location, hashlib.sha256(wheel).hexdigest())
+    store.copy_in(tmp_path / "plain.whl", artifact.sha256, artifact.file_name)
+    return LockedEnv("cpu", HOST, (FORGE,), tuple(conda), (artifact,), python="3.11")
+
+
+@pytest.mark.parametrize("bytecode, said", [("all", "compiled now (--bytecode all)"),
+                                            ("none", "on first import (--bytecode none)")])
+def test_every_locked_artefact_is_verified_before_anything_is_built(tmp_path, monkeypatch, bytecode, said):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    project = ProjectPaths(tmp_path / "project")
+    env = stored_env(project, tmp_path)
+    tmp_path.joinpath("project").mkdir()
+    project_with(tmp_path / "project", env)
+    seen: list[tuple] = []
+    messages: list[str] = []
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", info=stop_at("linking", messages), bytecode=bytecode, use_cache=False,
+                            progress=lambda what, done, total, started: seen.append((what, done, total)))
+    assert seen == [("verifying the locked files", n, 3) for n in (1, 2, 3)]
+    assert messages == ["checking 3 locked artefacts", f"bytecode: {said}", "linking 2 conda packages"]
+    assert list(project.envs.iterdir()) == []  # the half-made environment is gone
+
+
+def test_artefacts_are_verified_without_progress_when_none_is_shown(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    project = ProjectPaths(tmp_path / "project")
+    env = stored_env(project, tmp_path)
+    tmp_path.joinpath("project").mkdir()
+    project_with(tmp_path / "project", env)
+    with pytest.raises(Rebuilding):
+        install_environment(project, "cpu", info=stop_at("bytecode", []), bytecode="none")
+
+
+# ------------------------------------------------------------------------------------------ a whole install
+
+
+def python_package(tmp_path: Path, body: str) -> tuple[CondaRecord, Path]:
+    """A conda package ``python`` whose bin/python is a shell script (``body``), and its record: linked by
+    rattler in process, it stands for a conda interpreter (nothing is fetched, solved or compiled)."""
+    from package_factory import index_json, write_conda
+
+    index = index_json("python", "3.11.7", subdir=HOST.subdir)
+    path = write_conda(tmp_path / "chan", index, [{"name": "bin/python", "data": f"#!/bin/sh\n{body}\n".encode()}])
+    data = path.read_bytes()
+    fields = {**index, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    return CondaRecord("python", "3.11.7", "h0_0", HOST.subdir, f"{FORGE}{HOST.subdir}/{path.name}", FORGE,
+                       fields["sha256"], None, json.dumps(fields, sort_keys=True)), path
+
+
+def lock_of_stored_python(tmp_path: Path, body: str) -> ProjectPaths:
+    record_, package = python_package(tmp_path, body)
+    project = ProjectPaths(tmp_path / "project")
+    project.verified_store.copy_in(package, record_.sha256, record_.file_name)
+    tmp_path.joinpath("project").mkdir()
+    return project_with(tmp_path / "project", LockedEnv("cpu", HOST, (FORGE,), (record_,), python="3.11"))
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a shell script stands for the interpreter")
+@pytest.mark.parametrize("bytecode", ["all", "none"])
+def test_an_environment_is_built_from_the_lock_marked_ready_and_then_up_to_date(tmp_path, monkeypatch, bytecode):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    project = lock_of_stored_python(tmp_path, 'cd "$(dirname "$0")/.." && pwd')
+    said: list[str] = []
+    seen: list[tuple] = []
+    summary = install_environment(project, "cpu", info=said.append, bytecode=bytecode,
+                                  progress=lambda what, done, total, started: seen.append((what, done, total)))
+    assert (summary.status, summary.built_from, summary.bytecode, summary.kind) == \
+        ("installed", "lock", bytecode, "conda")
+    assert said[:3] == ["checking 1 locked artefacts", f"bytecode: {'compiled now' if bytecode == 'all' else 'on first import'} (--bytecode {bytecode})", "linking 1 conda packages"]
+    assert ("verifying the locked files", 1, 1) in seen
+    final = project.env("cpu")
+    assert (final / "bin" / "python").is_file() and sorted(p.name for p in project.envs.iterdir()) == ["cpu"]
+    assert ready_record(final)["lock_digest"] == summary.digest == locked_environment_digest(project, "cpu")
+    assert Environment.find(project) == Environment("cpu", final, "conda")
+    cache = EnvBuild(project.env_build("cpu", summary.digest), final)
+    assert (cache.record() is not None) == (bytecode == "all")  # the compiled build is kept for the next install
+    assert install_environment(project, info=said.append).status == "up-to-date"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a shell script stands for the interpreter")
+def test_an_environment_that_does_not_run_after_the_move_is_a_build_failure(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    project = lock_of_stored_python(tmp_path, "echo no such interpreter >&2; exit 1")
+    with pytest.raises(BuildFailed) as error:
+        install_environment(project, "cpu", bytecode="none")
+    assert refusal(error) == (f"the environment at {project.env('cpu')} does not run after the move (no such "
+                              "interpreter)", "run `python -m resolver install --env cpu --force`")
+
+
+# ------------------------------------------------------------------------------------------ more edges
+
+
+def test_the_newest_seeded_pip_is_named(tmp_path):
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    for version in ("22.0", "23.0", "24.2"):
+        (site / f"pip-{version}.dist-info").mkdir(parents=True)
+    assert seeded_pip(tmp_path, "venv", LockedEnv("fb", HOST, (), (), (WHEEL,), fallback=True)) == ["pip==24.2"]
+
+
+def test_a_fallbacks_marker_names_the_pip_its_python_seeded(tmp_path):
+    project = ProjectPaths(tmp_path)
+    env = LockedEnv("fb", HOST, (), (), (WHEEL,), fallback=True, python=HERE_PY)
+    _into_place(project, _target(project, env),
+                lambda tmp: (tmp / "lib" / "python3.11" / "site-packages" / "pip-24.2.dist-info").mkdir(parents=True))
+    assert ready_record(project.env("fb"))["seeded"] == ["pip==24.2"]
+    assert ready_record(project.env("fb"))["kind"] == "venv"
+
+
+def test_a_make_that_fails_before_making_anything_raises_its_own_error(tmp_path):
+    project = ProjectPaths(tmp_path)
+
+    def make(tmp: Path) -> None:
+        raise Rebuilding("nothing made")
+    with pytest.raises(Rebuilding, match="nothing made"):
+        _into_place(project, _target(project, CONDA_ENV), make)
+
+
+def test_a_leftover_that_cannot_be_removed_does_not_stop_install(tmp_path):
+    project = ProjectPaths(tmp_path)
+    project.envs.mkdir(parents=True)
+    project.env_builds.mkdir(parents=True)
+    for link in (project.envs / ".cpu.tmp-1", project.envs / ".cpu.old-2", project.env_builds / ".cpu-ab.part-3"):
+        link.symlink_to(tmp_path / "gone")  # rmtree refuses a link
+    _remove_leftovers(project, "cpu")
+
+
+def test_a_wheel_inside_the_project_is_located_from_the_projects_root(tmp_path):
+    (tmp_path / "wheels").mkdir()
+    inside = PypiArtifact("plain", "1", str(tmp_path / "wheels" / "plain-1-py3-none-any.whl"), "cd" * 32)
+    project = project_with(tmp_path, LockedEnv("cpu", HOST, (FORGE,), CONDA_ENV.conda, (inside,), python="3.11"))
+    assert "wheels/plain-1-py3-none-any.whl" in project.lockfile.read_text()
+    location = locked_environment(project, "cpu").pypi[0].location
+    assert location == (tmp_path / "wheels" / "plain-1-py3-none-any.whl").resolve().as_uri()
+
+
+def test_an_environment_locked_for_two_other_machines_names_both(tmp_path):
+    third = LockedPlatform("third", "win-64", ())
+    envs = [LockedEnv("cpu", p, (FORGE,), (record("python", "3.11.7", subdir=p.subdir),)) for p in (OTHER, third)]
+    if host_subdir() in (OTHER.subdir, third.subdir):
+        pytest.skip("this machine is one of them")
+    with pytest.raises(EnvironmentProblem) as error:
+        locked_environment(project_with(tmp_path, *envs), "cpu")
+    assert error.value.message in {f"environment 'cpu' is locked for {a}, {b}, not for this machine ({host_subdir()})"
+                                   for a, b in ((OTHER.subdir, "win-64"), ("win-64", OTHER.subdir))}
+
+
+def test_the_locked_digest_of_one_environment_among_several(tmp_path):
+    gpu = LockedEnv("gpu", HOST, (FORGE,), CONDA_ENV.conda)
+    project = project_with(tmp_path, CONDA_ENV, gpu)
+    assert locked_environment_digest(project, "gpu") == environment_digest(gpu) != environment_digest(CONDA_ENV)
+
+
+def test_a_child_runs_with_the_variables_it_is_given_and_the_resolver_importable(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    env = Environment("cpu", tmp_path, "venv")
+    done = env.run_python(["-c", "import os; print(os.environ['RESOLVER_MARK'], os.environ['PYTHONPATH'])"],
+                          timeout=60, env={"RESOLVER_MARK": "given", "PATH": os.environ.get("PATH", "")})
+    package_parent = str(Path(__import__("resolver").__file__).resolve().parents[1])
+    assert done.stdout.split() == ["given", package_parent], done.stderr
+
+
+def test_a_helpers_answer_is_its_marked_document(tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "helper_answering.py").write_text('print("RESOLVER-JSON {\\"ok\\": true}")\n')
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    answer = Environment("cpu", tmp_path, "venv").call("helper_answering", timeout=60)
+    assert answer.document == {"ok": True} and answer.completed.returncode == 0

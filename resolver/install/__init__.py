@@ -212,7 +212,8 @@ def _linked(project: ProjectPaths, target: _Target, cached: EnvBuild, info: Info
     except _NoCachedBuild:
         return False
     if _does_not_run(target.final):  # e.g. the interpreter a cached venv points at is gone
-        cached.drop()
+        (target.final / READY_MARKER).unlink()  # not ready: should the build from the lock fail, no later
+        cached.drop()                           # install may call this environment up to date
         return False
     return True
 
