@@ -773,19 +773,30 @@ def python_package(tmp_path: Path, body: str) -> tuple[CondaRecord, Path]:
                        fields["sha256"], None, json.dumps(fields, sort_keys=True)), path
 
 
-def lock_of_stored_python(tmp_path: Path, body: str) -> ProjectPaths:
+def lock_of_stored_python(tmp_path: Path, body: str, where: str = "store") -> ProjectPaths:
+    """A project locking that package: already in the verified store, or in a local channel of the lock."""
     record_, package = python_package(tmp_path, body)
     project = ProjectPaths(tmp_path / "project")
-    project.verified_store.copy_in(package, record_.sha256, record_.file_name)
+    channel = FORGE
+    if where == "store":
+        project.verified_store.copy_in(package, record_.sha256, record_.file_name)
+    else:
+        channel = (tmp_path / "chan").resolve().as_uri() + "/"
+        record_ = CondaRecord(record_.name, record_.version, record_.build, record_.subdir, package.resolve().as_uri(),
+                              channel, record_.sha256, None, record_.fields)
     tmp_path.joinpath("project").mkdir()
-    return project_with(tmp_path / "project", LockedEnv("cpu", HOST, (FORGE,), (record_,), python="3.11"))
+    if where != "store":  # the channel is one the project declares
+        project.manifest.write_text(f'[workspace]\nname = "p"\nchannels = ["{channel}"]\nplatforms = ["{HOST.subdir}"]\n'
+                                    '\n[environments]\ncpu = []\n')
+    return project_with(tmp_path / "project", LockedEnv("cpu", HOST, (channel,), (record_,), python="3.11"))
 
 
 @pytest.mark.skipif(os.name == "nt", reason="a shell script stands for the interpreter")
-@pytest.mark.parametrize("bytecode", ["all", "none"])
-def test_an_environment_is_built_from_the_lock_marked_ready_and_then_up_to_date(tmp_path, monkeypatch, bytecode):
+@pytest.mark.parametrize("bytecode, where", [("all", "store"), ("none", "store"), ("none", "local channel")])
+def test_an_environment_is_built_from_the_lock_marked_ready_and_then_up_to_date(tmp_path, monkeypatch, bytecode,
+                                                                               where):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    project = lock_of_stored_python(tmp_path, 'cd "$(dirname "$0")/.." && pwd')
+    project = lock_of_stored_python(tmp_path, 'cd "$(dirname "$0")/.." && pwd', where)
     said: list[str] = []
     seen: list[tuple] = []
     summary = install_environment(project, "cpu", info=said.append, bytecode=bytecode,
