@@ -33,7 +33,7 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decide-rules": (("resolver/decide/rules.py", "resolver/decide/rocm.py", "resolver/decide/cuda.py",
                       "resolver/decide/cpu.py", "resolver/decide/search.py"),
                      ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",
-                      "tests/test_decide_golden.py")),
+                      "tests/test_decide_golden.py", "tests/test_decide_rules_edges.py", "resolver/decide/")),
     "decide-assembly": (("resolver/decide/choose.py", "resolver/decide/choices.py", "resolver/decide/context.py",
                          "resolver/decide/model.py", "resolver/decide/rejection.py", "resolver/decide/explain.py"),
                         ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",

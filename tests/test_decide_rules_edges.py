@@ -1,0 +1,290 @@
+"""The edges of decide's rules that the table of machines (tests/test_decide.py) does not reach: a torch
+release asked for by name whose CPU wheels are not confirmed, a CUDA plan for another machine that passes
+over newer releases, the targets offered when a CUDA target plans nothing, and each rule's own reason
+text at its boundary. Each test states what a user sees (the plan, the trace, the refusal and its fix)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from resolver.decide import decide
+from resolver.decide.model import Plan, Request, Target, TraceStep
+from resolver.knowledge import Knowledge
+from resolver.probe.profile import HardwareProfile
+from resolver.versions import DottedVersion, driver_text
+
+K = Knowledge.load()
+V = DottedVersion.parse
+
+
+def cpu_box(python: str = "3.11.7", glibc: str | None = "2.36", platform: str = "linux-64") -> HardwareProfile:
+    return HardwareProfile.from_json({"platform": platform, "glibc": glibc, "python": python, "nvidia": None,
+                                      "amd": None, "cuda_toolkit": None})
+
+
+def with_variant(k: Knowledge, release: str, tag: str, **changes) -> Knowledge:
+    def changed(r):
+        return r._replace(variants=tuple(v._replace(**changes) if v.tag == tag else v for v in r.variants))
+    return replace(k, releases=tuple(changed(r) if r.name == release else r for r in k.releases))
+
+
+# ------------------------------------------------- a requested release whose CPU wheels are not confirmed
+def test_a_requested_release_without_confirmed_cpu_wheels_takes_pypis_own_wheel_on_linux_64():
+    """torch 2.14's cpu row is not confirmed; PyPI's own linux-64 wheel (cu130, confirmed) runs on the CPU."""
+    release = K.release("2.14")
+    assert not next(v for v in release.variants if v.tag == "cpu").confirmed and release.pypi_default == "cu130"
+    outcome = decide(cpu_box(), Request(torch=V("2.14")), K)
+    plan = outcome.plan
+    assert outcome.refusal is None and plan is not None
+    assert (plan.backend, plan.backend_version, plan.python, plan.platform, plan.target) == \
+        ("cpu", None, "3.11", "linux-64", "auto")
+    assert (plan.torch.version, plan.torch.variant, plan.torch.source.kind, plan.torch.requirement) == \
+        ("2.14.1", "cu130", "pypi", "torch==2.14.1")
+    assert plan.torch.conda.channel == "conda-forge" and plan.torch.conda.spec == "pytorch 2.14.1 cpu*"
+    assert plan.kernels.strategy == "none" and not plan.kernels.packages and not plan.kernels.arch_list
+    assert (plan.glibc, plan.cuda_driver, plan.runnable_here, plan.patches) == ("2.36", None, True, ())
+    assert dict(plan.conda_packages) == {"python": "3.11.*", "pip": "*"}
+    assert plan.warnings == (
+        "torch 2.14's CPU-only wheels are not confirmed by a second source, so the environment takes PyPI's torch "
+        "2.14.1 (the cu130 build): it runs on the CPU here and brings CUDA 13.0 libraries (a few GB) that the CPU "
+        "path does not use",)
+    assert plan.summary == (
+        "CPU plan (torch 2.14 asked for): torch 2.14.1 (PyPI's cu130 build, run on the CPU) for Python 3.11 on "
+        "linux-64. Mamba's CUDA/ROCm kernels are not installed; models run on the reference path.")
+    steps = [(t.rule, t.result, t.because) for t in plan.trace]
+    chosen = steps.index(("torch-release", "2.14.1",
+                          "torch 2.14 was asked for and its cpu wheels are not confirmed: PyPI's own linux-64 wheel "
+                          "(cu130, confirmed) runs on the CPU when no GPU is visible"))
+    assert steps[chosen - 1] == ("torch-release", "eliminated",
+                                 "torch 2.14 cpu: its cpu wheels are not confirmed by a second source")
+    assert steps[chosen + 1] == ("kernels", "none", "no CUDA/ROCm GPU to run the Mamba kernels: the reference "
+                                                    "(pure PyTorch) path runs")
+    assert plan.trace == outcome.trace and all(isinstance(t, TraceStep) for t in plan.trace)
+    assert Plan.from_json(plan.to_json()) == plan
+
+
+def test_a_requested_release_with_confirmed_cpu_wheels_keeps_them():
+    plan = decide(cpu_box(), Request(torch=V("2.13")), K).plan
+    assert (plan.torch.version, plan.torch.variant, plan.torch.source.kind) == ("2.13.0", "cpu", "pypi-index")
+    assert plan.warnings == () and plan.summary.startswith("CPU plan (no GPU): torch 2.13.0 (cpu wheels)")
+    assert not any(t.rule == "torch-release" and t.result == "eliminated" for t in plan.trace)
+
+
+def test_pypis_wheel_stands_in_only_on_linux_64():
+    """PyPI's default wheel is a linux-64 build: macOS and aarch64 get the refusal, not a CUDA wheel."""
+    for platform, glibc in (("osx-arm64", None), ("linux-aarch64", "2.36")):
+        outcome = decide(cpu_box(platform=platform, glibc=glibc), Request(torch=V("2.14")), K)
+        assert outcome.plan is None, platform
+        assert outcome.refusal.message == f"no torch release has CPU wheels for Python 3.11 on {platform}"
+        assert outcome.refusal.because == "torch 2.14 cpu: its cpu wheels are not confirmed by a second source"
+        assert outcome.refusal.fix == "ask for a release with confirmed CPU wheels here, e.g. --torch 2.13"
+
+
+def test_pypis_wheel_must_pass_the_release_rules_too():
+    """A glibc or Python the release cannot serve refuses, with the release's own reason."""
+    old_glibc = decide(cpu_box(glibc="2.17"), Request(torch=V("2.14")), K)
+    assert old_glibc.plan is None and old_glibc.refusal.because == (
+        "torch 2.14: torch 2.14 wheels need glibc >= 2.28 (manylinux_2_28), this system has 2.17")
+    assert old_glibc.refusal.fix == "ask for a release with confirmed CPU wheels here, e.g. --torch 2.5"
+    too_new = decide(cpu_box(), Request(torch=V("2.14"), python=V("3.15")), K)
+    assert too_new.plan is None and too_new.refusal.because == (
+        "torch 2.14: torch 2.14 has no wheels for Python 3.15 (newest: 3.14)")
+    assert too_new.refusal.message == "no torch release has CPU wheels for Python 3.15 on linux-64"
+    assert too_new.refusal.fix == "use --python 3.11 (or another Python torch supports)"
+
+
+def test_a_requested_release_no_release_can_replace_keeps_the_python_advice():
+    """Only releases that pass the release rules and have confirmed CPU wheels here are offered."""
+    none_confirmed = K
+    for release in K.releases:
+        none_confirmed = with_variant(none_confirmed, release.name, "cpu", confirmed=False)
+    outcome = decide(cpu_box(platform="osx-arm64", glibc=None), Request(torch=V("2.14")), none_confirmed)
+    assert outcome.plan is None and outcome.refusal.fix == "use --python 3.11 (or another Python torch supports)"
+    without_a_request = decide(cpu_box(), Request(target=Target.parse("cpu"), python=V("3.15")), K)
+    assert without_a_request.refusal.fix == "use --python 3.11 (or another Python torch supports)"
+
+
+def test_pypis_wheel_must_be_confirmed_and_on_linux_64():
+    unconfirmed = with_variant(K, "2.14", "cu130", confirmed=False)
+    outcome = decide(cpu_box(), Request(torch=V("2.14")), unconfirmed)
+    assert outcome.plan is None and "no torch release has CPU wheels" in outcome.refusal.message
+    elsewhere = with_variant(K, "2.14", "cu130", platforms=("linux-aarch64",))
+    outcome = decide(cpu_box(), Request(torch=V("2.14")), elsewhere)
+    assert outcome.plan is None and "no torch release has CPU wheels" in outcome.refusal.message
+
+
+# ------------------------------------------------------------- a CUDA target planned for another machine
+def test_a_plan_for_another_machine_names_each_newer_release_it_passed_over():
+    """--target cuda11.8 on a box without a GPU: torch 2.7 and 2.6 list cu118 only unconfirmed; 2.5 plans."""
+    outcome = decide(cpu_box(), Request(target=Target.parse("cuda11.8")), K)
+    plan = outcome.plan
+    assert (plan.backend, plan.backend_version, plan.torch.version, plan.torch.variant, plan.runnable_here) == \
+        ("cuda", "11.8", "2.5.1", "cu118", False)
+    assert (plan.cuda_driver, plan.glibc, plan.target) == ("11.8", "2.36", "cuda11.8")
+    steps = [(t.rule, t.result, t.because) for t in plan.trace]
+    target = steps.index(("target", "cuda11.8", "no NVIDIA GPU here: planning for another machine with the requested "
+                                                "CUDA"))
+    assert steps[target + 1:target + 5] == [
+        ("torch-release", "2.7 eliminated", "its cu118 wheels are not confirmed"),
+        ("torch-release", "2.6 eliminated", "its cu118 wheels are not confirmed"),
+        ("torch-release", "2.5.1", "the newest torch with cu118 wheels for Python 3.11"),
+        ("kernels", "build", "for the cu118 wheel's architectures 3.7, 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0 with nvcc 11.8")]
+    kernels = plan.kernels
+    assert (kernels.strategy, kernels.toolkit, kernels.toolkit_source, kernels.prebuilt_wheels) == \
+        ("build", "nvcc 11.8", "target", ())
+    assert kernels.arch_list == ("3.7", "5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")
+    assert dict(kernels.packages) == {"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.1"}
+    assert plan.warnings == (
+        "no NVIDIA GPU here: this plan is for another machine (CUDA 11.8 needs driver >= 450.80.02 there); the "
+        "kernels get built for the torch wheel's architectures (3.7, 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0) or, on the "
+        "target machine, for its own GPUs",)
+    assert plan.summary.startswith("A plan for another machine: torch 2.5.1+cu118 (CUDA 11.8) for Python 3.11; no "
+                                   "NVIDIA GPU here, so the driver and GPU checks happen on the target. ")
+
+
+def test_a_plan_for_another_machine_gives_the_release_rules_reason_for_a_release_it_passed_over():
+    """--target cuda12.9 with Python 3.14: torch 2.8 (the one cu129 release) has no Python 3.14 wheels."""
+    outcome = decide(cpu_box(), Request(target=Target.parse("cuda12.9"), python=V("3.14")), K)
+    assert outcome.plan is None
+    assert outcome.refusal.message == ("--target cuda12.9: PyTorch publishes no confirmed CUDA 12.9 wheels usable "
+                                       "with Python 3.14 on linux-64")
+    assert outcome.refusal.fix == ("use --target cuda12.8 or cuda13.0 (the nearest; all that plan: cuda12.6, "
+                                   "cuda12.8, cuda13.0, cuda13.2)")
+    assert ("torch-release", "2.8 eliminated", "torch 2.8 has no wheels for Python 3.14 (newest: 3.13)") in \
+        [(t.rule, t.result, t.because) for t in outcome.trace]
+
+
+def test_an_unconfirmed_only_cuda_target_on_another_machine_offers_the_nearest_targets_that_plan():
+    """linux-aarch64 lists cu129 only unconfirmed: the fix names the nearest targets on each side, all tried."""
+    outcome = decide(cpu_box(platform="linux-aarch64"), Request(target=Target.parse("cuda12.9")), K)
+    assert outcome.plan is None
+    assert outcome.refusal.message == ("--target cuda12.9: PyTorch publishes no confirmed CUDA 12.9 wheels usable "
+                                       "with Python 3.11 on linux-aarch64")
+    assert outcome.refusal.fix == "use --target cuda12.6 or cuda13.0 (the nearest; all that plan: cuda12.6, cuda13.0)"
+    assert ("torch-release", "2.8 eliminated", "its cu129 wheels are not confirmed") in \
+        [(t.rule, t.result, t.because) for t in outcome.trace]
+    # the side searches that found those targets leave no steps of their own
+    assert sum(t.rule == "torch-release" for t in outcome.trace) == 1
+
+
+def test_a_cuda_target_between_published_ones_offers_both_neighbours():
+    outcome = decide(cpu_box(), Request(target=Target.parse("cuda12.5")), K)
+    assert outcome.refusal.fix == ("use --target cuda12.4 or cuda12.6 (the nearest; all that plan: cuda11.7, cuda11.8, "
+                                   "cuda12.1, cuda12.4, cuda12.6, cuda12.8, cuda12.9, cuda13.0, cuda13.2)")
+    oldest = decide(cpu_box(), Request(target=Target.parse("cuda11.6")), K)
+    assert oldest.refusal.fix.startswith("use --target cuda11.7 (the nearest; all that plan: cuda11.7, ")
+    newest = decide(cpu_box(), Request(target=Target.parse("cuda13.9")), K)
+    assert newest.refusal.fix.startswith("use --target cuda13.2 (the nearest; all that plan: cuda11.7, ")
+
+
+def test_a_cuda_target_no_python_can_plan_says_so():
+    outcome = decide(cpu_box(), Request(target=Target.parse("cuda12.5"), python=V("3.15")), K)
+    assert outcome.refusal.message == ("--target cuda12.5: PyTorch publishes no confirmed CUDA 12.5 wheels usable "
+                                       "with Python 3.15 on linux-64")
+    assert outcome.refusal.fix == "use --target cpu, or another --python"
+
+
+def test_the_kernels_cuda_floor_holds_for_a_plan_for_another_machine():
+    """Were the kernels' CUDA floor 12.0, cu118 could not build them: refused, and not offered as a way out."""
+    raised = replace(K, kernel_packages=tuple(p._replace(min_cuda=V("12.0")) for p in K.kernel_packages))
+    old = decide(cpu_box(), Request(target=Target.parse("cuda11.8")), raised)
+    assert old.plan is None and old.refusal.message == "the Mamba kernels need CUDA >= 12.0, cu118 is CUDA 11.8"
+    assert old.refusal.fix == ("use --target cuda12.1 (the nearest; all that plan: cuda12.1, cuda12.4, cuda12.6, "
+                               "cuda12.8, cuda12.9, cuda13.0, cuda13.2)")
+    at_the_floor = replace(K, kernel_packages=tuple(p._replace(min_cuda=V("11.8")) for p in K.kernel_packages))
+    assert decide(cpu_box(), Request(target=Target.parse("cuda11.8")), at_the_floor).plan.torch.variant == "cu118"
+    # without the kernels (Windows) their floor does not apply
+    windows = decide(cpu_box(platform="win-64", glibc=None), Request(target=Target.parse("cuda11.8")), raised)
+    assert windows.plan is not None and windows.plan.torch.variant == "cu118"
+    between = decide(cpu_box(), Request(target=Target.parse("cuda12.5")), raised)
+    assert between.refusal.fix == ("use --target cuda12.4 or cuda12.6 (the nearest; all that plan: cuda12.1, "
+                                   "cuda12.4, cuda12.6, cuda12.8, cuda12.9, cuda13.0, cuda13.2)")
+
+
+# ------------------------------------------------------------------------------------------------- ROCm
+def amd_box(*gpus: tuple[str, str], rocm: str, python: str = "3.11.7") -> HardwareProfile:
+    return HardwareProfile.from_json({"platform": "linux-64", "glibc": "2.35", "python": python, "nvidia": None,
+                                      "cuda_toolkit": None,
+                                      "amd": {"rocm_version": rocm, "gpus": [{"name": n, "gfx_arch": g} for n, g in gpus]}})
+
+
+RX7800XT = ("AMD Radeon RX 7800 XT", "gfx1101")  # in the rocm6.1 wheels only by one unconfirmed source
+
+
+def test_a_gfx_target_only_one_source_lists_counts_only_on_an_explicit_target():
+    assert all("gfx1101" not in v.archs and "gfx1101" in v.unconfirmed_archs
+               for r in K.releases for v in r.variants if v.tag == "rocm6.1" and r.name in ("2.4", "2.5", "2.6"))
+    auto = decide(amd_box(RX7800XT, rocm="6.1.3"), Request(), K)
+    assert auto.plan is None
+    assert auto.refusal.message == ("no PyTorch build for ROCm 6.1 has kernels for these GPUs (no kernels for gfx1101 "
+                                    "(Radeon RX 7800 XT); it has gfx900, gfx906, gfx908, gfx90a, gfx942, gfx1030, "
+                                    "gfx1100)")
+    assert auto.refusal.fix == "use a newer ROCm that supports the GPU, or --target cpu"
+    targeted = decide(amd_box(RX7800XT, rocm="6.1.3"), Request(target=Target.parse("rocm6.1")), K).plan
+    assert (targeted.torch.version, targeted.torch.variant, targeted.kernels.arch_list) == \
+        ("2.6.0", "rocm6.1", ("gfx1101",))
+    assert "torch 2.6 rocm6.1 rests on one unconfirmed source; chosen because --target asked for it" in \
+        targeted.warnings
+    assert ("arch-coverage", "rocm6.1", "Radeon RX 7800 XT: gfx1101 is in the wheel") in \
+        [(t.rule, t.result, t.because) for t in targeted.trace]
+
+
+def test_a_rocm_plan_needs_a_kernel_release_for_its_python():
+    """torch 2.4 and 2.3 have rocm6.0 wheels for Python 3.8, but mamba-ssm and causal-conv1d need 3.9."""
+    outcome = decide(amd_box(("AMD Instinct MI250X", "gfx90a"), rocm="6.0.2"), Request(python=V("3.8")), K)
+    assert outcome.plan is None
+    assert outcome.refusal.message == ("no PyTorch build for ROCm 6.0 fits this machine: torch 2.4: causal-conv1d "
+                                       "needs Python >= 3.9")
+    assert [t.because for t in outcome.trace if t.rule == "torch-release"] == [
+        "torch 2.4: causal-conv1d needs Python >= 3.9", "torch 2.3: causal-conv1d needs Python >= 3.9"]
+
+
+def test_a_rocm_arch_rejection_names_the_gpu_it_concerns():
+    from resolver.decide.context import Context
+    from resolver.decide.rocm import _search
+
+    profile = amd_box(("AMD Instinct MI300X", "gfx942"), RX7800XT, rocm="6.1.3")
+    ctx = Context(profile, Request(), K, V("3.11"))
+    gpus = ctx.amd_gpus()
+    found, rejected = _search(ctx, gpus, V("6.1"), allow_unconfirmed=False)
+    assert found is None and rejected
+    assert all(item.why.gpu == gpus[1] and item.why.concerns_architecture for item in rejected)
+
+
+def test_a_plan_for_another_windows_machine_builds_no_kernels_and_quotes_the_windows_driver_floor():
+    outcome = decide(cpu_box(platform="win-64", glibc=None), Request(target=Target.parse("cuda12.6")), K)
+    plan = outcome.plan
+    assert (plan.torch.version, plan.torch.variant, plan.runnable_here, plan.glibc) == ("2.14.1", "cu126", False, None)
+    assert (plan.kernels.strategy, plan.kernels.arch_list, plan.kernels.packages, plan.kernels.toolkit,
+            plan.kernels.toolkit_source) == ("none", (), (), None, None)
+    windows_floor = driver_text(K.mvc_floor(12, "win"))
+    assert windows_floor != driver_text(K.mvc_floor(12, "linux"))
+    assert plan.warnings == (
+        f"no NVIDIA GPU here: this plan is for another machine (CUDA 12.6 needs driver >= {windows_floor} there); "
+        "mamba-ssm and causal-conv1d publish no builds for this platform and their build scripts target Linux: "
+        "kernels 'none', the reference path runs (on the GPU through PyTorch)",)
+    assert ("kernels", "none", "mamba-ssm and causal-conv1d build on Linux only, not on win-64: the reference path "
+                               "runs") in [(t.rule, t.result, t.because) for t in plan.trace]
+    assert dict(plan.conda_packages) == {"python": "3.11.*", "pip": "*"}  # no CUDA compiler packages
+    assert plan.summary.endswith("No Mamba kernels: the reference path runs.")
+
+
+# ----------------------------------------------------------------------- a wheel's architectures, one GPU
+def test_a_gpu_past_the_wheels_newest_cubin_without_ptx_is_told_where_the_wheel_stops():
+    from resolver.decide.context import Context, Gpu
+    from resolver.decide.rejection import Stage
+    from resolver.decide.rules import coverage
+    from resolver.knowledge import TorchVariant
+    from resolver.versions import ComputeCapability
+
+    ctx = Context(cpu_box(), Request(), K, V("3.11"))
+    wheel = TorchVariant("cu126", ("linux-64",), ("7.5", "8.0"), (), True, "test")
+    h100, t4, v100 = (Gpu("NVIDIA H100", cc=ComputeCapability(9, 0)), Gpu("Tesla T4", cc=ComputeCapability(7, 5)),
+                      Gpu("Tesla V100", cc=ComputeCapability(7, 0)))
+    rejection, how = coverage(ctx, wheel, [t4, h100])
+    assert how == () and rejection.stage == Stage.WHEEL_ARCH and rejection.gpu == h100 and rejection.fix == ""
+    assert rejection.message == "cu126 wheels have no kernels for compute capability 9.0 (H100): they stop at sm_80"
+    rejection, _ = coverage(ctx, wheel, [v100])
+    assert rejection.message == ("cu126 wheels have no kernels for compute capability 7.0 (Tesla V100): they start "
+                                 "at sm_75")
+    assert coverage(ctx, wheel, [t4]) == (None, ("Tesla T4: sm_75 cubin",))
