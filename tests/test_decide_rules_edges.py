@@ -288,3 +288,42 @@ def test_a_gpu_past_the_wheels_newest_cubin_without_ptx_is_told_where_the_wheel_
     assert rejection.message == ("cu126 wheels have no kernels for compute capability 7.0 (Tesla V100): they start "
                                  "at sm_75")
     assert coverage(ctx, wheel, [t4]) == (None, ("Tesla T4: sm_75 cubin",))
+
+
+# ------------------------------------------------------------------- rules a CPU plan or a far plan applies
+def test_a_requested_release_refused_for_its_python_gets_the_python_advice():
+    """torch 2.14 does not serve Python 3.9: another Python is the way out, though torch 2.8 would serve 3.9."""
+    outcome = decide(cpu_box(), Request(torch=V("2.14"), python=V("3.9")), K)
+    assert outcome.plan is None and outcome.refusal.fix == "use --python 3.11 (or another Python torch supports)"
+
+
+def test_a_cpu_plan_judges_releases_without_the_kernels_python_floor():
+    """No kernels on the CPU path: torch 2.4 and 2.3 serve Python 3.8 though mamba-ssm needs 3.9."""
+    unconfirmed_cpu = with_variant(K, "2.4", "cpu", confirmed=False)
+    plan = decide(cpu_box(), Request(torch=V("2.4"), python=V("3.8")), unconfirmed_cpu).plan
+    assert (plan.torch.version, plan.torch.variant, plan.python) == ("2.4.1", "cu121", "3.8")
+    outcome = decide(cpu_box(platform="osx-arm64", glibc=None), Request(torch=V("2.4"), python=V("3.8")),
+                     unconfirmed_cpu)
+    assert outcome.plan is None and outcome.refusal.fix == (
+        "ask for a release with confirmed CPU wheels here, e.g. --torch 2.3")
+
+
+def test_a_cpu_plan_keeps_the_requested_target():
+    plan = decide(cpu_box(), Request(torch=V("2.14"), target=Target.parse("cpu")), K).plan
+    assert (plan.target, plan.torch.variant) == ("cpu", "cu130")
+
+
+def test_a_plan_for_another_machine_needs_a_kernel_release_for_its_python():
+    """cu118 wheels of torch 2.0 to 2.4 serve Python 3.8; mamba-ssm and causal-conv1d need 3.9."""
+    outcome = decide(cpu_box(), Request(target=Target.parse("cuda11.8"), python=V("3.8")), K)
+    assert outcome.plan is None and outcome.refusal.fix == "use --target cpu, or another --python"
+    eliminated = [(t.result, t.because) for t in outcome.trace if t.rule == "torch-release"]
+    assert eliminated[2:4] == [("2.5 eliminated", "torch 2.5 needs Python >= 3.9 (it dropped 3.8)"),
+                               ("2.4 eliminated", "causal-conv1d needs Python >= 3.9")]
+
+
+def test_a_plan_for_another_machine_applies_the_per_arch_build_fix():
+    """Were sm_103 in the cu130 wheels, nvcc 13 would build sm_100 for it (the GPU plans' fix), not sm_103."""
+    with_sm103 = with_variant(K, "2.14", "cu130", archs=("7.5", "8.0", "8.6", "9.0", "10.0", "10.3", "12.0"))
+    plan = decide(cpu_box(), Request(target=Target.parse("cuda13.0")), with_sm103).plan
+    assert plan.kernels.arch_list == ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
