@@ -327,3 +327,22 @@ def test_a_plan_for_another_machine_applies_the_per_arch_build_fix():
     with_sm103 = with_variant(K, "2.14", "cu130", archs=("7.5", "8.0", "8.6", "9.0", "10.0", "10.3", "12.0"))
     plan = decide(cpu_box(), Request(target=Target.parse("cuda13.0")), with_sm103).plan
     assert plan.kernels.arch_list == ("7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+
+
+def test_a_plan_for_another_machine_takes_conda_forges_newest_build_of_the_cuda_major():
+    """conda-forge builds pytorch 2.13.0 with CUDA 12.9 and 13.0: no GPU here to rule one out."""
+    assert [str(b) for b in K.conda_forge.cuda_builds("2.13.0", "linux-64")] == ["12.9", "13.0"]
+    plan = decide(cpu_box(), Request(target=Target.parse("cuda12.6"), torch=V("2.13")), K).plan
+    assert (plan.torch.version, plan.torch.variant, plan.torch.conda.spec) == ("2.13.0", "cu126", "pytorch 2.13.0 cuda129*")
+
+
+def test_the_per_arch_build_fix_replaces_only_the_arch_it_names():
+    """B300 (sm_103) beside an H100 on nvcc 13: sm_100 for the B300, sm_90 for the H100 stays."""
+    profile = HardwareProfile.from_json({
+        "platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "amd": None, "cuda_toolkit": None,
+        "nvidia": {"driver_version": "580.82.07", "cuda_driver_version": None,
+                   "gpus": [{"name": "NVIDIA B300", "compute_capability": "10.3"},
+                            {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]}})
+    plan = decide(profile, Request(), K).plan
+    assert plan.torch.variant == "cu132" and plan.kernels.arch_list == ("9.0", "10.0")
+    assert ("nvcc-arch", "10.0 instead of 10.3") in [(t.rule, t.result) for t in plan.trace]
