@@ -346,3 +346,68 @@ def test_the_per_arch_build_fix_replaces_only_the_arch_it_names():
     plan = decide(profile, Request(), K).plan
     assert plan.torch.variant == "cu132" and plan.kernels.arch_list == ("9.0", "10.0")
     assert ("nvcc-arch", "10.0 instead of 10.3") in [(t.rule, t.result) for t in plan.trace]
+
+
+def nvidia_box(*gpus: tuple[str, str], driver: str = "580.82.07", wsl: bool = False) -> HardwareProfile:
+    return HardwareProfile.from_json({
+        "platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "amd": None, "cuda_toolkit": None, "wsl": wsl,
+        "nvidia": {"driver_version": driver, "cuda_driver_version": None,
+                   "gpus": [{"name": n, "compute_capability": c} for n, c in gpus]}})
+
+
+GTX1080TI = ("NVIDIA GeForce GTX 1080 Ti", "6.1")
+
+
+def with_variants(k: Knowledge, release: str, variants) -> Knowledge:
+    return replace(k, releases=tuple(r._replace(variants=tuple(variants)) if r.name == release else r
+                                     for r in k.releases))
+
+
+def test_a_release_passed_over_shows_its_first_three_reasons_then_an_ellipsis():
+    """Were torch 2.14 published as cu128, cu129, cu130 and cu132 (none for sm_61), its trace line keeps three."""
+    cu130 = next(v for v in K.release("2.14").variants if v.tag == "cu130")
+    four = [v for v in K.release("2.14").variants if v.tag != "cu126"] + \
+        [cu130._replace(tag="cu128"), cu130._replace(tag="cu129")]
+    plan = decide(nvidia_box(GTX1080TI), Request(), with_variants(K, "2.14", four)).plan
+    assert (plan.torch.version, plan.torch.variant) == ("2.13.0", "cu126")
+    (line,) = [t.because for t in plan.trace if t.rule == "torch-release" and t.result == "2.14 eliminated"]
+    dropped = "CUDA 13 dropped sm_61"
+    assert line == (f"cu132: CUDA 13.2 cannot target compute capability 6.1 (GeForce GTX 1080 Ti): {dropped}; "
+                    f"cu130: CUDA 13.0 cannot target compute capability 6.1 (GeForce GTX 1080 Ti): {dropped}; "
+                    "cu129: cu129 wheels have no kernels for compute capability 6.1 (GeForce GTX 1080 Ti): they start "
+                    "at sm_75 …")
+    three = decide(nvidia_box(GTX1080TI), Request(), with_variants(K, "2.14", four[:-1])).plan
+    (line,) = [t.because for t in three.trace if t.rule == "torch-release" and t.result == "2.14 eliminated"]
+    assert line.endswith("they start at sm_75") and line.count("; ") == 2
+
+
+def test_the_drivers_cuda_on_wsl_follows_the_windows_driver_table():
+    """Driver 560.35.03 runs CUDA 12.6 on Linux, but 12.6 needs 560.76 on Windows: WSL's driver is Windows'."""
+    rtx4090 = ("NVIDIA GeForce RTX 4090", "8.9")
+    assert decide(nvidia_box(rtx4090, driver="560.35.03"), Request(), K).plan.cuda_driver == "12.6"
+    assert decide(nvidia_box(rtx4090, driver="560.35.03", wsl=True), Request(), K).plan.cuda_driver == "12.5"
+
+
+def test_a_newer_variants_ptx_above_the_gpu_still_leaves_it_without_code():
+    """cu130 with compute_120 PTX: PTX runs forward only, so sm_61 still has nothing in it."""
+    with_ptx = with_variants(K, "2.14", [v._replace(ptx=("12.0",)) if v.tag == "cu130" else v
+                                         for v in K.release("2.14").variants])
+    plan = decide(nvidia_box(GTX1080TI), Request(), with_ptx).plan
+    assert ("cu126, not cu130", "GeForce GTX 1080 Ti is sm_61 and cu130 wheels start at sm_75") in \
+        [(t.result, t.because) for t in plan.trace if t.rule == "variant"]
+
+
+def test_gpus_below_upstreams_architectures_are_named_together():
+    plan = decide(nvidia_box(GTX1080TI, ("Tesla V100-PCIE-16GB", "7.0"), ("NVIDIA A100-SXM4-80GB", "8.0")),
+                  Request(), K).plan
+    assert plan.warnings == ("GeForce GTX 1080 Ti, Tesla V100-PCIE-16GB: sm_61 is below the architectures upstream "
+                             "builds and tests (>= sm_75); the kernels are built for it, but upstream does not test it",)
+
+
+def test_a_build_fix_is_cited_by_its_first_source():
+    fix = next(f for f in K.build_fixes if f.avoid_arch)
+    two_sources = replace(K, build_fixes=tuple(f._replace(source=f"{f.source}; a second source") if f == fix else f
+                                               for f in K.build_fixes))
+    plan = decide(nvidia_box(("NVIDIA B300", "10.3")), Request(), two_sources).plan
+    (step,) = [t for t in plan.trace if t.rule == "nvcc-arch" and "instead of" in t.result]
+    assert step.because == f"{fix.what} ({fix.source})"
