@@ -411,3 +411,16 @@ def test_a_build_fix_is_cited_by_its_first_source():
     plan = decide(nvidia_box(("NVIDIA B300", "10.3")), Request(), two_sources).plan
     (step,) = [t for t in plan.trace if t.rule == "nvcc-arch" and "instead of" in t.result]
     assert step.because == f"{fix.what} ({fix.source})"
+
+
+def test_each_kernel_package_gets_its_own_prebuilt_verdict():
+    """No causal-conv1d wheel at all does not hide why mamba-ssm's wheel cannot serve a V100."""
+    from resolver.decide.model import Target
+
+    no_conv_wheels = replace(K, wheels=tuple(w for w in K.wheels if w.package != "causal-conv1d"))
+    plan = decide(nvidia_box(("Tesla V100-PCIE-16GB", "7.0")), Request(target=Target.parse("cuda12.8")),
+                  no_conv_wheels).plan
+    assert plan.kernels.strategy == "build" and [p for p, _ in plan.kernels.packages] == ["causal-conv1d", "mamba-ssm"]
+    assert [t.because for t in plan.trace if t.rule == "prebuilt"] == [
+        "mamba_ssm-2.3.2.post1+cu12torch2.10cxx11abiTRUE-cp311-cp311-linux_x86_64.whl has no kernels for sm_70 "
+        "(Tesla V100-PCIE-16GB): it carries sm_75, sm_80, sm_87, sm_90, sm_100, sm_120"]
