@@ -424,3 +424,64 @@ def test_each_kernel_package_gets_its_own_prebuilt_verdict():
     assert [t.because for t in plan.trace if t.rule == "prebuilt"] == [
         "mamba_ssm-2.3.2.post1+cu12torch2.10cxx11abiTRUE-cp311-cp311-linux_x86_64.whl has no kernels for sm_70 "
         "(Tesla V100-PCIE-16GB): it carries sm_75, sm_80, sm_87, sm_90, sm_100, sm_120"]
+
+
+# ----------------------------------------------- the per-variant rules as values (stage, fact, fix, GPU)
+def _rule_context(driver: str | None, *, wsl: bool = False, cuda: str | None = None):
+    from resolver.decide.context import Context
+
+    profile = HardwareProfile.from_json({
+        "platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "amd": None, "cuda_toolkit": None, "wsl": wsl,
+        "nvidia": {"driver_version": driver, "cuda_driver_version": cuda,
+                   "gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]}})
+    return Context(profile, Request(), K, V("3.11"))
+
+
+def test_ptx_runs_a_gpu_only_on_a_driver_at_the_toolkits_full_floor():
+    """A cu126 wheel with sm_80 cubins and compute_90 PTX: an H100 runs it through the driver's JIT, which needs
+    the driver of CUDA 12.6's first release (Linux and Windows/WSL floors differ)."""
+    from test_decide_boundaries import above, below
+
+    from resolver.decide.context import Gpu
+    from resolver.decide.rejection import Rejection, Stage
+    from resolver.decide.rules import coverage
+    from resolver.knowledge import TorchVariant
+    from resolver.versions import ComputeCapability
+
+    wheel = TorchVariant("cu126", ("linux-64",), ("8.0",), ("9.0",), True, "test")
+    h100 = Gpu("NVIDIA H100 80GB HBM3", cc=ComputeCapability(9, 0))
+    linux, windows = K.toolkit_floor(V("12.6"), "linux"), K.toolkit_floor(V("12.6"), "win")
+    assert linux < windows
+    jit = (None, ("H100 80GB HBM3: compute_90 PTX, JIT-compiled by the driver",))
+    for driver in (linux, above(linux)):
+        assert coverage(_rule_context(str(driver)), wheel, [h100]) == jit
+    assert coverage(_rule_context(None, cuda="12.6"), wheel, [h100]) == jit  # driver unknown: assumed to JIT
+    assert coverage(_rule_context(str(below(linux))), wheel, [h100]) == (Rejection(
+        Stage.WHEEL_ARCH, f"torch cu126 wheels reach compute capability 9.0 (H100 80GB HBM3) only through PTX, which "
+                          f"needs driver >= {driver_text(linux)}",
+        f"upgrade the NVIDIA driver to {driver_text(linux)} or newer", h100), ())
+    wsl = coverage(_rule_context(str(linux), wsl=True), wheel, [h100])[0]
+    assert wsl.fix == f"upgrade the NVIDIA driver to {driver_text(windows)} or newer"
+    assert coverage(_rule_context(str(windows), wsl=True), wheel, [h100]) == jit
+    # every GPU is checked: a V100 after the H100 finds neither an sm_7x cubin nor PTX at or below 7.0
+    v100 = Gpu("Tesla V100-PCIE-16GB", cc=ComputeCapability(7, 0))
+    rejection, how = coverage(_rule_context(str(linux)), wheel, [h100, v100])
+    assert how == () and rejection.gpu == v100 and "they start at sm_80" in rejection.message
+
+
+def test_the_nvcc_rule_names_the_fact_and_the_gpu_and_leaves_the_fix_to_the_refusal():
+    from resolver.decide.context import Gpu
+    from resolver.decide.rejection import Rejection, Stage
+    from resolver.decide.rules import nvcc_rejection
+    from resolver.versions import ComputeCapability
+
+    ctx = _rule_context("580.82.07")
+    p100 = Gpu("Tesla P100-PCIE-16GB", cc=ComputeCapability(6, 0))
+    assert nvcc_rejection(ctx, V("13.0"), [p100]) == Rejection(
+        Stage.NVCC_ARCH, "CUDA 13.0 cannot target compute capability 6.0 (Tesla P100-PCIE-16GB): CUDA 13 dropped sm_60",
+        "", p100)
+    future = Gpu("NVIDIA Future", cc=ComputeCapability(15, 0))
+    assert K.arch_support(future.cc) is None
+    assert nvcc_rejection(ctx, V("13.2"), [future]) == Rejection(
+        Stage.NVCC_ARCH, "CUDA 13.2 cannot target compute capability 15.0 (Future): no CUDA toolkit in the tables "
+                         "builds sm_150", "", future)
