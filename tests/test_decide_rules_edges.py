@@ -485,3 +485,38 @@ def test_the_nvcc_rule_names_the_fact_and_the_gpu_and_leaves_the_fix_to_the_refu
     assert nvcc_rejection(ctx, V("13.2"), [future]) == Rejection(
         Stage.NVCC_ARCH, "CUDA 13.2 cannot target compute capability 15.0 (Future): no CUDA toolkit in the tables "
                          "builds sm_150", "", future)
+
+
+def test_the_release_rules_name_the_fact_and_a_fix():
+    from resolver.decide.context import Context
+    from resolver.decide.rejection import Rejection, Stage
+    from resolver.decide.rules import release_rejection
+
+    def ctx(python: str, glibc: str = "2.35"):
+        return Context(cpu_box(glibc=glibc), Request(), K, V(python))
+
+    # a Python no release supports: the newest for a Python past them all, 3.11 for one before them all
+    assert release_rejection(ctx("3.15"), K.release("2.14"), False) == Rejection(
+        Stage.PYTHON, "torch 2.14 has no wheels for Python 3.15 (newest: 3.14)", "use --python 3.14")
+    assert release_rejection(ctx("3.7"), K.release("2.14"), False) == Rejection(
+        Stage.PYTHON, "torch 2.14 needs Python >= 3.10 (it dropped 3.7)", "use --python 3.11")
+    # a Python other releases support
+    assert release_rejection(ctx("3.14"), K.release("2.8"), False) == Rejection(
+        Stage.PYTHON, "torch 2.8 has no wheels for Python 3.14 (newest: 3.13)",
+        "pick a Python that torch supports with --python, e.g. --python 3.11")
+    assert release_rejection(ctx("3.11", glibc="2.17"), K.release("2.14"), False) == Rejection(
+        Stage.GLIBC, "torch 2.14 wheels need glibc >= 2.28 (manylinux_2_28), this system has 2.17",
+        "use a newer Linux (glibc >= 2.28: RHEL/Rocky 8, Ubuntu 18.10+) or run in a container")
+
+
+def test_a_driver_known_only_by_its_cuda_version_is_told_the_floor_to_reach():
+    from resolver.decide.rejection import Rejection, Stage
+    from resolver.decide.rules import driver_rejection
+
+    ctx = _rule_context(None, cuda="12.4")
+    floor = driver_text(K.mvc_floor(13))
+    assert driver_rejection(ctx, V("13.0")) == Rejection(
+        Stage.DRIVER, "CUDA 13.0 needs a driver for CUDA 13.x, this driver supports CUDA 12.4",
+        f"upgrade the NVIDIA driver (>= {floor})")
+    assert K.mvc_floor(14) is None
+    assert driver_rejection(ctx, V("14.0")).fix == "upgrade the NVIDIA driver (>= a newer one)"
