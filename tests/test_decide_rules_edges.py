@@ -520,3 +520,35 @@ def test_a_driver_known_only_by_its_cuda_version_is_told_the_floor_to_reach():
         f"upgrade the NVIDIA driver (>= {floor})")
     assert K.mvc_floor(14) is None
     assert driver_rejection(ctx, V("14.0")).fix == "upgrade the NVIDIA driver (>= a newer one)"
+
+
+def test_the_kernels_rule_tells_a_torch_no_kernel_release_supports_from_a_python_too_old_for_them():
+    from resolver.decide.context import Context
+    from resolver.decide.rejection import Rejection, Stage
+    from resolver.decide.rules import release_rejection
+
+    def ctx(python: str):
+        return Context(cpu_box(), Request(), K, V(python))
+
+    no_torch = Rejection(Stage.KERNELS, "no mamba-ssm release supports torch 2.8",
+                         "use a newer torch (drop --python) or --target cpu")
+    newer_mamba_only = replace(K, kernel_releases=tuple(
+        r for r in K.kernel_releases if r.package != "mamba-ssm" or r.torch_min >= V("2.9")))
+    assert release_rejection(ctx("3.9"), K.release("2.8"), True) is None
+    assert release_rejection(ctx("3.9"), K.release("2.8"), False) is None
+    assert release_rejection(Context(cpu_box(), Request(), newer_mamba_only, V("3.9")), K.release("2.8"), True) == \
+        no_torch
+    assert release_rejection(Context(cpu_box(), Request(), newer_mamba_only, V("3.9")), K.release("2.8"), False) \
+        is None  # a plan without kernels does not ask
+    no_mamba = replace(K, kernel_releases=tuple(r for r in K.kernel_releases if r.package != "mamba-ssm"))
+    assert release_rejection(Context(cpu_box(), Request(), no_mamba, V("3.11")), K.release("2.8"), True) == no_torch
+    # a Python below the floor of that package's own releases (not another package's)
+    conv_needs_310 = replace(K, kernel_releases=tuple(
+        r._replace(python_min=V("3.10")) if r.package == "causal-conv1d" else r for r in K.kernel_releases))
+    assert release_rejection(Context(cpu_box(), Request(), conv_needs_310, V("3.9")), K.release("2.8"), True) == \
+        Rejection(Stage.KERNELS, "causal-conv1d needs Python >= 3.10", "use --python 3.10 or newer")
+
+
+def test_a_requested_torch_release_may_name_its_patch_release():
+    plan = decide(cpu_box(), Request(torch=V("2.13.0")), K).plan
+    assert (plan.torch.version, plan.torch.variant) == ("2.13.0", "cpu")
