@@ -39,7 +39,8 @@ def test_what_is_not_a_target_is_refused_as_a_usage_error(text):
 
 
 @pytest.mark.parametrize("text,hint", [("cuda12.6x", "did you mean 'cuda12.6'? "), ("rocn6.0", "did you mean 'rocm6.0'? "),
-                                       ("c", "did you mean 'cpu'? "), ("metal", "")])
+                                       ("c", "did you mean 'cpu'? "), ("cux12", "did you mean 'cuda12.9'? "),
+                                       ("metal", "")])
 def test_a_target_typo_is_answered_with_the_nearest_form_and_every_form(text, hint):
     with pytest.raises(UsageError) as info:
         Target.parse(text)
@@ -96,7 +97,7 @@ def test_a_stored_plan_keeps_every_field_it_has():
 def test_a_stored_environment_name_equal_to_the_backend_family_is_not_kept_as_a_class():
     assert Plan.from_json(_stored(environment="cuda12")).environment is None
     assert Plan.from_json({**_stored(environment="cpu"), "backend": "cpu", "backend_version": None}).environment is None
-    with pytest.raises(BadInput):
+    with pytest.raises(BadInput, match="environment name .* in the stored plan is not valid"):
         Plan.from_json(_stored(environment="no spaces allowed"))
 
 
@@ -104,8 +105,9 @@ def test_a_stored_environment_name_equal_to_the_backend_family_is_not_kept_as_a_
 def test_a_stored_plan_without_a_field_every_plan_has_is_refused_as_malformed(missing):
     data = _stored()
     del data[missing]
-    with pytest.raises(BadInput, match=f"stored plan is malformed \\(missing '{missing}'\\)"):
+    with pytest.raises(BadInput, match=f"stored plan is malformed \\(missing '{missing}'\\)") as info:
         Plan.from_json(data)
+    assert info.value.fix == "run `python -m resolver plan` again"
 
 
 # ------------------------------------------------------------------------------------ plan texts and choices

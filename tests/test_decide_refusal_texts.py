@@ -274,3 +274,21 @@ def test_a_rocm_refusal_lists_every_way_out_in_one_sentence():
                "(it dropped 3.9)")
     assert refusal(amd(MI300X, rocm="7.14.0", python="3.9.1"), knowledge=knowledge) == (
         message, "pass --target rocm7.14 to accept an unconfirmed build, change --python, or use --target cpu", message)
+
+
+def test_a_gpu_no_build_serves_is_sent_to_the_cpu():
+    message = "CUDA 13.2 cannot target compute capability 3.0 (GeForce GTX 680): CUDA 13 dropped sm_30"
+    assert refusal(nvidia(GTX680)) == (message, "Use --target cpu", f"auto: {message}")
+
+
+def test_a_node_is_mixed_only_when_each_kind_of_gpu_has_a_build_its_kernels_compile_for():
+    """A cu126 wheel that (here, made up) carries sm_35 still cannot serve a K40 alone: nvcc 12.6 no longer
+    builds sm_35, so the K40 + RTX 5090 node is refused for the K40, not called mixed."""
+    release = K.release("2.14")
+    cu126 = next(v for v in release.variants if v.tag == "cu126")
+    widened = release._replace(variants=tuple(v._replace(archs=("3.5", *v.archs)) if v is cu126 else v
+                                              for v in release.variants))
+    knowledge = dataclasses.replace(K, releases=tuple(widened if r is release else r for r in K.releases))
+    message = "CUDA 13.2 cannot target compute capability 3.5 (Tesla K40m): CUDA 13 dropped sm_35"
+    assert refusal(nvidia(("Tesla K40m", "3.5"), RTX5090), knowledge=knowledge) == (
+        message, "Use --target cpu", f"auto: {message}")
