@@ -292,3 +292,21 @@ def test_a_node_is_mixed_only_when_each_kind_of_gpu_has_a_build_its_kernels_comp
     message = "CUDA 13.2 cannot target compute capability 3.5 (Tesla K40m): CUDA 13 dropped sm_35"
     assert refusal(nvidia(("Tesla K40m", "3.5"), RTX5090), knowledge=knowledge) == (
         message, "Use --target cpu", f"auto: {message}")
+
+
+def test_the_known_cuda_targets_listed_are_the_confirmed_ones_for_this_platform_and_python():
+    """linux-aarch64: torch 2.8's cu129 rests on one unconfirmed source and is not listed; for Python 3.8 no
+    aarch64 CUDA build exists at all, so only the CPU is left."""
+    message = "--target cuda12.5: PyTorch publishes no CUDA 12.5 wheels for linux-aarch64"
+    arm = nvidia(GTX680, platform="linux-aarch64")
+    assert refusal(arm, "cuda12.5") == (message, "Use one of --target cuda12.6, cuda13.0", message)
+    assert refusal(arm, "cuda12.5", python="3.8")[1] == "Use one of --target cpu"
+
+
+def test_the_driver_upgrade_a_refused_target_names_is_wsls_windows_floor():
+    """An RTX 5090 under WSL on driver 527.00 (below Windows' CUDA 12 floor, 528.33): no build runs, and the
+    CUDA 13 floor named is Windows' (580), not Linux's (580.65.06)."""
+    message = "CUDA 13.0 needs NVIDIA driver >= 580 (CUDA 13.x minor-version compatibility), this machine has 527.00"
+    assert refusal(nvidia(RTX5090, driver="527.00", wsl=True), "cuda13.0") == (
+        message, "Upgrade the NVIDIA driver to >= 580 for CUDA 13 builds", f"cuda13.0: {message}")
+    assert refusal(nvidia(RTX5090, driver="527.00"), "cuda13.0")[1] == "Use --target cuda12.8"
