@@ -310,3 +310,13 @@ def test_the_driver_upgrade_a_refused_target_names_is_wsls_windows_floor():
     assert refusal(nvidia(RTX5090, driver="527.00", wsl=True), "cuda13.0") == (
         message, "Upgrade the NVIDIA driver to >= 580 for CUDA 13 builds", f"cuda13.0: {message}")
     assert refusal(nvidia(RTX5090, driver="527.00"), "cuda13.0")[1] == "Use --target cuda12.8"
+
+
+def test_a_cuda_target_at_the_kernels_cuda_floor_is_listed():
+    """The kernels build from CUDA 11.6 on: a (made-up) release whose only CUDA build is 11.6 is offered."""
+    floor = K.min_cuda()
+    release = K.release("2.0")
+    cu117 = next(v for v in release.variants if v.tag == "cu117")
+    at_floor = cu117._replace(tag=f"cu{floor.major}{floor.minor}")
+    knowledge = dataclasses.replace(K, releases=(release._replace(variants=(at_floor,)),))
+    assert refusal(nvidia(GTX680), "cuda12.5", knowledge=knowledge)[1] == f"Use one of --target cuda{floor}"
