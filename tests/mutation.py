@@ -43,7 +43,17 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                   ("tests/test_knowledge.py", "tests/test_knowledge_consistency.py", "tests/test_decide_boundaries.py",
                    "tests/test_decide_golden.py", "resolver/knowledge/")),
     "patch-engine": (("resolver/patch/engine.py",),
-                     ("tests/test_patch_cli.py", "tests/test_untrusted_patch.py", "resolver/patch/engine.py")),
+                     ("tests/test_patch_engine.py", "tests/test_patch_cli.py", "tests/test_untrusted_patch.py",
+                      "resolver/patch/engine.py",
+                      # children only (a child cannot kill a mutant); twelve of them cost 2 s a mutant
+                      *(a for t in ("test_patch_cli.py::test_help_lists_every_flag",
+                                    "test_patch_cli.py::test_explicit_missing_rocm_root_is_an_error",
+                                    "test_patch_cli.py::test_read_only_rocm_root_works_through_the_overlay",
+                                    "test_untrusted_patch.py::test_rocm_header_that_is_a_fifo_is_refused_without_hanging",
+                                    "test_untrusted_patch.py::test_rocm_header_that_is_dev_zero_is_refused",
+                                    "test_untrusted_patch.py::test_a_fifo_as_the_rocm_version_file_does_not_hang",
+                                    "test_untrusted_patch.py::test_twelve_concurrent_runs_all_succeed_and_leave_no_"
+                                    "temporary_files") for a in ("--deselect", f"tests/{t}")))),
     "setup-stamps": (("resolver/setup/pipeline.py",), ("tests/test_setup_stamps.py", "tests/test_pipeline.py",
                                                         "resolver/setup/pipeline.py")),
     "fleet-classes": (("resolver/fleet/classes.py",), ("tests/test_fleet_classes.py", "resolver/fleet/classes.py")),
@@ -55,8 +65,10 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                          "test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch")),
                       "resolver/doctor/signatures.py", "resolver/doctor/context.py")),
     "lock-sources": (("resolver/lock/sources.py",), ("tests/test_lock_sources.py", "resolver/lock/sources.py")),
-    "lockfile": (("resolver/lock/lockfile.py",), ("tests/test_staleness.py", "tests/test_workspaces.py",
-                                                   "resolver/lock/lockfile.py")),
+    "lockfile": (("resolver/lock/lockfile.py",),
+                 ("tests/test_lockfile.py", "tests/test_staleness.py",
+                  "tests/test_workspaces.py::test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes",
+                  "resolver/lock/lockfile.py")),
     "install-fetch": (("resolver/install/fetch.py",), ("tests/test_install_fetch.py", "resolver/install/fetch.py")),
 }
 

@@ -52,7 +52,8 @@ _OVERLAY_RECORD = Fields({"format": Integer(), "rocm_root": Text(max_len=4096), 
 _IN_PLACE_RECORD = Fields({"patch": Text(max_len=256), "rocm_root": Text(max_len=4096), "file": Text(max_len=4096),
                            "backup": Text(max_len=4096), "sha256_before": SHA256, "sha256_after": SHA256,
                            "forced": Flag(), "header_state": Text(max_len=64), "changes": OfType(list),
-                           "state": Text("applying|applied"), "time": Text(max_len=64)})
+                           "state": Text("applying|applied|reverted"), "time": Text(max_len=64)},
+                          {"reverted": Text(max_len=64)})
 
 BACKUP_SUFFIX = ".resolver-orig"
 
