@@ -37,7 +37,8 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decide-assembly": (("resolver/decide/choose.py", "resolver/decide/choices.py", "resolver/decide/context.py",
                          "resolver/decide/model.py", "resolver/decide/rejection.py", "resolver/decide/explain.py"),
                         ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",
-                         "tests/test_decide_golden.py", "resolver/decide/")),
+                         "tests/test_decide_golden.py", "tests/test_decide_refusal_texts.py",
+                         "tests/test_decide_plan_fields.py", "resolver/decide/")),
     "knowledge": (("resolver/knowledge/rows.py", "resolver/knowledge/query.py", "resolver/knowledge/consistency.py"),
                   ("tests/test_knowledge.py", "tests/test_knowledge_consistency.py", "tests/test_decide_boundaries.py",
                    "tests/test_decide_golden.py", "resolver/knowledge/")),
@@ -64,8 +65,10 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                          "test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch")),
                       "resolver/doctor/signatures.py", "resolver/doctor/context.py")),
     "lock-sources": (("resolver/lock/sources.py",), ("tests/test_lock_sources.py", "resolver/lock/sources.py")),
-    "lockfile": (("resolver/lock/lockfile.py",), ("tests/test_staleness.py", "tests/test_workspaces.py",
-                                                   "resolver/lock/lockfile.py")),
+    "lockfile": (("resolver/lock/lockfile.py",),
+                 ("tests/test_lockfile.py", "tests/test_staleness.py",
+                  "tests/test_workspaces.py::test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes",
+                  "resolver/lock/lockfile.py")),
     "install-fetch": (("resolver/install/fetch.py",), ("tests/test_install_fetch.py", "resolver/install/fetch.py")),
 }
 

@@ -241,6 +241,12 @@ def test_malformed_version_is_refused(data_copy: Path) -> None:
         Knowledge.load(data_copy)
 
 
+def test_a_kernel_release_whose_version_is_not_pep_440_is_refused(data_copy: Path) -> None:
+    _edit(data_copy, "mamba.toml", 'version = "2.3.1"', 'version = "2.3.1-final-fix"')
+    with pytest.raises(KnowledgeError, match="'version' must be a PEP 440 version"):
+        Knowledge.load(data_copy)
+
+
 def test_adding_a_release_is_a_data_edit(data_copy: Path) -> None:
     """A new torch release appended to torch.toml is planned with, no code change."""
     (data_copy / "torch.toml").write_text((data_copy / "torch.toml").read_text() + '''
@@ -363,3 +369,109 @@ def test_an_api_change_is_crossed_only_by_an_upgrade_through_its_release() -> No
     assert not change.crossed_by(V("2.6.0"), V("2.7"))  # already past it
     assert not change.crossed_by(V("2.4"), V("2.5.9"))  # not yet there
     assert not change.crossed_by(V("2.6"), V("2.6.3"))
+
+
+def test_loading_without_the_cache_neither_reads_nor_writes_it(data_copy: Path, _private_cache: Path) -> None:
+    assert Knowledge.load(data_copy, cache=False) == K
+    assert not list(_private_cache.glob("mamba-resolver/knowledge-*.json"))
+
+
+def test_a_torch_release_is_found_by_its_minor_and_an_unknown_one_is_none() -> None:
+    V = DottedVersion.parse
+    assert K.release("2.9.1") is K.release("2.9") is K.release(V("2.9.0")) is not None
+    assert K.release("2.9").name == "2.9"
+    assert K.release("9.9") is None and K.release("1.13.1") is None
+
+
+def test_a_toolkit_minor_without_a_dot_zero_release_has_its_earliest_releases_floor() -> None:
+    """CUDA 11.0's first listed release is 11.0.2: the floor of 11.0 is that release's."""
+    V = DottedVersion.parse
+    assert K.toolkit_floor(V("11.0")) == V("450.51.05") and K.toolkit_floor(V("11.0.3")) == V("450.51.05")
+    assert K.toolkit_floor(V("11.0"), "win") == V("451.48")
+
+
+def test_the_newest_toolkit_for_a_driver_whatever_order_the_rows_are_listed_in() -> None:
+    from dataclasses import replace
+
+    V = DottedVersion.parse
+    shuffled = replace(K, toolkits=tuple(reversed(K.toolkits)))
+    for driver in ("550.54.15", "580.82.07", "520.10", "455.23"):
+        assert shuffled.newest_cuda_for_driver(V(driver)) == K.newest_cuda_for_driver(V(driver)), driver
+    assert shuffled.newest_cuda_for_driver(V("560.30")) == V("12.6")
+
+
+def test_an_architecture_is_named_by_its_row_or_by_its_capability() -> None:
+    assert K.arch_name(ComputeCapability.parse("9.0")) == "Hopper"
+    assert K.arch_name(ComputeCapability.parse("8.6")) == "Ampere (GA10x)"
+    assert K.arch_support(ComputeCapability(4, 2)) is None
+    assert K.arch_name(ComputeCapability(4, 2)) == "compute capability 4.2"
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("Navi 31", "gfx1100"), ("navi 31", "gfx1100"), ("Navi 31 XT", "gfx1100"), ("Navi 31 [Radeon RX 7900 XT]", "gfx1100"),
+    ("Navi 310", None), ("Navi 31XT", None), ("Hawaii PRO", "gfx701"),
+])
+def test_an_amd_code_name_matches_as_a_whole_word(name: str, expected: str | None) -> None:
+    chip = K.amd_chip(name)
+    assert (str(chip.gfx) if chip else None) == expected
+
+
+@pytest.mark.parametrize("name", ["V100-SXM2-32GB", "Tesla V100-PCIE-16GB"])
+def test_a_listed_name_with_punctuation_matches_however_the_driver_punctuates_it(name: str) -> None:
+    assert K.nvidia_model(name).compute_capability == ComputeCapability(7, 0)
+    assert K.nvidia_model("NVIDIA TITAN X (Pascal)").compute_capability == ComputeCapability(6, 1)
+
+
+def _with_kernels(*versions: str) -> Knowledge:
+    from dataclasses import replace
+
+    row = next(k for k in K.kernel_releases if k.package == "mamba-ssm")
+    return replace(K, kernel_releases=tuple(row._replace(version=v) for v in versions))
+
+
+@pytest.mark.parametrize("versions,newest", [
+    (("2.9.1", "2.10.0", "2.3.1"), "2.10.0"),  # by number, not by spelling or by the order of the rows
+    (("2.10.0", "2.9.1"), "2.10.0"),
+    (("2.3.2.post1", "2.3.2", "2.3.1"), "2.3.2.post1"),
+    (("2.3.2.post1", "2.3.2.1"), "2.3.2.1"),  # a later release beats a post-release of an earlier one
+    (("2.3.2.post2", "2.3.2.post10", "2.3.2.post1"), "2.3.2.post10"),
+    (("2.3.2rc1", "2.3.2"), "2.3.2"),  # a final release is newer than its release candidates
+    (("2.3.3rc1", "2.3.2", "2.3.3.dev1"), "2.3.2"),  # and preferred to a later pre-release, as pip does
+    (("2.3.3rc1", "2.3.3b2"), "2.3.3rc1"),  # pre-releases alone: the newest of them
+])
+def test_the_newest_kernel_release_is_the_highest_version(versions: tuple[str, ...], newest: str) -> None:
+    V = DottedVersion.parse
+    assert _with_kernels(*versions).kernel_release("mamba-ssm", V("2.13"), V("3.11")).version == newest
+
+
+def test_a_kernel_release_covers_a_full_torch_version_by_its_minor() -> None:
+    V = DottedVersion.parse
+    row = K.kernel_releases[0]._replace(torch_min=V("2.4"), torch_max=V("2.6"))
+    assert [row.supports_torch(V(t)) for t in ("2.3.1", "2.4.0", "2.6.3", "2.6", "2.7.0")] == \
+        [False, True, True, True, False]
+
+
+def test_build_fixes_of_a_package_are_its_own_and_the_general_ones() -> None:
+    assert [f.id for f in K.fixes_for("causal-conv1d")] == ["cxx20", "no-sm103-nvcc13"]
+    assert [f.id for f in K.fixes_for("mamba-ssm")] == ["cxx20"]
+    assert K.fixes_for() == K.build_fixes
+
+
+def test_torch_variants_are_listed_newest_toolkit_first() -> None:
+    """By version, not by tag: rocm7.14 is newer than rocm7.2."""
+    release = K.release("2.14")
+    assert [v.tag for v in release.variants_for("linux-64", "rocm")] == ["rocm7.14", "rocm7.2"]
+    assert [v.tag for v in release.variants_for("linux-64", "cuda")] == ["cu132", "cu130", "cu126"]
+    assert [v.tag for v in release.variants_for("linux-64", "cpu")] == ["cpu"]
+
+
+def test_conda_forge_builds_and_arch_lists_by_platform_and_minor() -> None:
+    V = DottedVersion.parse
+    assert K.conda_forge.cuda_builds("2.13.0", "linux-aarch64-unrecorded") is None
+    assert K.conda_forge.cuda_builds("0.0.1", "linux-64") is None
+    assert K.conda_forge.archs_of(V("13.0.2")) == K.conda_forge.archs_of(V("13.0")) is not None
+    assert K.conda_forge.archs_of(V("99.0")) is None
+    unasked = next(p for p in K.conda_forge.toolkit if not p.ask)
+    assert unasked.spec_for(V("13.0")) == "*"
+    asked = next(p for p in K.conda_forge.toolkit if p.ask == "{X.Y}.*")
+    assert asked.spec_for(V("13.0.2")) == "13.0.*"

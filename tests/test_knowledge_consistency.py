@@ -198,3 +198,33 @@ def test_conda_forge_builds_name_known_torches_and_cudas():
 def test_problems_is_what_knowledge_reports():
     broken = with_release("2.9", latest="2.10.0")
     assert broken.problems() == problems(broken) != []
+
+
+def test_a_toolkit_from_the_first_release_minor_version_compatibility_covers_is_held_to_its_floor():
+    row = next(f for f in K.mvc_floors if f.applies_from is not None)
+    first = next(t for t in K.toolkits if t.version == row.applies_from)
+    lowered = tuple(t._replace(linux=V("1")) if t == first else t for t in K.toolkits)
+    assert f"cuda.toml: toolkit {first.version} floor 1 is below its major's minor-version floor {row.linux}" in \
+        found(replace(K, toolkits=lowered))
+
+
+def test_an_arch_of_a_single_toolkit_release_is_sound():
+    arch = next(a for a in K.archs if a.last is not None)
+    changed = tuple(a._replace(last=a.first) if a == arch else a for a in K.archs)
+    assert found(replace(K, archs=changed)) == []
+
+
+def test_api_changes_must_name_a_kernel_package_and_a_known_torch():
+    change = K.api_changes[0]
+    assert found(replace(K, api_changes=(change._replace(package="flash-attn"),) + K.api_changes[1:])) == \
+        [f"mamba.toml: api_change {change.id} names flash-attn, not a kernel [[package]]"]
+    assert found(replace(K, api_changes=(change._replace(torch=V("1.13")),) + K.api_changes[1:])) == \
+        [f"mamba.toml: api_change {change.id} names torch 1.13, not in torch.toml"]
+
+
+def test_an_id_used_twice_is_reported_once():
+    change, bad = K.api_changes[0], K.known_bad[0]
+    assert found(replace(K, known_bad=K.known_bad + (bad._replace(id=change.id),))) == \
+        [f"mamba.toml: id {change.id} is used twice"]
+    assert found(replace(K, api_changes=K.api_changes + (change,), known_bad=K.known_bad + (bad,))) == \
+        sorted([f"mamba.toml: id {change.id} is used twice", f"mamba.toml: id {bad.id} is used twice"])

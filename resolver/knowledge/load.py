@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.errors import InternalError
-from resolver.knowledge.query import Knowledge
+from resolver.knowledge.query import Knowledge, is_release_version
 from resolver.knowledge.rows import (
     KNOWN_BAD_WHEN,
     AmdChip,
@@ -239,7 +239,10 @@ def _kernel_release(row: _Row) -> KernelRelease:
     if not isinstance(table, dict) or not all(re.fullmatch(r"cu\d+", k) for k in table):
         raise row._bad("wheel_archs", "must be a table like { cu12 = [\"7.5\", ...] }")
     wheel_archs = tuple((int(k[2:]), _Row({**table, "source": "-" * 9}, row.where).strs(k)) for k in sorted(table))
-    return KernelRelease(row.str("package"), row.str("version"), row.version("python_min"), row.version("torch_min"),
+    version = row.str("version")
+    if not is_release_version(version):
+        raise row._bad("version", "must be a PEP 440 version like 2.2.4")
+    return KernelRelease(row.str("package"), version, row.version("python_min"), row.version("torch_min"),
                          row.opt_version("torch_max"), row.confirmed(), row.str("source"), wheel_archs)
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from packaging.version import InvalidVersion, Version
+
 from resolver.knowledge.rows import (
     AmdChip,
     AmdModel,
@@ -224,9 +226,18 @@ class Knowledge:
         return problems(self)
 
 
-def _release_key(version: str) -> tuple:
-    parts = re.findall(r"\d+|[a-z]+", version)
-    return tuple((0, int(p)) if p.isdigit() else (-1, p) for p in parts)
+def is_release_version(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _release_key(version: str) -> tuple[bool, Version]:
+    """Newest first as pip picks: by PEP 440 order, a final release before any pre-release."""
+    parsed = Version(version)
+    return not parsed.is_prerelease, parsed
 
 
 def _best_name_match(name: str, candidates: Iterable[tuple[str, Any]]) -> Any | None:

@@ -24,6 +24,7 @@ Reading goes through rattler (:class:`resolver.conda.LockView`), which is the ju
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -382,13 +383,16 @@ def _wheel_python(pypi: Iterable[PypiArtifact]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _header(text: str) -> tuple[str, ...]:
+    """The comment lines the lock starts with (rattler drops comments, so they are ours to keep)."""
+    return tuple(itertools.takewhile(lambda line: line.startswith("#"), text.splitlines()))
+
+
 def _fallbacks_in_header(text: str) -> dict[tuple[str, str], str | None]:
     """(environment, platform) -> Python X.Y of the pairs the lock's header marks as fallbacks
     (:attr:`LockedEnv.fallback_note` writes them)."""
     found: dict[tuple[str, str], str | None] = {}
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
+    for line in _header(text):
         match = re.match(re.escape(FALLBACK_HEADER) + r"environment (\S+) \((\S+)\) is a fallback: .*?"
                          r"Python (\d+\.\d+)?", line)
         if match:
@@ -435,8 +439,7 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
     except ValueError:  # an older version, or another layout: as rattler writes it, which is what pixi writes next
         raw = RawLock.parse(canonical_lock_text(text))
         _agree(raw, view)
-    header = tuple(line for line in text.splitlines()[:64] if line.startswith("#"))
-    return ExistingLock(view, raw, header, align(view.platforms(), platforms), _fallbacks_in_header(text))
+    return ExistingLock(view, raw, _header(text), align(view.platforms(), platforms), _fallbacks_in_header(text))
 
 
 def _read(path: Path) -> tuple[str, LockView]:
