@@ -550,5 +550,27 @@ def test_the_kernels_rule_tells_a_torch_no_kernel_release_supports_from_a_python
 
 
 def test_a_requested_torch_release_may_name_its_patch_release():
-    plan = decide(cpu_box(), Request(torch=V("2.13.0")), K).plan
-    assert (plan.torch.version, plan.torch.variant) == ("2.13.0", "cpu")
+    plan = decide(cpu_box(), Request(torch=V("2.14.1")), K).plan
+    assert (plan.torch.version, plan.torch.variant) == ("2.14.1", "cu130")
+
+
+def test_a_cuda_target_at_the_kernels_floor_is_offered():
+    at_the_floor = replace(K, kernel_packages=tuple(p._replace(min_cuda=V("11.8")) for p in K.kernel_packages))
+    outcome = decide(cpu_box(), Request(target=Target.parse("cuda12.5")), at_the_floor)
+    assert outcome.refusal.fix == ("use --target cuda12.4 or cuda12.6 (the nearest; all that plan: cuda11.8, cuda12.1, "
+                                   "cuda12.4, cuda12.6, cuda12.8, cuda12.9, cuda13.0, cuda13.2)")
+
+
+def test_an_unconfirmed_cuda_row_chosen_by_target_cites_its_first_source():
+    """GB200 on linux-aarch64 with --target cuda12.9: only torch 2.8's unconfirmed cu129 row serves it."""
+    row = next(v for v in K.release("2.8").variants if v.tag == "cu129" and not v.confirmed)
+    first = row.source.split(" (")[0].split(";")[0]
+    two = with_variants(K, "2.8", [v._replace(source=f"{first}; a second note") if v == row else v
+                                   for v in K.release("2.8").variants])
+    profile = HardwareProfile.from_json({
+        "platform": "linux-aarch64", "glibc": "2.35", "python": "3.11.7", "amd": None, "cuda_toolkit": None,
+        "nvidia": {"driver_version": "570.124.06", "cuda_driver_version": None,
+                   "gpus": [{"name": "NVIDIA GB200", "compute_capability": "10.0"}]}})
+    plan = decide(profile, Request(target=Target.parse("cuda12.9")), two).plan
+    assert f"torch 2.8 cu129 rests on one unconfirmed source ({first}); chosen because --target asked for it" in \
+        plan.warnings
