@@ -34,7 +34,7 @@ def cpu_plan(ctx: Context, why: str) -> Plan:
     if found is None:
         lines = "; ".join(r.line() for r in rejected[:2])
         raise Refusal(f"no torch release has CPU wheels for Python {python_text(ctx.python)} on {ctx.profile.platform}",
-                      because=lines or None, fix="use --python 3.11 (or another Python torch supports)")
+                      because=lines or None, fix=_way_out(ctx, rejected))
     release, variant = found
     for item in rejected:
         ctx.step("torch-release", "eliminated", item.line())
@@ -53,6 +53,17 @@ def cpu_plan(ctx: Context, why: str) -> Plan:
                 torch=torch, kernels=KernelChoice(strategy="none"), warnings=tuple(ctx.warnings),
                 trace=tuple(ctx.trace), glibc=text_or_none(ctx.glibc), cuda_driver=None, runnable_here=True,
                 summary=summary, target=str(ctx.request.target), conda_packages=packages)
+
+
+def _way_out(ctx: Context, rejected: list) -> str:
+    """Another Python; or, for a release asked for by name that this Python could run (its CPU wheels unconfirmed
+    or too new for this glibc), the newest release whose CPU wheels serve here."""
+    if ctx.request.torch is not None and rejected and all(item.why.stage != Stage.PYTHON for item in rejected):
+        for release in ctx.k.releases_newest_first():
+            if release_rejection(ctx, release, False) is None and any(
+                    confirmed(release, v) for v in release.variants_for(ctx.profile.platform, "cpu")):
+                return f"ask for a release with confirmed CPU wheels here, e.g. --torch {release.name}"
+    return "use --python 3.11 (or another Python torch supports)"
 
 
 def _pypi_wheel_on_cpu(ctx: Context, rejected: list) -> Plan | None:

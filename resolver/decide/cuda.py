@@ -265,9 +265,9 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
                       fix=_targets_that_plan_elsewhere(ctx, wanted, kernels))
     release, variant = found
     cuda = variant.version
-    if cuda < ctx.k.min_cuda():
+    if kernels and cuda < ctx.k.min_cuda():
         raise Refusal(f"the Mamba kernels need CUDA >= {ctx.k.min_cuda()}, {variant.tag} is CUDA {cuda}",
-                      fix="use --target cuda12.6 or newer")
+                      fix=_targets_that_plan_elsewhere(ctx, wanted, kernels))
     ctx.step("torch-release", release.latest, f"the newest torch with {variant.tag} wheels for "
                                               f"Python {python_text(ctx.python)}")
     builds = [ctx.k.build_target(cuda, c) for c in variant.cubins]
@@ -276,12 +276,19 @@ def cuda_plan_elsewhere(ctx: Context) -> Plan:
         if fix.avoid_arch and fix.holds_for_nvcc(cuda):
             archs = sorted({ComputeCapability.parse(fix.use_instead) if str(a) == fix.avoid_arch else a for a in archs})
     arch_list = tuple(str(a) for a in archs)
-    ctx.warn(f"no NVIDIA GPU here: this plan is for another machine (CUDA {cuda} needs driver >= "
-             f"{driver_text(ctx.k.mvc_floor(cuda.major))} there); the kernels get built for the torch wheel's "
-             f"architectures ({', '.join(arch_list)}) or, on the target machine, for its own GPUs")
+    there = f"no NVIDIA GPU here: this plan is for another machine (CUDA {cuda} needs driver >= " \
+            f"{driver_text(ctx.k.mvc_floor(cuda.major, ctx.driver_os))} there)"
+    if kernels:
+        ctx.warn(f"{there}; the kernels get built for the torch wheel's architectures ({', '.join(arch_list)}) or, "
+                 "on the target machine, for its own GPUs")
+        ctx.step("kernels", "build", f"for the {variant.tag} wheel's architectures {', '.join(arch_list)} with "
+                                     f"nvcc {cuda}")
+    else:
+        ctx.warn(f"{there}; mamba-ssm and causal-conv1d publish no builds for this platform and their build "
+                 "scripts target Linux: kernels 'none', the reference path runs (on the GPU through PyTorch)")
+        ctx.step("kernels", "none", f"mamba-ssm and causal-conv1d build on Linux only, not on {ctx.profile.platform}: "
+                                    "the reference path runs")
     packages = kernel_versions(ctx, release) if kernels else ()
-    ctx.step("kernels", "build" if kernels else "none",
-             f"for the {variant.tag} wheel's architectures {', '.join(arch_list)} with nvcc {cuda}")
     if kernels:
         cxx_note(ctx, release)
     conda = _conda_choice(ctx, release, cuda, [])

@@ -31,7 +31,7 @@ def cuda_refusal(ctx: Context, gpus: list[Gpu], wanted: DottedVersion | None, re
     target = ctx.request.target
     if not rejected:
         return Refusal(f"--target {target}: PyTorch publishes no CUDA {wanted} wheels for {ctx.profile.platform}",
-                       fix=_way_out(ctx, gpus, kernels, f"use one of {cuda_targets(ctx)}", search))
+                       fix=_way_out(ctx, gpus, kernels, use_cuda_targets(ctx), search))
     # the candidate that got furthest (the latest rule) names the blocking fact
     why = max(rejected, key=lambda item: item.why.stage).why
     if why.stage in (Stage.PYTHON, Stage.KERNELS):
@@ -117,12 +117,17 @@ def _way_out(ctx: Context, gpus: list[Gpu], kernels: bool, fallback: str, search
     return fallback[:1].upper() + fallback[1:] if fallback else "Use --target cpu"
 
 
-def cuda_targets(ctx: Context) -> str:
-    """The CUDA targets the tables know for this platform and Python, e.g. ``--target cuda12.6, cuda13.0``."""
+def use_cuda_targets(ctx: Context) -> str:
+    """The CUDA targets the tables know for this platform and Python, as advice: ``use one of --target
+    cuda12.6, cuda13.0``, ``use --target cuda12.6``, or the CPU when there is none."""
     versions = sorted({v.version.truncate(2) for r in ctx.k.releases if r.supports_python(ctx.python)
                        for v in r.variants_for(ctx.profile.platform, "cuda") if v.confirmed and r.confirmed
                        and v.version >= ctx.k.min_cuda()})
-    return "--target " + ", ".join(f"cuda{v}" for v in versions[-4:]) if versions else "--target cpu"
+    if not versions:
+        return (f"use --target cpu (no confirmed CUDA build of PyTorch serves {ctx.profile.platform} with Python "
+                f"{ctx.python})")
+    named = ", ".join(f"cuda{v}" for v in versions[-4:])
+    return f"use one of --target {named}" if len(versions) > 1 else f"use --target {named}"
 
 
 def rocm_refusal(ctx: Context, rocm: DottedVersion, wanted: DottedVersion | None, minimum: DottedVersion,

@@ -93,9 +93,9 @@ def coverage(ctx: Context, variant: TorchVariant, gpus: list[Gpu]) -> tuple[Reje
 
 def wheel_edge(variant: TorchVariant, gpu: Gpu) -> str:
     """Where the wheel's architectures end, seen from ``gpu``: ``start at sm_75`` / ``stop at sm_90``."""
-    if gpu.cc < min(variant.cubins):
+    if gpu.cc < min(variant.cubins):  # every CUDA variant lists its cubins (the tables' consistency check)
         return f"start at {variant.lowest_arch}"
-    return f"stop at {max(variant.cubins).sm if variant.cubins else 'none'}"
+    return f"stop at {max(variant.cubins).sm}"
 
 
 def nvcc_rejection(ctx: Context, nvcc: DottedVersion, gpus: list[Gpu]) -> Rejection | None:
@@ -131,10 +131,8 @@ def cuda_variant_rejection(ctx: Context, release: TorchRelease, variant: TorchVa
     return rejection
 
 
-def matches(version: DottedVersion | None, wanted: DottedVersion) -> bool:
-    """Does a variant's version satisfy ``--target cudaX[.Y]``? (``13`` matches any 13.x)."""
-    if version is None:
-        return False
+def matches(version: DottedVersion, wanted: DottedVersion) -> bool:
+    """Does a CUDA variant's version satisfy ``--target cudaX[.Y]``? (``13`` matches any 13.x)."""
     if len(wanted.parts) == 1:
         return version.major == wanted.major
     return version.truncate(2) == wanted.truncate(2)

@@ -16,9 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any, Iterable
 
 from resolver.knowledge.rows import (
     AmdChip,
@@ -226,7 +224,13 @@ class Knowledge:
         return problems(self)
 
 
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+
 def is_release_version(version: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
     try:
         Version(version)
     except InvalidVersion:
@@ -236,6 +240,8 @@ def is_release_version(version: str) -> bool:
 
 def _release_key(version: str) -> tuple[bool, Version]:
     """Newest first as pip picks: by PEP 440 order, a final release before any pre-release."""
+    from packaging.version import Version
+
     parsed = Version(version)
     return not parsed.is_prerelease, parsed
 
