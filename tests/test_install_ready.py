@@ -912,3 +912,11 @@ def test_a_helpers_answer_is_its_marked_document(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     answer = Environment("cpu", tmp_path, "venv").call("helper_answering", timeout=60)
     assert answer.document == {"ok": True} and answer.completed.returncode == 0
+
+
+def test_the_named_environment_of_a_lock_of_several_is_the_one_checked(tmp_path):
+    gpu = LockedEnv("gpu", HOST, (FORGE,), CONDA_ENV.conda, python="3.11")
+    project = project_with(tmp_path, CONDA_ENV, gpu)
+    write_marker(project.env("gpu"), marker(environment="gpu", lock_digest=environment_digest(gpu)))
+    summary = install_environment(project, "gpu", info=rebuild_starts)
+    assert (summary.environment, summary.status) == ("gpu", "up-to-date")
