@@ -31,7 +31,7 @@ from resolver.kernels.archs import parse_arch_list, upstream_default_archs  # no
 from resolver.kernels.packages import KernelPackage  # noqa: E402
 from resolver.kernels.sdist import ensure_sdist  # noqa: E402
 from resolver.kernels.toolkit import find_toolkit  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
+from resolver.project.paths import ProjectPaths  # noqa: E402
 
 # The nvcc flags causal-conv1d 1.7.0 / mamba-ssm 2.3.2.post1 pass besides the gencode list (their
 # setup.py), plus what torch's BuildExtension adds for every CUDA file.

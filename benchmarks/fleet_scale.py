@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 def machine_profiles(kind: str) -> list[dict]:
     """The `probe --json` of every captured machine (``machines``) or of the machine doubles (``doubles``)."""
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     if kind == "machines":
         folders = sorted(p for p in (REPO / "tests" / "machines").iterdir() if p.is_dir())

@@ -72,9 +72,9 @@ def main() -> int:
     import toolchain_channel as tc
 
     from resolver import lock
-    from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
-    from resolver.lock.sources import Sources
-    from resolver.paths import ProjectPaths
+    from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.sources import Sources
 
     toolchain = (args.channel or tc.cached_channel()).resolve()
     work = Path(tempfile.mkdtemp(prefix="resolver-install-runs-"))

@@ -118,9 +118,9 @@ def _record(name, version, build, number, depends, *, subdir="linux-64", constra
 def plans():
     """The plans ``lock --target cpu`` / ``--target cuda12.6`` make, fixed (not probed) so every machine
     locks the same thing: python 3.11, and for CUDA the toolkit specs of the knowledge base."""
-    from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
-    from resolver.knowledge import Knowledge
-    from resolver.versions import DottedVersion
+    from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
+    from resolver.core.versions import DottedVersion
+    from resolver.plan.knowledge import Knowledge
 
     python = (("python", f"{PYTHON}.*"),)
     toolkit = Knowledge.load().conda_forge.toolkit_specs(DottedVersion.parse("12.6"))
@@ -138,11 +138,11 @@ def plans():
 
 def bench_lock(work: Path, repeat: int) -> dict:
     from resolver import lock
-    from resolver.conda import SOLVE_TIMEOUT, rattler, target_virtual_packages
     from resolver.lock.lockfile import read_lock
-    from resolver.lock.manifest import Manifest
-    from resolver.lock.sources import Sources
-    from resolver.paths import ProjectPaths
+    from resolver.project.manifest import Manifest
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.sources import Sources
+    from resolver.tools.conda import SOLVE_TIMEOUT, rattler, target_virtual_packages
 
     r = rattler()
     chan = work / "chan"
@@ -227,7 +227,7 @@ def main() -> None:
               f"{lk['bare_solve_seconds']} s → ratio {lk['ratio']} (target ≤ 1.5)")
         print(f"  lock runs {lk['lock_runs']}, bare runs {lk['bare_runs']}")
     sys.stdout.flush()
-    os._exit(0)  # py-rattler 0.28 can abort at interpreter exit (resolver/conda.py)
+    os._exit(0)  # py-rattler 0.28 can abort at interpreter exit (resolver/tools/conda.py)
 
 
 if __name__ == "__main__":

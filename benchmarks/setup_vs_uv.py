@@ -105,8 +105,8 @@ def main() -> int:
     args = parser.parse_args()
     wanted = set(args.only or STEPS)
     sys.path.insert(0, str(REPO))
-    from resolver import uv
     from resolver.lock.pipconfig import read_pip_config
+    from resolver.tools import uv
 
     channel = args.channel
     if channel is None:

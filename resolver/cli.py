@@ -15,9 +15,9 @@ import sys
 import time
 
 from resolver import __version__
-from resolver.errors import BadInput, ExitCode, InternalError, ResolverError, UsageError
-from resolver.names import printable
-from resolver.ui import Output
+from resolver.core.errors import BadInput, ExitCode, InternalError, ResolverError, UsageError
+from resolver.core.names import printable
+from resolver.core.ui import Output
 
 COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench",
             "upgrade", "rollback")
@@ -77,7 +77,7 @@ def _with_default_command(argv: list[str]) -> list[str]:
 
 class Terminated(BaseException):
     """SIGTERM, raised where the resolver is, so every ``finally`` runs: temporary folders are removed,
-    child process groups are stopped (resolver/proc.py), nothing half-made is left looking ready."""
+    child process groups are stopped (resolver/tools/proc.py), nothing half-made is left looking ready."""
 
 
 def _terminate(signum, frame) -> None:  # noqa: ARG001 - signal handler signature

@@ -112,7 +112,7 @@ def build_channel(out: Path) -> Path:
 def reindex(channel: Path) -> None:
     import asyncio
 
-    from resolver.conda import rattler
+    from resolver.tools.conda import rattler
 
     rattler()
     from rattler.index import index_fs

@@ -98,7 +98,7 @@ def sample_lines_of(source: str) -> set[str]:
 
 def reader(kind: str) -> Callable[[Path], object]:
     """What the command does with a pasted file of ``kind``: read it and parse it (no process start)."""
-    from resolver.errors import ResolverError
+    from resolver.core.errors import ResolverError
 
     if kind == "doctor --log":
         from resolver.doctor.checks import read_log
@@ -109,7 +109,7 @@ def reader(kind: str) -> Callable[[Path], object]:
         def read(path: Path) -> object:
             return match_log(read_log(str(path))[1], signatures)
     else:
-        from resolver.probe.report import profile_from_report, read_report
+        from resolver.plan.probe.report import profile_from_report, read_report
 
         def read(path: Path) -> object:
             return profile_from_report(read_report(str(path)))

@@ -1,9 +1,9 @@
-"""Run INSIDE a torch environment: resolver.inenv.kernel_checks' comparison, with stand-ins of known behaviour.
+"""Run INSIDE a torch environment: resolver.verify.inenv.kernel_checks' comparison, with stand-ins of known behaviour.
 
 No GPU here, so the CUDA kernels cannot be called; what can be proven on the CPU is that the comparison
 and its tolerances separate right from wrong:
 - a stand-in that does what the kernels do (float32 arithmetic on the given inputs, one rounding of the
-  output to the input dtype; that is resolver.inenv.reference on the rounded inputs) passes, and in bfloat16
+  output to the input dtype; that is resolver.verify.inenv.reference on the rounded inputs) passes, and in bfloat16
   its error is the single rounding the tolerance was derived from (at most 2^-8 of max |reference|);
 - an anti-causal convolution, a scan without its softplus (it overflows) and one without its skip
   term D fail in every dtype, by far more than the tolerance;
@@ -17,8 +17,8 @@ import json
 
 import torch
 
-from resolver.inenv import reference
-from resolver.inenv.kernel_checks import compare_op, kernel_gate, run_kernel_checks
+from resolver.verify.inenv import reference
+from resolver.verify.inenv.kernel_checks import compare_op, kernel_gate, run_kernel_checks
 
 
 def conv_like_kernel(x, weight, bias=None, activation=None):

@@ -30,7 +30,7 @@ def suggested_commands(text: str) -> list[str]:
 def refusal(command: str) -> str | None:
     """Why the resolver's parser refuses ``command`` (None: it accepts it)."""
     from resolver.cli import _with_default_command, build_parser
-    from resolver.errors import ResolverError
+    from resolver.core.errors import ResolverError
 
     argv = shlex.split(command)[3:]
     try:

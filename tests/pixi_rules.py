@@ -37,9 +37,9 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from resolver.lock.manifest import Manifest
-from resolver.lock.pixi_platforms import PixiPlatform, lock_identity, lock_names
-from resolver.lock.sources import channel_url
+from resolver.project.manifest import Manifest
+from resolver.project.pixi_platforms import PixiPlatform, lock_identity, lock_names
+from resolver.project.sources import channel_url
 
 PYPI = "https://pypi.org/simple"
 

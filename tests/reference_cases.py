@@ -1,4 +1,4 @@
-"""Run INSIDE a torch environment: resolver.inenv.reference against naive Python loops, printed as JSON.
+"""Run INSIDE a torch environment: resolver.verify.inenv.reference against naive Python loops, printed as JSON.
 
 Each case prints its largest absolute error against an independent scalar-loop implementation
 written straight from the kernels' documented semantics. ``tests/test_reference.py`` runs this
@@ -13,7 +13,7 @@ import sys
 
 import torch
 
-from resolver.inenv.reference import (
+from resolver.verify.inenv.reference import (
     MambaSpec,
     ReferenceMambaLM,
     causal_conv1d,

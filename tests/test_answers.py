@@ -1,4 +1,4 @@
-"""The typed readers of the in-environment answers (resolver/inenv/answers.py): tolerant of partial
+"""The typed readers of the in-environment answers (resolver/verify/inenv/answers.py): tolerant of partial
 documents, and ``to_json`` gives back exactly the document read (the JSON the commands print)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.inenv.answers import (
+from resolver.verify.inenv.answers import (
     Check,
     DeviceView,
     EnvironmentFacts,
@@ -65,7 +65,7 @@ def test_values_built_in_code_write_every_field():
 
 @pytest.mark.parametrize("name", ["facts-torch-cpu.json"])
 def test_a_real_facts_document_round_trips_exactly(name):
-    """Captured from ``python -m resolver.inenv.facts`` in the suite's torch 2.14.1 environment."""
+    """Captured from ``python -m resolver.verify.inenv.facts`` in the suite's torch 2.14.1 environment."""
     doc = _captured(name)
     facts = EnvironmentFacts.from_json(doc)
     assert facts.torch is not None and facts.torch.version and facts.device is not None

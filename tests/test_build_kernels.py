@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
 
 pytestmark = pytest.mark.kernels
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BuildFailed
+from resolver.core.errors import BuildFailed
 from resolver.kernels.driver import BuildOptions, build
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
 
 TINY = Path(__file__).parent / "fixtures" / "tiny-ext"
 HAS_NVCC = shutil.which("nvcc") is not None or bool(os.environ.get("CUDA_HOME"))
@@ -215,7 +215,7 @@ def test_overlay_include_folder_comes_first(project, tmp_path):
 
 
 def test_no_gpu_and_no_arch_asks_for_arch(project):
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     if probe_machine().has_gpu:
         pytest.skip("this machine has a GPU: the default comes from it")
@@ -232,8 +232,8 @@ def test_install_into_a_conda_prefix_keeps_its_other_packages(project, tmp_path)
     """A conda prefix holds other conda packages: installing a kernel build must not remove them."""
     from rattler_build import Stage0Recipe
 
-    from resolver.conda import add_package
     from resolver.kernels.recipe_run import publish
+    from resolver.tools.conda import add_package
 
     other = tmp_path / "other"
     (other / "src").mkdir(parents=True)

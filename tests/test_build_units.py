@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput, EnvironmentProblem
+from resolver.core.errors import BadInput, EnvironmentProblem
 from resolver.kernels.archs import apply_rules, parse_arch_list, upstream_default_archs
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.logparse import NinjaProgress, classify, first_error
@@ -126,8 +126,8 @@ def test_mamba_ssm_keeps_sm103():
 
 
 def test_arch_rule_window():
-    from resolver.knowledge import BuildFix
-    from resolver.versions import DottedVersion as V
+    from resolver.core.versions import DottedVersion as V
+    from resolver.plan.knowledge import BuildFix
 
     rule = BuildFix("x", "p", "nvcc 13", "", "10.3", "10.0", "x", V.parse("13.0"), V.parse("14.0"))
     assert rule.holds_for_nvcc(V.parse("13.0")) and rule.holds_for_nvcc(V.parse("13.2"))
@@ -200,8 +200,8 @@ def test_toolkit_version_parsing_from_real_output():
 
 
 def test_missing_nvcc_names_cuda_home(tmp_path):
-    from resolver.probe.sysroot import SysrootSystem
-    from resolver.probe.toolkits import find_cuda
+    from resolver.plan.probe.sysroot import SysrootSystem
+    from resolver.plan.probe.toolkits import find_cuda
 
     (tmp_path / "_meta.toml").write_text('system = "Linux"\nmachine = "x86_64"\npython = "3.11.7"\n')
     assert find_cuda(SysrootSystem(tmp_path)) is None  # a machine without any nvcc
@@ -371,7 +371,7 @@ def test_arch_all_on_rocm_asks_for_names():
 ])
 def test_default_archs_are_the_gpus_of_a_captured_machine(machine, expected):
     from resolver.kernels.driver import archs_of
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     profile = probe_machine(sysroot=Path(__file__).parent / "machines" / machine)
     assert archs_of(profile) == expected

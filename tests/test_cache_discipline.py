@@ -1,4 +1,4 @@
-"""Every cache and state file the resolver keeps (resolver.paths.RECORD_KINDS) is read as untrusted
+"""Every cache and state file the resolver keeps (resolver.project.paths.RECORD_KINDS) is read as untrusted
 data: a crafted one of each kind is ignored, through the real code that reads it, and the answer is
 the one computed without it. Crafted four ways: a symbolic link to a record outside (never followed,
 never written through), a FIFO (never blocks), JSON whose values are commands and flags (never run,
@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
-from resolver.paths import RECORD_KINDS, ProjectPaths  # noqa: E402
+from resolver.project.paths import RECORD_KINDS, ProjectPaths  # noqa: E402
 
 VARIANTS = ["link", "fifo", "commands", "foreign-writable"] + (["foreign-owner"] if os.getuid() == 0 else [])
 
@@ -103,7 +103,7 @@ class _Pypi(Kind):
                       pypi.resolve(request, self.project).artifacts)
 
     def shas(self) -> list[str]:
-        from resolver.fs import sha256_of
+        from resolver.core.fs import sha256_of
 
         return [sha256_of(p) for p in sorted(self.wheels.glob("*.whl"))]
 
@@ -145,7 +145,7 @@ class _Canonical(Kind):
     def use(self) -> Any:
         from resolver.lock.canonical import Canonicalizer
         from resolver.lock.lockfile import PypiArtifact
-        from resolver.lock.sources import Sources
+        from resolver.project.sources import Sources
 
         class NoIndex:
             @staticmethod
@@ -291,9 +291,9 @@ class VerifyModel(Kind):
 
 
 def _plan():
-    from resolver.decide.model import Request
-    from resolver.planning import plan_for
-    from resolver.probe.profile import HardwareProfile
+    from resolver.core.model import Request
+    from resolver.plan.planning import plan_for
+    from resolver.plan.probe.profile import HardwareProfile
 
     profile = HardwareProfile.from_file(Path(__file__).parent / "profiles" / "v100.json")
     return plan_for(Request(), profile), profile
@@ -306,7 +306,7 @@ class PlanRecord(Kind):
         return self.project.plan_record("cpu")
 
     def planted(self) -> Any:
-        from resolver.planning import plan_key
+        from resolver.plan.planning import plan_key
 
         plan, _ = _plan()
         data = plan.to_json()
@@ -314,7 +314,7 @@ class PlanRecord(Kind):
         return {"plan": data, "key": plan_key(plan), "pythons": {"linux-64": "3.11.7"}, "manifest_env": SHA}
 
     def use(self) -> Any:
-        from resolver.planning import stored_plan
+        from resolver.plan.planning import stored_plan
 
         return stored_plan(self.project, "cpu")
 
@@ -362,8 +362,8 @@ class UpgradeState(Kind):
 
     def use(self) -> Any:
         """``upgrade --promote`` alone finishes the pending upgrade the state names (else it says there is none)."""
-        from resolver.errors import ResolverError
-        from resolver.upgrade.journey import UpgradeOptions, _Journey
+        from resolver.core.errors import ResolverError
+        from resolver.workflows.upgrade.journey import UpgradeOptions, _Journey
 
         try:
             return _Journey(self.project, UpgradeOptions(promote=True), None)._wanted()
@@ -381,7 +381,7 @@ class StepStamp(Kind):
         return {"inputs": SHA, "result": {"ok": True}, "at": time.time()}
 
     def use(self) -> Any:
-        from resolver.setup.pipeline import Stamps
+        from resolver.workflows.setup.pipeline import Stamps
 
         return Stamps(self.project.step_stamps).is_current("verify", SHA)
 
@@ -396,7 +396,7 @@ class SourcesRecord(Kind):
         return {"torch-index": "https://evil.example/whl/{variant}", "find-links": ["/srv/evil"]}
 
     def use(self) -> Any:
-        from resolver.lock.sources import Sources
+        from resolver.project.sources import Sources
 
         return Sources.load(self.project.root, environ={}).to_json()
 
@@ -411,7 +411,7 @@ class TimingsRecord(Kind):
         return {"build mamba-ssm": {"seconds": 9.0, "scale": 1}}
 
     def use(self) -> Any:
-        from resolver.timings import Timings
+        from resolver.project.timings import Timings
 
         return Timings(self.project.timings).expected("build mamba-ssm")
 
@@ -453,7 +453,7 @@ class PatchRecord(_Patch):
     name = "patch-record"
 
     def path(self) -> Path:
-        from resolver.fs import sha256_text
+        from resolver.core.fs import sha256_text
 
         return self.project.patch_records / f"hip-bf16-static-inline-in-place-{sha256_text(str(self.root))[:12]}.json"
 
@@ -477,12 +477,12 @@ class VerifiedRecord(Kind):
 
     def __init__(self, tmp, monkeypatch) -> None:
         super().__init__(tmp, monkeypatch)
-        from resolver import store as store_module
-        from resolver.store import VerifiedStore
+        from resolver.tools import store as store_module
+        from resolver.tools.store import VerifiedStore
 
         self.store = VerifiedStore(tmp / "store")
         self.source = cf.write_wheel(tmp / "wheels", "tiny", "1.0", {"tiny/__init__.py": ""})
-        from resolver.fs import sha256_of
+        from resolver.core.fs import sha256_of
 
         self.sha = sha256_of(self.source)
         self.hashed: list[Path] = []
@@ -492,7 +492,7 @@ class VerifiedRecord(Kind):
         self.path().unlink()  # the baseline: a stored file with no record of its check
 
     def path(self) -> Path:
-        from resolver.store import RECORD
+        from resolver.tools.store import RECORD
 
         return self.target.parent / RECORD
 
@@ -514,13 +514,13 @@ class PlanMemo(Kind):
     name, rewritten = "plan-memo", True
 
     def path(self) -> Path:
-        from resolver.planning import PlanMemo as Memo
+        from resolver.plan.planning import PlanMemo as Memo
 
         plan, profile = _plan()
         return Memo(profile, "auto", None).file
 
     def planted(self) -> Any:
-        from resolver.planning import PlanMemo as Memo
+        from resolver.plan.planning import PlanMemo as Memo
 
         plan, profile = _plan()
         data = plan.to_json()
@@ -535,19 +535,19 @@ class KnowledgeCache(Kind):
     name, rewritten = "knowledge-cache", True
 
     def path(self) -> Path:
-        from resolver.knowledge import load
+        from resolver.plan.knowledge import load
 
         return load._cache_file(load._read_blobs(load.DATA_DIR))
 
     def planted(self) -> Any:
-        from resolver.knowledge import load
+        from resolver.plan.knowledge import load
 
         raw = {name: load._parse_toml(load.DATA_DIR / name, blob) for name, blob in load._read_blobs(load.DATA_DIR).items()}
         raw["torch.toml"]["release"][-1]["variant"][0]["archs"] = ["9.9"]
         return raw
 
     def use(self) -> Any:
-        from resolver.knowledge import Knowledge
+        from resolver.plan.knowledge import Knowledge
 
         return repr(Knowledge.load())
 
@@ -557,7 +557,7 @@ class ToolAnswers(Kind):
 
     def __init__(self, tmp, monkeypatch) -> None:
         super().__init__(tmp, monkeypatch)
-        from resolver.probe import system
+        from resolver.plan.probe import system
 
         self.bin = tmp / "bin"
         self.bin.mkdir(exist_ok=True)
@@ -569,17 +569,17 @@ class ToolAnswers(Kind):
         self.nvcc = nvcc
 
     def path(self) -> Path:
-        from resolver.paths import tool_answers
+        from resolver.project.paths import tool_answers
 
         return tool_answers()
 
     def planted(self) -> Any:
-        from resolver.probe.system import _answer_key
+        from resolver.plan.probe.system import _answer_key
 
         return {_answer_key(str(self.nvcc), ["nvcc", "--version"]): [0, "Cuda compilation tools, release 99.9", ""]}
 
     def use(self) -> Any:
-        from resolver.probe import system
+        from resolver.plan.probe import system
 
         system._ANSWERS.clear()
         return system.LiveSystem({"PATH": str(self.bin)}).run(["nvcc", "--version"]).stdout

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from resolver.decide.model import Target
-from resolver.errors import ResolverError
+from resolver.core.errors import ResolverError
+from resolver.core.model import Target
 
 
 def run_cli(*args, cwd=None):

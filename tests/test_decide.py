@@ -1,4 +1,4 @@
-"""Table-driven tests of resolver.decide: one row per machine (a `probe --json` style profile dict),
+"""Table-driven tests of resolver.plan.decide: one row per machine (a `probe --json` style profile dict),
 request and expected outcome. Every rule of the decision tree and every example of issue 2 has a row."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from resolver.decide import decide
-from resolver.decide.model import Plan, Request, Target
-from resolver.knowledge import Knowledge
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import DottedVersion
+from resolver.core.model import Plan, Request, Target
+from resolver.core.versions import DottedVersion
+from resolver.plan.decide import decide
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 KNOWLEDGE = Knowledge.load()
 
@@ -307,8 +307,8 @@ def test_every_rule_leaves_a_trace() -> None:
 
 
 def test_plan_for_raises_the_refusal() -> None:
-    from resolver.errors import Refusal
-    from resolver.planning import plan_for
+    from resolver.core.errors import Refusal
+    from resolver.plan.planning import plan_for
 
     with pytest.raises(Refusal, match="CUDA 13 dropped sm_70"):
         plan_for(Request(Target.parse("cuda13.0")), HardwareProfile.from_json(nvidia(V100)))
@@ -345,7 +345,7 @@ def test_cli_json_and_refusal(tmp_path) -> None:
 
 
 def test_what_the_plan_memo_leaves_out_of_its_key_changes_no_plan() -> None:
-    from resolver.planning import NOT_DECIDED_ON
+    from resolver.plan.planning import NOT_DECIDED_ON
 
     for machine in (cpu(), nvidia(V100), nvidia(H100), amd(MI250X, rocm="6.0.2")):
         plans = []
@@ -358,8 +358,8 @@ def test_what_the_plan_memo_leaves_out_of_its_key_changes_no_plan() -> None:
 def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatch) -> None:
     """A second `plan` prints the remembered answer, byte for byte what deciding again prints; a memo
     of other inputs (another profile, another resolver package) is never taken."""
-    from resolver import planning
-    from resolver.decide.model import Request
+    from resolver.core.model import Request
+    from resolver.plan import planning
 
     path = tmp_path / "h100.json"
     path.write_text(json.dumps(nvidia(H100)))
@@ -391,7 +391,7 @@ def test_the_plan_memo_is_keyed_by_the_content_of_every_file_of_the_package(tmp_
     package with one byte changed in a module no list names gives another key."""
     import shutil
 
-    from resolver import planning
+    from resolver.plan import planning
 
     copy = tmp_path / "resolver"
     shutil.copytree(planning.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -409,7 +409,7 @@ def test_the_plan_memo_is_keyed_by_the_content_of_every_file_of_the_package(tmp_
 def test_plan_for_gives_the_same_plan_from_its_memo(tmp_path, monkeypatch) -> None:
     """lock and setup take plans through plan_for: the remembered plan equals the decided one, for
     every kind of plan (CPU, CUDA with kernels, ROCm with header fixes)."""
-    from resolver.planning import plan_for
+    from resolver.plan.planning import plan_for
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     for machine in (cpu(), nvidia(V100), nvidia(H100), amd(MI250X, rocm="6.0.2")):
@@ -438,7 +438,7 @@ def test_conda_forge_build_chosen_for_the_gpus() -> None:
     arch list covers the GPUs (12.9 for a GTX 1080 Ti: conda-forge's 13.0 build starts at sm_75)."""
     import dataclasses
 
-    from resolver.knowledge import CondaForgeBuild
+    from resolver.plan.knowledge import CondaForgeBuild
 
     cf = KNOWLEDGE.conda_forge
     extra = CondaForgeBuild("2.14.1", "linux-64", (DottedVersion.parse("12.9"), DottedVersion.parse("13.0")), "test")

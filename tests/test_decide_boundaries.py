@@ -1,5 +1,5 @@
 """Every threshold a decision reads, tested at, just below and just above it, generated from the tables
-themselves (resolver/knowledge/data/): a new row gets its tests for free.
+themselves (resolver/plan/knowledge/data/): a new row gets its tests for free.
 
 driver floors (CUDA minor-version compatibility, Linux and Windows/WSL), compute capability ranges
 (the first and last toolkit whose nvcc builds each architecture), glibc floors of every torch release,
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from resolver.decide import decide
-from resolver.decide.context import Context, Gpu
-from resolver.decide.model import Request, Target
-from resolver.decide.rejection import Stage
-from resolver.decide.rules import cuda_variant_rejection, driver_rejection, nvcc_rejection, release_rejection
-from resolver.knowledge import Knowledge, TorchVariant
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import ComputeCapability, DottedVersion, driver_text
+from resolver.core.model import Request, Target
+from resolver.core.versions import ComputeCapability, DottedVersion, driver_text
+from resolver.plan.decide import decide
+from resolver.plan.decide.context import Context, Gpu
+from resolver.plan.decide.rejection import Stage
+from resolver.plan.decide.rules import cuda_variant_rejection, driver_rejection, nvcc_rejection, release_rejection
+from resolver.plan.knowledge import Knowledge, TorchVariant
+from resolver.plan.probe.profile import HardwareProfile
 
 K = Knowledge.load()
 

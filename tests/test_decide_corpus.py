@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from resolver.decide import decide
-from resolver.decide.model import Request
-from resolver.knowledge import Knowledge
-from resolver.versions import DottedVersion
+from resolver.core.model import Request
+from resolver.core.versions import DottedVersion
+from resolver.plan.decide import decide
+from resolver.plan.knowledge import Knowledge
 
 MACHINES = Path(__file__).parent / "machines"
 NAMES = sorted(p.name for p in MACHINES.iterdir() if p.is_dir()) if MACHINES.is_dir() else []
@@ -70,7 +70,7 @@ def test_every_corpus_machine_states_its_answer() -> None:
 @pytest.mark.skipif(not NAMES, reason="no probe corpus in tests/machines")
 @pytest.mark.parametrize("name", NAMES)
 def test_every_corpus_machine_gets_the_answer_its_rules_demand(name: str) -> None:
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     profile = probe_machine(MACHINES / name)
     outcome = decide(profile, Request(), KNOWLEDGE)
@@ -99,7 +99,7 @@ def test_every_corpus_machine_gets_the_answer_its_rules_demand(name: str) -> Non
 def test_gpu_table_agrees_with_the_corpus() -> None:
     """Every NVIDIA product name the corpus machines report is in gpus.toml with the compute capability
     the machine itself reported; AMD names too (bare KFD nodes report no product name)."""
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     checked = 0
     for name in NAMES:

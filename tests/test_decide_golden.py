@@ -19,11 +19,11 @@ import pytest
 import test_decide
 from test_decide_corpus import MACHINES, NAMES
 
-from resolver.decide import decide
-from resolver.decide.model import Request, Target
-from resolver.knowledge import Knowledge
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import DottedVersion
+from resolver.core.model import Request, Target
+from resolver.core.versions import DottedVersion
+from resolver.plan.decide import decide
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 GOLDEN = Path(__file__).parent / "golden" / "decide.json"
 KNOWLEDGE = Knowledge.load()
@@ -45,7 +45,7 @@ def _cases() -> dict[str, tuple[HardwareProfile, Request]]:
         request = Request(target=Target.parse(case.target),
                           python=DottedVersion.parse(case.python) if case.python else None)
         cases[f"case:{case.id}"] = (HardwareProfile.from_json(case.profile), request)
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     for name in NAMES:
         cases[f"corpus:{name}"] = (probe_machine(MACHINES / name), Request())

@@ -10,13 +10,13 @@ import dataclasses
 import pytest
 from test_decide import A100, nvidia
 
-from resolver.decide import decide
-from resolver.decide.explain import kernel_text
-from resolver.decide.model import KernelChoice, Plan, Request, Target
-from resolver.errors import BadInput, UsageError
-from resolver.knowledge import CondaForgeBuild, Knowledge
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import DottedVersion
+from resolver.core.errors import BadInput, UsageError
+from resolver.core.model import KernelChoice, Plan, Request, Target
+from resolver.core.versions import DottedVersion
+from resolver.plan.decide import decide
+from resolver.plan.decide.explain import kernel_text
+from resolver.plan.knowledge import CondaForgeBuild, Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 K = Knowledge.load()
 

@@ -11,11 +11,11 @@ import dataclasses
 import pytest
 from test_decide import GTX1080TI, H100, MI250X, MI300X, RTX5090, T4, V100, amd, cpu, nvidia
 
-from resolver.decide import decide
-from resolver.decide.model import Request, Target
-from resolver.knowledge import Knowledge
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import DottedVersion
+from resolver.core.model import Request, Target
+from resolver.core.versions import DottedVersion
+from resolver.plan.decide import decide
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 K = Knowledge.load()
 GB200 = ("NVIDIA GB200", "10.0")
@@ -191,7 +191,7 @@ def test_a_torch_release_the_tables_do_not_know_is_refused_naming_the_ones_they_
     message = f"torch 1.0 is not in the knowledge base (it knows torch {oldest} to {newest})"
     assert (result.refusal.message, result.refusal.fix, result.trace) == (
         message, f"ask for one it knows, e.g. --torch {newest}, or add the release to "
-                 "resolver/knowledge/data/torch.toml with its sources", ())
+                 "resolver/plan/knowledge/data/torch.toml with its sources", ())
 
 
 def test_a_requested_torch_release_is_the_only_candidate_and_the_trace_says_so():

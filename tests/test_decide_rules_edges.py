@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from resolver.decide import decide
-from resolver.decide.model import Plan, Request, Target, TraceStep
-from resolver.knowledge import Knowledge
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import DottedVersion, driver_text
+from resolver.core.model import Plan, Request, Target, TraceStep
+from resolver.core.versions import DottedVersion, driver_text
+from resolver.plan.decide import decide
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 K = Knowledge.load()
 V = DottedVersion.parse
@@ -240,8 +240,8 @@ def test_a_rocm_plan_needs_a_kernel_release_for_its_python():
 
 
 def test_a_rocm_arch_rejection_names_the_gpu_it_concerns():
-    from resolver.decide.context import Context
-    from resolver.decide.rocm import _search
+    from resolver.plan.decide.context import Context
+    from resolver.plan.decide.rocm import _search
 
     profile = amd_box(("AMD Instinct MI300X", "gfx942"), RX7800XT, rocm="6.1.3")
     ctx = Context(profile, Request(), K, V("3.11"))
@@ -271,11 +271,11 @@ def test_a_plan_for_another_windows_machine_builds_no_kernels_and_quotes_the_win
 
 # ----------------------------------------------------------------------- a wheel's architectures, one GPU
 def test_a_gpu_past_the_wheels_newest_cubin_without_ptx_is_told_where_the_wheel_stops():
-    from resolver.decide.context import Context, Gpu
-    from resolver.decide.rejection import Stage
-    from resolver.decide.rules import coverage
-    from resolver.knowledge import TorchVariant
-    from resolver.versions import ComputeCapability
+    from resolver.core.versions import ComputeCapability
+    from resolver.plan.decide.context import Context, Gpu
+    from resolver.plan.decide.rejection import Stage
+    from resolver.plan.decide.rules import coverage
+    from resolver.plan.knowledge import TorchVariant
 
     ctx = Context(cpu_box(), Request(), K, V("3.11"))
     wheel = TorchVariant("cu126", ("linux-64",), ("7.5", "8.0"), (), True, "test")
@@ -415,7 +415,7 @@ def test_a_build_fix_is_cited_by_its_first_source():
 
 def test_each_kernel_package_gets_its_own_prebuilt_verdict():
     """No causal-conv1d wheel at all does not hide why mamba-ssm's wheel cannot serve a V100."""
-    from resolver.decide.model import Target
+    from resolver.core.model import Target
 
     no_conv_wheels = replace(K, wheels=tuple(w for w in K.wheels if w.package != "causal-conv1d"))
     plan = decide(nvidia_box(("Tesla V100-PCIE-16GB", "7.0")), Request(target=Target.parse("cuda12.8")),
@@ -428,7 +428,7 @@ def test_each_kernel_package_gets_its_own_prebuilt_verdict():
 
 # ----------------------------------------------- the per-variant rules as values (stage, fact, fix, GPU)
 def _rule_context(driver: str | None, *, wsl: bool = False, cuda: str | None = None):
-    from resolver.decide.context import Context
+    from resolver.plan.decide.context import Context
 
     profile = HardwareProfile.from_json({
         "platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "amd": None, "cuda_toolkit": None, "wsl": wsl,
@@ -442,11 +442,11 @@ def test_ptx_runs_a_gpu_only_on_a_driver_at_the_toolkits_full_floor():
     the driver of CUDA 12.6's first release (Linux and Windows/WSL floors differ)."""
     from test_decide_boundaries import above, below
 
-    from resolver.decide.context import Gpu
-    from resolver.decide.rejection import Rejection, Stage
-    from resolver.decide.rules import coverage
-    from resolver.knowledge import TorchVariant
-    from resolver.versions import ComputeCapability
+    from resolver.core.versions import ComputeCapability
+    from resolver.plan.decide.context import Gpu
+    from resolver.plan.decide.rejection import Rejection, Stage
+    from resolver.plan.decide.rules import coverage
+    from resolver.plan.knowledge import TorchVariant
 
     wheel = TorchVariant("cu126", ("linux-64",), ("8.0",), ("9.0",), True, "test")
     h100 = Gpu("NVIDIA H100 80GB HBM3", cc=ComputeCapability(9, 0))
@@ -470,10 +470,10 @@ def test_ptx_runs_a_gpu_only_on_a_driver_at_the_toolkits_full_floor():
 
 
 def test_the_nvcc_rule_names_the_fact_and_the_gpu_and_leaves_the_fix_to_the_refusal():
-    from resolver.decide.context import Gpu
-    from resolver.decide.rejection import Rejection, Stage
-    from resolver.decide.rules import nvcc_rejection
-    from resolver.versions import ComputeCapability
+    from resolver.core.versions import ComputeCapability
+    from resolver.plan.decide.context import Gpu
+    from resolver.plan.decide.rejection import Rejection, Stage
+    from resolver.plan.decide.rules import nvcc_rejection
 
     ctx = _rule_context("580.82.07")
     p100 = Gpu("Tesla P100-PCIE-16GB", cc=ComputeCapability(6, 0))
@@ -488,9 +488,9 @@ def test_the_nvcc_rule_names_the_fact_and_the_gpu_and_leaves_the_fix_to_the_refu
 
 
 def test_the_release_rules_name_the_fact_and_a_fix():
-    from resolver.decide.context import Context
-    from resolver.decide.rejection import Rejection, Stage
-    from resolver.decide.rules import release_rejection
+    from resolver.plan.decide.context import Context
+    from resolver.plan.decide.rejection import Rejection, Stage
+    from resolver.plan.decide.rules import release_rejection
 
     def ctx(python: str, glibc: str = "2.35"):
         return Context(cpu_box(glibc=glibc), Request(), K, V(python))
@@ -510,8 +510,8 @@ def test_the_release_rules_name_the_fact_and_a_fix():
 
 
 def test_a_driver_known_only_by_its_cuda_version_is_told_the_floor_to_reach():
-    from resolver.decide.rejection import Rejection, Stage
-    from resolver.decide.rules import driver_rejection
+    from resolver.plan.decide.rejection import Rejection, Stage
+    from resolver.plan.decide.rules import driver_rejection
 
     ctx = _rule_context(None, cuda="12.4")
     floor = driver_text(K.mvc_floor(13))
@@ -523,9 +523,9 @@ def test_a_driver_known_only_by_its_cuda_version_is_told_the_floor_to_reach():
 
 
 def test_the_kernels_rule_tells_a_torch_no_kernel_release_supports_from_a_python_too_old_for_them():
-    from resolver.decide.context import Context
-    from resolver.decide.rejection import Rejection, Stage
-    from resolver.decide.rules import release_rejection
+    from resolver.plan.decide.context import Context
+    from resolver.plan.decide.rejection import Rejection, Stage
+    from resolver.plan.decide.rules import release_rejection
 
     def ctx(python: str):
         return Context(cpu_box(), Request(), K, V(python))

@@ -181,10 +181,10 @@ def test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch(
 
 def test_rocm_60_header_check_asks_the_patch_stage(tmp_path):
     """ROCm 6.0.x with the shipped amd_hip_bf16.h (the patch stage's fixture tree): fail, fix `resolver patch`."""
+    from resolver.core.versions import DottedVersion
     from resolver.doctor.checks import rocm_header_finding
-    from resolver.paths import ProjectPaths
-    from resolver.probe.profile import AmdInfo, HardwareProfile
-    from resolver.versions import DottedVersion
+    from resolver.plan.probe.profile import AmdInfo, HardwareProfile
+    from resolver.project.paths import ProjectPaths
 
     root = tmp_path / "rocm"
     shutil.copytree(REPO / "tests" / "fixtures" / "rocm" / "root-6.0", root)

@@ -208,7 +208,7 @@ def test_unless_same_naming_no_fact_of_the_context_still_applies(tmp_path):
 
 # ------------------------------------------------------------------------- this environment's facts
 def _profile(**gpus):
-    from resolver.probe.profile import HardwareProfile
+    from resolver.plan.probe.profile import HardwareProfile
 
     base = {"platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "nvidia": None, "amd": None,
             "cuda_toolkit": None}

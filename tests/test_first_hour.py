@@ -148,8 +148,8 @@ def test_no_help_text_says_pip_where_uv_runs():
 
 # ---- caveats are visible -----------------------------------------------------------------------
 def test_a_step_with_a_caveat_is_not_ticked_and_the_summary_repeats_it_with_its_fix(tmp_path, capsys):
-    from resolver.setup import SetupResult, summary_text
-    from resolver.setup.pipeline import Caveat, StepLog, StepReport
+    from resolver.workflows.setup import SetupResult, summary_text
+    from resolver.workflows.setup.pipeline import Caveat, StepLog, StepReport
 
     log = StepLog(log_file=tmp_path / "setup.log")
     caveat = Caveat.from_note("pixi.lock records x.whl at a path of this machine. Fix: run `python -m resolver lock`")
@@ -187,7 +187,7 @@ def test_a_failed_step_prints_its_error_once_and_the_log_keeps_it(tmp_path):
 
 # ---- progress ----------------------------------------------------------------------------------
 def test_a_heartbeat_reports_quiet_work_with_an_estimate_from_last_time(capsys, monkeypatch):
-    from resolver import ui
+    from resolver.core import ui
 
     monkeypatch.setattr(ui, "HEARTBEAT_S", 0.05)
     state = {"done": 0}
@@ -283,7 +283,7 @@ def test_every_conda_environment_asks_for_pip():
 
 @pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
 def test_the_summary_says_how_to_enter_add_to_and_check_the_environment(tmp_path):
-    from resolver.setup import environment_lines
+    from resolver.workflows.setup import environment_lines
 
     env = tmp_path / "envs" / "cpu"
     (env / "conda-meta").mkdir(parents=True)

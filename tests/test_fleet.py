@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from resolver.core.names import is_env_name
 from resolver.fleet.classes import plan_fleet
 from resolver.fleet.nodes import read_nodes
-from resolver.names import is_env_name
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINES = Path(__file__).parent / "machines"
@@ -25,7 +25,7 @@ MACHINES = Path(__file__).parent / "machines"
 
 def machine_profiles(folder: Path) -> list[str]:
     """``probe --json`` of every captured machine of tests/machines into ``folder``; the node names."""
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     folder.mkdir(parents=True, exist_ok=True)
     names = []
@@ -102,8 +102,8 @@ def test_classes_are_deterministic_and_python_can_be_chosen_for_the_whole_fleet(
     nodes = read_nodes(fleet_dir)
     first, second = plan_fleet(nodes), plan_fleet(tuple(reversed(nodes)))
     assert first.to_json() == second.to_json()
-    from resolver.decide.model import Request
-    from resolver.versions import DottedVersion
+    from resolver.core.model import Request
+    from resolver.core.versions import DottedVersion
 
     one_python = plan_fleet(nodes, Request(python=DottedVersion.parse("3.12")))
     assert {c.plan.python for c in one_python.classes} == {"3.12"}
@@ -182,7 +182,7 @@ def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_v
     classes = [c["environment"] for c in fleet["classes"]]
     assert _lock_envs(project) == sorted({*classes, "default"})
     from resolver.fleet.record import read_classes
-    from resolver.lock.manifest import Manifest
+    from resolver.project.manifest import Manifest
 
     manifest = Manifest.load(project / "pixi.toml")
     stored = read_classes(manifest)

@@ -13,7 +13,7 @@ from pathlib import Path
 import channel_factory as cf
 import pytest
 
-from resolver.errors import BadInput, IntegrityError, SourceUnreachable
+from resolver.core.errors import BadInput, IntegrityError, SourceUnreachable
 from resolver.fleet.channel import fetch_package, packages_of
 
 

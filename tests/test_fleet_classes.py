@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from resolver.decide import decide
-from resolver.decide.model import PatchRef, Request, TorchSource
+from resolver.core.model import PatchRef, Request, TorchSource
+from resolver.core.names import ENV_NAME_MAX, is_env_name
 from resolver.fleet import classes
 from resolver.fleet.nodes import Node
-from resolver.knowledge import Knowledge
-from resolver.names import ENV_NAME_MAX, is_env_name
-from resolver.probe.profile import HardwareProfile
+from resolver.plan.decide import decide
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 K = Knowledge.load()
 
@@ -199,11 +199,11 @@ def test_the_shipped_tables_are_the_default():
 
 
 def test_one_decision_per_kind_of_node(monkeypatch):
-    import resolver.decide
+    import resolver.plan.decide
 
     calls = []
-    real = resolver.decide.decide
-    monkeypatch.setattr(resolver.decide, "decide", lambda *a, **kw: calls.append(a[0]) or real(*a, **kw))
+    real = resolver.plan.decide.decide
+    monkeypatch.setattr(resolver.plan.decide, "decide", lambda *a, **kw: calls.append(a[0]) or real(*a, **kw))
     nodes = tuple(node(f"n{i}", nvidia(A100, uuid=f"GPU-{i}", memory=80000 + i)) for i in range(5))
     fleet = classes.plan_fleet(nodes + (node("h", nvidia(H100)),), knowledge=K)
     assert len(calls) == 2 and [len(c.nodes) for c in fleet.classes] == [6]

@@ -39,7 +39,7 @@ import pytest
 from conftest import conda_workspace
 from test_gpu_journey import DOUBLES, TINY_RECIPE, without_system_cuda
 
-from resolver.inenv.fatbin import archs_of_library
+from resolver.verify.inenv.fatbin import archs_of_library
 
 REPO = Path(__file__).resolve().parent.parent
 CLASS = "cuda13-sm75-sm80-sm90"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput
+from resolver.core.errors import BadInput
 from resolver.fleet.classes import plan_fleet
 from resolver.fleet.nodes import decision_inputs, iter_nodes, read_nodes
-from resolver.probe.profile import HardwareProfile
+from resolver.plan.probe.profile import HardwareProfile
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -115,7 +115,7 @@ def _cli(*args: str, project: Path) -> subprocess.CompletedProcess:
 
 
 def _toml(path: Path) -> dict:
-    from resolver.fs import parse_toml
+    from resolver.core.fs import parse_toml
 
     return parse_toml(path.read_text(), what=str(path), fix="")
 

@@ -28,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile_pastes  # noqa: E402
 
-from resolver.errors import ExitCode, ResolverError  # noqa: E402
+from resolver.core.errors import ExitCode, ResolverError  # noqa: E402
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -170,12 +170,12 @@ def _parsers(tmp: Path) -> dict[str, tuple[Callable[[str], object], list[str]]]:
     from resolver.fleet import record
     from resolver.fleet.channel import index_entry, read_index
     from resolver.lock.lockfile import read_lock
-    from resolver.lock.manifest import Manifest
-    from resolver.lock.sources import Sources
-    from resolver.package_check import channel_record, link_problem, parse_paths_json, path_problem
-    from resolver.probe import amd_parse, collect_env, nvidia_parse
-    from resolver.probe.profile import HardwareProfile
-    from resolver.probe.report import profile_from_report, read_report
+    from resolver.plan.probe import amd_parse, collect_env, nvidia_parse
+    from resolver.plan.probe.profile import HardwareProfile
+    from resolver.plan.probe.report import profile_from_report, read_report
+    from resolver.project.manifest import Manifest
+    from resolver.project.sources import Sources
+    from resolver.tools.package_check import channel_record, link_problem, parse_paths_json, path_problem
 
     signatures = load_signatures()
 

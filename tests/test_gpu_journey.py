@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from conftest import conda_workspace
 
-from resolver.inenv.fatbin import archs_of_library
+from resolver.verify.inenv.fatbin import archs_of_library
 
 REPO = Path(__file__).resolve().parent.parent
 DOUBLES = Path(__file__).parent / "doubles"

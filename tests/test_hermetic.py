@@ -31,7 +31,7 @@ def test_this_process_cannot_open_a_socket_beyond_loopback():
 
 def test_a_child_process_fails_at_once_on_the_network_and_reaches_loopback(index_double):
     code = ("import json, os, urllib.request\n"
-            "from resolver.net import probe_status\n"
+            "from resolver.tools.net import probe_status\n"
             "print(json.dumps([probe_status('https://pypi.org/simple/', timeout=20), "
             f"probe_status({index_double.url + 'no-such-project/'!r}, timeout=20)]))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -44,7 +44,7 @@ def test_home_and_caches_are_the_sessions(tmp_path_factory):
     base = tmp_path_factory.getbasetemp().resolve()
     for name in ("HOME", *hermetic.CACHE_VARS, "XDG_CONFIG_HOME"):
         assert Path(os.environ[name]).resolve().is_relative_to(base), name
-    from resolver.paths import user_cache_dir
+    from resolver.project.paths import user_cache_dir
 
     assert user_cache_dir().resolve().is_relative_to(base)
     assert all(os.environ[v] == os.environ["https_proxy"] for v in hermetic.PROXY_VARS)
@@ -98,8 +98,8 @@ def test_a_lock_asks_the_double_for_canonical_addresses(index_double, tmp_path):
     """canonical.py asks RESOLVER_CANONICAL_INDEX, here the double, never pypi.org."""
     from resolver.lock import canonical
     from resolver.lock.lockfile import PypiArtifact
-    from resolver.lock.sources import Sources
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.sources import Sources
 
     indexes = hermetic.local_indexes(os.environ)
     page = next((json.loads(body) for index in indexes for folder in sorted(index.iterdir())[:50]

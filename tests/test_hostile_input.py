@@ -29,8 +29,8 @@ import hostile_pastes  # noqa: E402
 import package_factory as pf  # noqa: E402
 from test_untrusted_input import cli, needs_mount, one_error, tree, write_project_lock  # noqa: E402
 
-from resolver.errors import BadInput, IntegrityError  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
+from resolver.core.errors import BadInput, IntegrityError  # noqa: E402
+from resolver.project.paths import ProjectPaths  # noqa: E402
 
 PAYLOAD = b"#!/bin/sh\necho pwned\n"
 
@@ -170,7 +170,7 @@ def test_a_package_the_index_misdescribes_is_refused(tmp_path, served, built):
 def test_rattler_failures_on_malformed_packages_are_one_sentence_without_run_again(tmp_path):
     """What reaches rattler anyway (a package linked without the checks, a channel holding a broken file)
     is one sentence with the right exit code; "run again" only where a rerun can help."""
-    from resolver.conda import add_package, index_channel
+    from resolver.tools.conda import add_package, index_channel
 
     channel = tmp_path / "channel"
     package = pf.write_conda(channel, pf.index_json("k-bad", "1.0.0", "h0_0"), [{"name": "bin/k", "data": b"k"}],
@@ -306,7 +306,7 @@ def test_the_reported_pastes_through_the_command_line(tmp_path):
 
 
 def test_a_paste_past_the_caps_is_refused_in_one_sentence():
-    from resolver.probe.report import MAX_BYTES, MAX_GPUS, MAX_LINES, profile_from_report
+    from resolver.plan.probe.report import MAX_BYTES, MAX_GPUS, MAX_LINES, profile_from_report
 
     with pytest.raises(BadInput, match=f"more than the {MAX_LINES} the probe reads"):
         profile_from_report("GPU 0: NVIDIA A100 (UUID: GPU-1)\n" * (MAX_LINES + 1))
@@ -367,7 +367,7 @@ def test_publish_never_writes_through_a_link_in_the_channel(tmp_path, built):
 
 
 def test_an_atomic_write_never_follows_a_link_planted_at_its_temporary_name(tmp_path):
-    from resolver.fs import temp_path, write_json_atomic
+    from resolver.core.fs import temp_path, write_json_atomic
 
     victim = tmp_path / "victim.txt"
     victim.write_text("someone's file\n")

@@ -10,10 +10,10 @@ import sys
 from conftest import torch_cpu_mirror
 
 from resolver import install
-from resolver.fs import sha256_of
+from resolver.core.fs import sha256_of
+from resolver.core.names import file_name_of
 from resolver.lock.lockfile import read_lock
-from resolver.names import file_name_of
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
 
 
 def test_cpu_environment_is_a_conda_prefix_whose_python_imports_torch(cpu_project):

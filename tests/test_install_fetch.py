@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput, IntegrityError
+from resolver.core.errors import BadInput, IntegrityError
 from resolver.install.fetch import Finder, _folder_of, _mirrored, manifest_folders, verified_copy
-from resolver.lock.sources import Sources
-from resolver.store import VerifiedStore
+from resolver.project.sources import Sources
+from resolver.tools.store import VerifiedStore
 
 WHEEL = "tiny-1.0-py3-none-any.whl"
 URL = f"https://files.example.org/packages/{WHEEL}"

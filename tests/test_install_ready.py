@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.conda import CondaRecord
-from resolver.errors import BadInput, BuildFailed, EnvironmentProblem
+from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem
+from resolver.core.platforms import host_subdir
 from resolver.install import (
     InstallSummary,
     _does_not_run,
@@ -35,9 +35,9 @@ from resolver.install import (
 from resolver.install.environment import READY_MARKER, Answer, Environment, ready_record
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock
-from resolver.paths import ProjectPaths
-from resolver.platforms import host_subdir
-from resolver.proc import Completed
+from resolver.project.paths import ProjectPaths
+from resolver.tools.conda import CondaRecord
+from resolver.tools.proc import Completed
 
 FORGE = "http://127.0.0.1:9/conda-forge/"  # a port that refuses at once: a slip that fetches fails fast
 HOST = LockedPlatform(host_subdir(), host_subdir(), ())
@@ -208,7 +208,7 @@ def test_an_environments_python_runs_with_the_resolver_importable(tmp_path):
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [__import__("resolver").__file__, "['x']"]
-    answer = env.call("resolver.inenv.protocol", timeout=60)  # a module that answers nothing
+    answer = env.call("resolver.core.inenv_protocol", timeout=60)  # a module that answers nothing
     assert answer.document is None and answer.completed.returncode == 0
 
 

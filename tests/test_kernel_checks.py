@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.inenv.kernel_checks import (
+from resolver.verify.inenv.kernel_checks import (
     KERNEL_TOLERANCE,
     NO_KERNEL_IMAGE,
     build_arch_fix,
@@ -125,7 +125,7 @@ def test_doctor_names_the_same_fix_for_kernels_built_for_another_gpu():
 
 def test_verify_arch_failure_arrives_with_the_no_kernel_image_diagnosis_and_fix():
     """The failed arch check verify writes (instead of calling the kernel) runs through doctor's signatures."""
-    from resolver.inenv.kernel_checks import arch_mismatch
+    from resolver.verify.inenv.kernel_checks import arch_mismatch
     from resolver.verify.report import diagnoses
 
     detail, fix = arch_mismatch("causal_conv1d_cuda", ["sm_80"], "sm_90", "guard")

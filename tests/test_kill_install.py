@@ -34,9 +34,9 @@ import channel_factory as cf  # noqa: E402
 import toolchain_channel as tc  # noqa: E402
 
 from resolver import lock  # noqa: E402
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
+from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
 from resolver.install.environment import READY_MARKER  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
+from resolver.project.paths import ProjectPaths  # noqa: E402
 
 INSTALL_KILLS = 20  # per signal, in the sweep
 SETUP_KILLS = 10

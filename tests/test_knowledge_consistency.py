@@ -1,13 +1,13 @@
-"""Every cross-table check of resolver/knowledge/consistency.py, one violation each: the shipped tables
+"""Every cross-table check of resolver/plan/knowledge/consistency.py, one violation each: the shipped tables
 with one row changed must give exactly the sentence that names it (and the shipped tables none)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from resolver.knowledge import Knowledge
-from resolver.knowledge.consistency import problems
-from resolver.versions import ComputeCapability, DottedVersion, GfxArch
+from resolver.core.versions import ComputeCapability, DottedVersion, GfxArch
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.knowledge.consistency import problems
 
 K = Knowledge.load()
 V = DottedVersion.parse

@@ -26,16 +26,16 @@ import channel_factory as cf  # noqa: E402
 import toolchain_channel as tc  # noqa: E402
 
 from resolver import install, lock  # noqa: E402
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
-from resolver.errors import IntegrityError, ResolverError  # noqa: E402
-from resolver.fs import sha256_of  # noqa: E402
-from resolver.knowledge import Knowledge  # noqa: E402
+from resolver.core.errors import IntegrityError, ResolverError  # noqa: E402
+from resolver.core.fs import sha256_of  # noqa: E402
+from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource  # noqa: E402
+from resolver.core.versions import DottedVersion  # noqa: E402
 from resolver.lock import current  # noqa: E402
 from resolver.lock.lockfile import read_lock  # noqa: E402
-from resolver.lock.manifest import Manifest  # noqa: E402
-from resolver.lock.sources import Sources  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
-from resolver.versions import DottedVersion  # noqa: E402
+from resolver.plan.knowledge import Knowledge  # noqa: E402
+from resolver.project.manifest import Manifest  # noqa: E402
+from resolver.project.paths import ProjectPaths  # noqa: E402
+from resolver.project.sources import Sources  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO.parent / "shared" / "schemas" / "pixi-manifest.schema.json"
@@ -317,8 +317,8 @@ def test_tampered_conda_package_is_refused(served, tmp_path, conda_channel, monk
 def test_a_conda_link_that_cannot_read_its_package_says_why_in_one_line(tmp_path, conda_channel):
     """rattler's error chain (fetch → package cache → io error) is one line with every cause, after one
     more try (a failed fetch of a local file was seen once under heavy load)."""
-    from resolver import conda
-    from resolver.errors import BuildFailed
+    from resolver.core.errors import BuildFailed
+    from resolver.tools import conda
 
     records = conda.solve([conda_channel.as_uri() + "/"], ["python 3.11.*"], "linux-64",
                           ["__glibc=2.35=0", "__unix=0=0", "__linux=5.0=0", "__archspec=1=x86_64"])
@@ -554,11 +554,11 @@ def test_a_broken_cached_build_is_dropped_and_rebuilt(locked, tmp_path):
 
 
 def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_channel):
-    """A laptop locks for a GPU node: `lock --profile node.json` plans for the node (resolver.decide)
+    """A laptop locks for a GPU node: `lock --profile node.json` plans for the node (resolver.plan.decide)
     and solves with the node's CUDA platform, not this host's."""
-    from resolver.decide.model import Request, Target
-    from resolver.planning import plan_for
-    from resolver.probe.profile import HardwareProfile
+    from resolver.core.model import Request, Target
+    from resolver.plan.planning import plan_for
+    from resolver.plan.probe.profile import HardwareProfile
 
     profile = tmp_path / "node.json"
     profile.write_text(json.dumps({

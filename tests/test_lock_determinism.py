@@ -21,8 +21,8 @@ import pytest
 import toolchain_channel as tc
 
 from resolver import lock
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
-from resolver.paths import ProjectPaths
+from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
+from resolver.project.paths import ProjectPaths
 
 PY = tc.PYTHON_SERIES
 

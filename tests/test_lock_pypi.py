@@ -12,12 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
-from resolver.errors import ResolverError  # noqa: E402
-from resolver.fs import sha256_of  # noqa: E402
+from resolver.core.errors import ResolverError  # noqa: E402
+from resolver.core.fs import sha256_of  # noqa: E402
+from resolver.core.names import local_path  # noqa: E402
+from resolver.core.platforms import host_subdir, wheel_platform_tags  # noqa: E402
 from resolver.lock import pypi  # noqa: E402
-from resolver.names import local_path  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
-from resolver.platforms import host_subdir, wheel_platform_tags  # noqa: E402
+from resolver.project.paths import ProjectPaths  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -118,7 +118,7 @@ def test_a_local_file_pypi_has_takes_its_url_and_one_it_lacks_is_asked_for_once_
 
     from resolver.lock import canonical
     from resolver.lock.lockfile import PypiArtifact
-    from resolver.lock.sources import Sources
+    from resolver.project.sources import Sources
 
     public, local = "ab" * 32, "cd" * 32
     page = tmp_path / "pypi" / "simple" / "pkg"
@@ -130,7 +130,7 @@ def test_a_local_file_pypi_has_takes_its_url_and_one_it_lacks_is_asked_for_once_
     try:
         monkeypatch.setenv("RESOLVER_CANONICAL_INDEX", server.url + "simple")
         sources = Sources.load(tmp_path / "project", environ={})
-        from resolver.paths import ProjectPaths
+        from resolver.project.paths import ProjectPaths
 
         project = ProjectPaths(tmp_path / "project")
 
@@ -163,7 +163,7 @@ class _NoIndex:
 def test_index_credentials_never_reach_a_message_or_a_record(wheels, tmp_path):
     """An index URL with a password in it (pip's and uv's way of naming a private index) is used as
     given, but what is reported or remembered shows it as pip does (user:****) or leaves it out."""
-    from resolver.lock.sources import Sources
+    from resolver.project.sources import Sources
 
     secret = "http://user:s3cret@127.0.0.1:9/simple"
     project = ProjectPaths(tmp_path)

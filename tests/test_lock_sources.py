@@ -1,4 +1,4 @@
-"""resolver/lock/sources.py in detail: which layer wins, which mirror prefix wins, canonical addresses read
+"""resolver/project/sources.py in detail: which layer wins, which mirror prefix wins, canonical addresses read
 back through the mirrors, what a lock remembers, and every malformed setting as one sentence."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput
-from resolver.lock.sources import Sources, channel_url
-from resolver.paths import ProjectPaths
+from resolver.core.errors import BadInput
+from resolver.project.paths import ProjectPaths
+from resolver.project.sources import Sources, channel_url
 
 
 def project(tmp_path: Path, pixi: str = "", pyproject: str | None = None) -> Path:

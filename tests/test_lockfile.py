@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.conda import CondaRecord, LockView, canonical_lock_text
-from resolver.errors import BadInput
+from resolver.core.errors import BadInput
 from resolver.lock.lockfile import (
     FALLBACK_HEADER,
     LockedEnv,
@@ -36,7 +35,8 @@ from resolver.lock.lockfile import (
     render_lock,
     replace_platform,
 )
-from resolver.lock.manifest import Manifest
+from resolver.project.manifest import Manifest
+from resolver.tools.conda import CondaRecord, LockView, canonical_lock_text
 
 HERE = Path(__file__).parent
 WORKSPACES = sorted(p.name for p in (HERE / "workspaces").iterdir() if (p / "pixi.lock").is_file())
@@ -186,7 +186,7 @@ def by_platform(envs: dict[str, list[LockedEnv]]) -> dict[tuple[str, str], Locke
 
 
 def existing_renames(view: LockView, manifest: Manifest) -> dict[str, str]:
-    from resolver.lock.pixi_platforms import align
+    from resolver.project.pixi_platforms import align
 
     return align(view.platforms(), manifest.platforms().values())
 

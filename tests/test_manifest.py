@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
-from resolver.errors import BadInput
-from resolver.lock.manifest import Manifest
-from resolver.lock.sources import Sources, channel_url
+from resolver.core.errors import BadInput
+from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
+from resolver.project.manifest import Manifest
+from resolver.project.sources import Sources, channel_url
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,4 +1,4 @@
-"""resolver/names.py, the one rule for each name and path that comes from input: its edges, one by one."""
+"""resolver/core/names.py, the one rule for each name and path that comes from input: its edges, one by one."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from resolver import names
-from resolver.errors import BadInput, UsageError
+from resolver.core import names
+from resolver.core.errors import BadInput, UsageError
 
 
 # ------------------------------------------------------------------------------------- environment names

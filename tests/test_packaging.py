@@ -33,7 +33,7 @@ def test_wheel_ships_recipes_and_patches_and_finds_them_installed(tmp_path):
                 target = site / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(zf.read(name))
-    code = ("from resolver.resources import shipped; from resolver.patch import load_registry; "
+    code = ("from resolver.core.resources import shipped; from resolver.patch import load_registry; "
             "from resolver.kernels.packages import RECIPES; "
             "print(shipped('patches')); print([p.id for p in load_registry().patches]); "
             "print(RECIPES if (RECIPES / 'mamba-ssm' / 'recipe.yaml').is_file() else 'missing')")

@@ -18,10 +18,10 @@ from test_patch_support import (
     tree_state,
 )
 
-from resolver.errors import EnvironmentProblem
+from resolver.core.errors import EnvironmentProblem
 from resolver.patch import PatchRequest, load_registry, overlay_include_dir, run_patches
 from resolver.patch.overlay import RECORD_NAME
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
 
 ORIGINAL_60 = sha(FIXTURES / "root-6.0" / HEADER)
 ORIGINAL_61 = sha(FIXTURES / "amd_hip_bf16-6.1.h")
@@ -334,7 +334,7 @@ def test_overlay_include_dir_for_the_build(tmp_path, project, monkeypatch):
 def test_ensure_overlay_for_setup(tmp_path, project):
     from test_patch_support import TABLE
 
-    from resolver.errors import Refusal
+    from resolver.core.errors import Refusal
     from resolver.patch import ensure_overlay
     registry = load_registry(extra_tables=[TABLE])
     root = make_rocm(tmp_path)

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from test_patch_support import FIXTURES, HEADER, TABLE, make_rocm, sha, tree_state
 
-from resolver.errors import BadInput, EnvironmentProblem, IntegrityError
-from resolver.fs import sha256_text
+from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError
+from resolver.core.fs import sha256_text
+from resolver.core.versions import DottedVersion
 from resolver.patch import PatchRequest, load_registry, overlay_include_dir, run_patches
 from resolver.patch.overlay import RECORD_NAME
 from resolver.patch.registry import KnownHeader, Registry
 from resolver.patch.report import PatchOutcome
 from resolver.patch.transform import add_static_inline
-from resolver.paths import ProjectPaths
-from resolver.versions import DottedVersion
+from resolver.project.paths import ProjectPaths
 
 PATCH_ID = "rocm6.0-bf16-inline"
 REGISTRY = load_registry(extra_tables=[TABLE])
@@ -57,7 +57,7 @@ def root(tmp_path: Path) -> Path:
 def crash_points(monkeypatch) -> list[str]:
     """Every crash point the atomic writes pass, in order."""
     seen: list[str] = []
-    monkeypatch.setattr("resolver.fs.crash_point", seen.append)
+    monkeypatch.setattr("resolver.core.fs.crash_point", seen.append)
     return seen
 
 
@@ -114,7 +114,7 @@ def test_in_place_apply_writes_backup_then_applying_record_then_header_and_repor
         if label == "patch:after-temp":  # the header is about to be replaced: the record says so already
             at_header_write.update(_json(record_path))
 
-    monkeypatch.setattr("resolver.fs.crash_point", seen)
+    monkeypatch.setattr("resolver.core.fs.crash_point", seen)
     report = _run(project, root, in_place=True)
     assert (report.mode, report.action, report.overlay, report.dry_run, report.include_dir) == \
         ("in-place", "apply", None, False, None)
@@ -755,7 +755,7 @@ def test_a_known_original_whose_fix_gives_another_checksum_is_an_integrity_error
 
 
 def test_setup_is_refused_an_unknown_header_with_the_outcomes_fix(project, root):
-    from resolver.errors import Refusal
+    from resolver.core.errors import Refusal
     from resolver.patch import ensure_overlay
     header = root / HEADER
     header.write_bytes(ORIGINAL + b"//\n")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from test_patch_support import FIXTURES, HEADER, TABLE, sha
 
-from resolver.errors import BadInput
+from resolver.core.errors import BadInput
+from resolver.core.versions import DottedVersion
 from resolver.patch.registry import default_patches_dir, load_registry
 from resolver.patch.transform import add_static_inline
-from resolver.versions import DottedVersion
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,7 +109,7 @@ def test_every_patch_id_the_knowledge_base_names_exists():
     data_dir = REPO / "resolver" / "knowledge" / "data"
     files = sorted(data_dir.glob("*.toml")) if data_dir.is_dir() else []
     if not files:
-        pytest.skip("no knowledge base yet (resolver/knowledge/data/*.toml)")
+        pytest.skip("no knowledge base yet (resolver/plan/knowledge/data/*.toml)")
     known = set(load_registry(extra_tables=[]).ids)
     named = {}
     for path in files:
@@ -117,11 +117,11 @@ def test_every_patch_id_the_knowledge_base_names_exists():
             for patch_id in _patch_ids_named_in(tomllib.load(handle)):
                 named.setdefault(patch_id, path.name)
     missing = {pid: where for pid, where in named.items() if pid not in known}
-    assert not missing, f"patch ids named in resolver/knowledge/data but absent from patches/: {missing}"
+    assert not missing, f"patch ids named in resolver/plan/knowledge/data but absent from patches/: {missing}"
 
 
 def test_missing_registry_is_an_error_not_an_empty_list(tmp_path, monkeypatch):
-    from resolver.errors import EnvironmentProblem
+    from resolver.core.errors import EnvironmentProblem
     with pytest.raises(EnvironmentProblem, match="registry"):
         load_registry(tmp_path / "nowhere", extra_tables=[])
     monkeypatch.setenv("RESOLVER_PATCHES_DIR", str(tmp_path / "nowhere"))
@@ -137,7 +137,7 @@ def test_fixes_a_rocm_release_needs():
 
 
 def test_knowledge_base_header_fixes_agree_with_the_registry():
-    """The plan lists fixes from resolver/knowledge/data (rows [[header_fix]]); patch applies them from patches/.
+    """The plan lists fixes from resolver/plan/knowledge/data (rows [[header_fix]]); patch applies them from patches/.
     Same id, same file, same ROCm range."""
     rows = []
     for path in sorted((REPO / "resolver" / "knowledge" / "data").glob("*.toml")):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.probe import probe_machine
+from resolver.plan.probe import probe_machine
 
 MACHINES_DIR = Path(__file__).parent / "machines"
 MACHINES = sorted(p.name for p in MACHINES_DIR.iterdir() if (p / "_meta.toml").is_file())
@@ -41,8 +41,8 @@ def test_machine_replays_as_reported(name: str) -> None:
         assert got["nvidia"]["driver_version"] == expected["nvidia"]["driver_version"]
         if expected["nvidia"]["cuda_driver_version"] is None and got["nvidia"]["cuda_driver_version_derived"]:
             # the report does not say it: the probe derives it from the driver, and says so
-            from resolver.knowledge import Knowledge
-            from resolver.versions import DottedVersion
+            from resolver.core.versions import DottedVersion
+            from resolver.plan.knowledge import Knowledge
 
             derived = Knowledge.load().newest_cuda_for_driver(DottedVersion.parse(got["nvidia"]["driver_version"]))
             assert got["nvidia"]["cuda_driver_version"] == str(derived)
@@ -113,7 +113,7 @@ def test_cli_replays_a_machine_with_the_contract_keys() -> None:
 @pytest.mark.parametrize("name", MACHINES)
 def test_profile_round_trips_through_json(name: str) -> None:
     """What `probe --json` prints is what `plan --profile` reads back, unchanged (driver spelling included)."""
-    from resolver.probe.profile import HardwareProfile
+    from resolver.plan.probe.profile import HardwareProfile
 
     profile = probe_machine(MACHINES_DIR / name)
     again = HardwareProfile.from_json(json.loads(json.dumps(profile.to_json())))
@@ -122,9 +122,9 @@ def test_profile_round_trips_through_json(name: str) -> None:
 
 def test_every_machine_is_plannable() -> None:
     """probe -> decide across the corpus: a plan for the hardware's own backend, or a refusal, never a crash."""
-    from resolver.decide import decide
-    from resolver.decide.model import Request
-    from resolver.knowledge import Knowledge
+    from resolver.core.model import Request
+    from resolver.plan.decide import decide
+    from resolver.plan.knowledge import Knowledge
 
     knowledge = Knowledge.load()
     for name in MACHINES:

@@ -8,9 +8,9 @@ import pkgutil
 
 import pytest
 
-import resolver.probe
+import resolver.plan.probe
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(resolver.probe.__path__, "resolver.probe."))
+MODULES = sorted(m.name for m in pkgutil.iter_modules(resolver.plan.probe.__path__, "resolver.plan.probe."))
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -30,7 +30,7 @@ def test_every_text_parser_is_shown_at_work_in_its_examples(name: str) -> None:
     import inspect
     import re
 
-    module = importlib.import_module(f"resolver.probe.{name}")
+    module = importlib.import_module(f"resolver.plan.probe.{name}")
     checked = {call for test in doctest.DocTestFinder().find(module) if any(ex.want.strip() for ex in test.examples)
                for ex in test.examples for call in re.findall(r"\b([A-Za-z_]\w*)\(", ex.source)}
     readers = [fname for fname, func in vars(module).items()

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resolver.probe import amd_parse, nvidia_parse
-from resolver.probe.amd_parse import AmdAgent
-from resolver.probe.collect_env import parse_collect_env
-from resolver.probe.findings import Findings
-from resolver.probe.name_table import NameTable
-from resolver.probe.nvidia import NvidiaFacts
-from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
+from resolver.plan.probe import amd_parse, nvidia_parse
+from resolver.plan.probe.amd_parse import AmdAgent
+from resolver.plan.probe.collect_env import parse_collect_env
+from resolver.plan.probe.findings import Findings
+from resolver.plan.probe.name_table import NameTable
+from resolver.plan.probe.nvidia import NvidiaFacts
+from resolver.plan.probe.nvidia_parse import GpuSeen, NvidiaReading
 
 REPORTS = Path(__file__).parent / "machines"  # report-*.txt: pasted reports, cited in report-sources.md
 
@@ -389,7 +389,7 @@ def _sysroot_with_collect_env(tmp_path: Path, output: str) -> Path:
 
 
 def test_a_capture_with_only_collect_env(tmp_path: Path) -> None:
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     amd = probe_machine(_sysroot_with_collect_env(tmp_path, (REPORTS / "report-collect-env-rocm-mi210.txt").read_text())).amd
     assert [(g.name, str(g.gfx_arch)) for g in amd.gpus] == [("AMD Instinct MI210", "gfx90a")]
@@ -403,9 +403,9 @@ def test_a_capture_with_only_collect_env(tmp_path: Path) -> None:
 
 def test_collect_env_is_never_run_on_a_live_or_recorded_machine() -> None:
     """It imports torch and takes seconds: only a replayed capture is asked for it."""
-    from resolver.probe import probe_machine
-    from resolver.probe.capture import RecordingSystem
-    from resolver.probe.system import LiveSystem
+    from resolver.plan.probe import probe_machine
+    from resolver.plan.probe.capture import RecordingSystem
+    from resolver.plan.probe.system import LiveSystem
 
     recorder = RecordingSystem(LiveSystem())
     probe_machine(system=recorder)

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from resolver.probe.findings import Findings
-from resolver.probe.nvml import read_nvml
+from resolver.plan.probe.findings import Findings
+from resolver.plan.probe.nvml import read_nvml
 
 
 def _probe_json() -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from resolver.probe import amd_parse, host, nvidia_parse, toolkits
-from resolver.probe.amd_parse import AmdAgent
-from resolver.probe.nvidia_parse import QUERY_FIELDS, QUERY_FIELDS_OLD
+from resolver.plan.probe import amd_parse, host, nvidia_parse, toolkits
+from resolver.plan.probe.amd_parse import AmdAgent
+from resolver.plan.probe.nvidia_parse import QUERY_FIELDS, QUERY_FIELDS_OLD
 
 # ------------------------------------------------------------------------------------------- NVIDIA
 

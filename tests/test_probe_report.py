@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput
-from resolver.probe.profile import HardwareProfile
-from resolver.probe.report import MAX_BYTES, profile_from_report, read_report
+from resolver.core.errors import BadInput
+from resolver.plan.probe.profile import HardwareProfile
+from resolver.plan.probe.report import MAX_BYTES, profile_from_report, read_report
 
 REPORTS = Path(__file__).parent / "machines"  # report-*.txt: pasted reports, cited in report-sources.md
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput
-from resolver.probe import probe_machine
-from resolver.probe.capture import capture_machine
-from resolver.probe.sysroot import SysrootSystem
+from resolver.core.errors import BadInput
+from resolver.plan.probe import probe_machine
+from resolver.plan.probe.capture import capture_machine
+from resolver.plan.probe.sysroot import SysrootSystem
 
 MACHINES = Path(__file__).parent / "machines"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from resolver.knowledge import Knowledge, pci_ids
-from resolver.probe import probe_machine
-from resolver.probe.report import profile_from_report, read_report
+from resolver.plan.knowledge import Knowledge, pci_ids
+from resolver.plan.probe import probe_machine
+from resolver.plan.probe.report import profile_from_report, read_report
 
 REPORTS = Path(__file__).parent / "machines"
 
@@ -89,9 +89,9 @@ def test_a_gpu_no_table_places_is_still_a_gpu_and_the_override_places_it(tmp_pat
 
 
 def test_an_amd_gpu_no_table_places_takes_gfx(tmp_path):
-    from resolver.probe.overrides import apply_gpu_overrides
-    from resolver.probe.profile import AmdInfo, HardwareProfile
-    from resolver.versions import DottedVersion
+    from resolver.core.versions import DottedVersion
+    from resolver.plan.probe.overrides import apply_gpu_overrides
+    from resolver.plan.probe.profile import AmdInfo, HardwareProfile
 
     profile = HardwareProfile("linux-64", DottedVersion.parse("3.12"),
                               amd=AmdInfo(DottedVersion.parse("6.2.0"), unidentified_gpus=("AMD GPU 1002:13e9",)))
@@ -146,7 +146,7 @@ def test_the_tables_are_complete_and_agree():
 
 
 def test_the_pci_table_regenerates_from_pci_ids_byte_for_byte(tmp_path):
-    """The data file is what `python -m resolver.knowledge.pci_ids` makes of its own entries (no hand edits)."""
+    """The data file is what `python -m resolver.plan.knowledge.pci_ids` makes of its own entries (no hand edits)."""
     import re
 
     import tomllib

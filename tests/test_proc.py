@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 PARENT = """
 import sys
 sys.path.insert(0, {repo!r})
-from resolver import proc
+from resolver.tools import proc
 pool = "import multiprocessing as m, time\\ndef f(x): time.sleep(60)\\nif __name__ == '__main__':\\n    m.Pool(2).map(f, [1, 2])"
 proc.run([sys.executable, "-c", pool, {tag!r}], timeout=120)
 """
@@ -54,7 +54,7 @@ def test_grandchildren_die_with_the_resolver(sig):
 def test_a_started_child_runs_beside_the_caller_and_is_stopped_with_what_it_started(tmp_path):
     """proc.start: the caller goes on while the child runs; result() is what run() gives; cancel()
     takes the child's whole group down (a lock's guessed uv run that missed)."""
-    from resolver import proc
+    from resolver.tools import proc
 
     gate = tmp_path / "go"
     # the child finishes only once the caller has gone on and opened the gate: a start() that waited for

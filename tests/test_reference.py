@@ -1,4 +1,4 @@
-"""resolver/inenv/reference.py against naive Python loops, run with a real torch (the cpu_project environment).
+"""resolver/verify/inenv/reference.py against naive Python loops, run with a real torch (the cpu_project environment).
 
 The resolver's own venv has no torch, so tests/reference_cases.py runs in the environment's Python
 and reports the largest absolute error of each case; two negative controls prove the comparison can fail.

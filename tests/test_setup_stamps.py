@@ -1,4 +1,4 @@
-"""setup's step runner (resolver/setup/pipeline.py): what makes a step current, what its report says, in detail."""
+"""setup's step runner (resolver/workflows/setup/pipeline.py): what makes a step current, what its report says, in detail."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.errors import BadInput
-from resolver.setup.pipeline import (
+from resolver.core.errors import BadInput
+from resolver.workflows.setup.pipeline import (
     Caveat,
     Stamps,
     StepLog,

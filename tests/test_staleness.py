@@ -13,13 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from resolver.conda import CondaRecord
-from resolver.decide.model import KernelChoice, Plan, TorchChoice, TorchSource
+from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, read_lock, render_lock
-from resolver.lock.manifest import Manifest
-from resolver.paths import ProjectPaths
-from resolver.planning import save_plan
+from resolver.plan.planning import save_plan
+from resolver.project.manifest import Manifest
+from resolver.project.paths import ProjectPaths
+from resolver.tools.conda import CondaRecord
 
 FORGE = "https://conda.anaconda.org/conda-forge/"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -377,9 +377,9 @@ def test_a_no_op_lock_answers_without_rattler_or_tomlkit(tmp_path):
 # ----------------------------------------------------------------------------------- setup
 def test_setup_says_why_it_relocks(tmp_path):
     """setup's lock step skips a current lock and names the reason of a stale one (a dry run: nothing solved)."""
-    from resolver.setup import Setup, SetupOptions
-    from resolver.setup.pipeline import StepLog
-    from resolver.ui import Output
+    from resolver.core.ui import Output
+    from resolver.workflows.setup import Setup, SetupOptions
+    from resolver.workflows.setup.pipeline import StepLog
 
     paths = project(tmp_path)
 

@@ -16,9 +16,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
-from resolver import store as store_module  # noqa: E402
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock  # noqa: E402
-from resolver.store import RECORD, VerifiedStore  # noqa: E402
+from resolver.tools import store as store_module  # noqa: E402
+from resolver.tools.store import RECORD, VerifiedStore  # noqa: E402
 
 NAME = "tiny-1.0-py3-none-any.whl"
 
@@ -90,9 +90,9 @@ def test_a_planted_file_with_a_record_of_its_own_size_mtime_inode_is_hashed_and_
 
 
 def test_without_a_source_the_planted_file_is_still_refused(tmp_path, wheels):
-    from resolver.errors import BadInput
+    from resolver.core.errors import BadInput
     from resolver.install.fetch import Finder, verified_copy
-    from resolver.lock.sources import Sources
+    from resolver.project.sources import Sources
 
     store = VerifiedStore(tmp_path / "verified")
     wanted = sha(wheels["real"])
@@ -155,7 +155,7 @@ def test_links_planted_in_the_store_are_never_followed(tmp_path, wheels):
 
 
 def test_the_store_layout_has_one_home():
-    """Only resolver/store.py spells the store's layout (sha256[:2]/sha256/name)."""
+    """Only resolver/tools/store.py spells the store's layout (sha256[:2]/sha256/name)."""
     root = Path(__file__).resolve().parent.parent / "resolver"
     spelled = [str(p.relative_to(root)) for p in root.rglob("*.py") if "[:2] /" in p.read_text()]
     assert spelled == ["store.py"]

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import channel_factory as cf  # noqa: E402
 import toolchain_channel as tc  # noqa: E402
 
-from resolver.conda import rattler, target_virtual_packages, virtual_package_strings  # noqa: E402
+from resolver.tools.conda import rattler, target_virtual_packages, virtual_package_strings  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(sys.platform != "linux" or platform.machine() != "x86_64",

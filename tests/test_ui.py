@@ -1,6 +1,6 @@
 import time
 
-from resolver.ui import Output
+from resolver.core.ui import Output
 
 
 def test_progress_in_a_log_skips_instant_work(capsys):
@@ -23,10 +23,10 @@ def test_progress_in_a_log_reports_the_end_of_long_work_once(capsys):
 def test_progress_in_a_log_reports_every_ten_seconds_while_running(capsys, monkeypatch):
     """In a log, a line when 10 s have passed since the work began, then one each time 10 more have
     passed since the last line (not since the last call), each with the count of that moment."""
-    import resolver.ui
+    import resolver.core.ui
 
     clock = [25.0]
-    monkeypatch.setattr(resolver.ui.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(resolver.core.ui.time, "monotonic", lambda: clock[0])
     out = Output()
     reports = []
 
@@ -46,10 +46,10 @@ def test_progress_in_a_log_reports_every_ten_seconds_while_running(capsys, monke
 
 
 def test_progress_in_a_log_starts_after_ten_seconds_of_work(capsys, monkeypatch):
-    import resolver.ui
+    import resolver.core.ui
 
     clock = [9.99]
-    monkeypatch.setattr(resolver.ui.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(resolver.core.ui.time, "monotonic", lambda: clock[0])
     out = Output()
     out.progress("compiling", 1, 14, 0.0)
     assert capsys.readouterr().err == ""

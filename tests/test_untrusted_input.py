@@ -26,9 +26,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import channel_factory as cf  # noqa: E402
 
-from resolver.errors import BadInput  # noqa: E402
+from resolver.core.errors import BadInput  # noqa: E402
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock  # noqa: E402
-from resolver.paths import ProjectPaths  # noqa: E402
+from resolver.project.paths import ProjectPaths  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINES = Path(__file__).parent / "machines"
@@ -200,8 +200,8 @@ def test_lock_url_whose_file_name_is_a_path_writes_nothing(tmp_path, server, tai
 
 def test_conda_records_go_through_the_same_guarded_fetch(tmp_path, server):
     from resolver.install.fetch import Finder, verified_copy
-    from resolver.lock.sources import Sources
-    from resolver.store import VerifiedStore
+    from resolver.project.sources import Sources
+    from resolver.tools.store import VerifiedStore
 
     cache = tmp_path / "project" / ".resolver" / "cache" / "verified"
     url = f"{server.url}/conda-forge/linux-64/..%2F..%2F..%2F..%2F..%2F..%2Fplanted.conda"
@@ -263,7 +263,7 @@ def test_a_cache_of_uv_flags_from_an_older_resolver_runs_nothing(tmp_path):
     (cache / "last-resolves.json").write_text(json.dumps({key: {"cpu/linux-64": job}}))
     state = tmp_path / ".resolver" / "state"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                               "from resolver.paths import project_lock\n"
+                               "from resolver.project.paths import project_lock\n"
                                f"with project_lock(Path({str(state)!r})):\n    print('held', flush=True); "
                                "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:

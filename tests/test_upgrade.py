@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from resolver.upgrade.lockdiff import environment_entries
+from resolver.workflows.upgrade.lockdiff import environment_entries
 
 REPO = Path(__file__).resolve().parent.parent
 DOUBLES = Path(__file__).parent / "doubles"
@@ -280,8 +280,8 @@ sys.meta_path.insert(0, _LinearOnePercentHigh())
 
 @pytest.mark.slow
 def test_a_failing_proof_blocks_the_promotion_and_says_which_check_and_by_how_much(cpu_journey):
-    from resolver.paths import ProjectPaths
-    from resolver.upgrade_record import read_record
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.upgrade_record import read_record
 
     project = cpu_journey["project"]
     (site,) = (project / ".resolver" / "envs" / "cpu-torch2-14").glob("lib/python3*/site-packages")
@@ -311,7 +311,7 @@ def test_a_failing_proof_blocks_the_promotion_and_says_which_check_and_by_how_mu
 @pytest.mark.slow
 def test_promote_switches_the_default_and_rollback_restores_it(cpu_journey):
     from resolver.install.environment import Environment
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
 
     project = cpu_journey["project"]
     lock = (project / "pixi.lock").read_bytes()
@@ -348,7 +348,7 @@ def test_the_upgrade_on_the_h100_double_builds_for_its_architecture_and_proves_o
         tmp_path, cpu_project, conda_channel):
     from test_gpu_journey import without_system_cuda
 
-    from resolver.inenv.fatbin import archs_of_library
+    from resolver.verify.inenv.fatbin import archs_of_library
 
     project = project_beside(cpu_project, tmp_path / "p")
     before = (project / "pixi.lock").read_text()
@@ -436,9 +436,9 @@ def test_a_fleet_step_plans_every_class_lists_the_ci_variants_and_refuses_to_lea
 
 # ------------------------------------------------------------------------------------------------ parts
 def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_path):
-    from resolver.errors import BadInput
-    from resolver.lock.manifest import Manifest
-    from resolver.upgrade_record import Choice, UpgradeRecord
+    from resolver.core.errors import BadInput
+    from resolver.project.manifest import Manifest
+    from resolver.project.upgrade_record import Choice, UpgradeRecord
 
     text = (REPO / "pixi.toml").read_text()
     manifest = Manifest.parse(text)
@@ -452,8 +452,8 @@ def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_p
         with pytest.raises(BadInput):
             UpgradeRecord.of_manifest(Manifest.parse(text + f"\n[tool.resolver.upgrade]\n{bad}\n"))
     # what every command without --env asks: tolerant of a pixi.toml that is not TOML, strict about the record
-    from resolver.paths import ProjectPaths
-    from resolver.upgrade_record import default_environment
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.upgrade_record import default_environment
 
     project = ProjectPaths(tmp_path)
     (tmp_path / "pixi.toml").write_text(manifest.dumps())
@@ -467,7 +467,7 @@ def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_p
 
 def test_the_lock_diff_in_words_and_the_entries_of_one_environment(cpu_project):
     from resolver.lock.lockfile import read_lock
-    from resolver.upgrade.lockdiff import lock_diff
+    from resolver.workflows.upgrade.lockdiff import lock_diff
 
     text = (cpu_project / "pixi.lock").read_text()
     block, packages = environment_entries(text, "cpu")
@@ -484,8 +484,8 @@ def test_the_lock_diff_in_words_and_the_entries_of_one_environment(cpu_project):
 def test_the_proof_compares_per_dtype_against_its_tolerance(tmp_path):
     import array
 
-    from resolver.inenv.answers import VerifyReport
-    from resolver.upgrade.proof import ProofOptions, _numerics
+    from resolver.verify.inenv.answers import VerifyReport
+    from resolver.workflows.upgrade.proof import ProofOptions, _numerics
 
     for label, values, tokens in (("old", [1.0, -2.0, 0.5], [[3, 4]]), ("new", [1.0, -2.0002, 0.5], [[3, 4]])):
         (tmp_path / label).mkdir()
@@ -503,9 +503,9 @@ def test_the_proof_compares_per_dtype_against_its_tolerance(tmp_path):
 
 
 def test_the_warnings_only_the_new_torch_raises_are_counted_and_named_from_the_tables():
-    from resolver.inenv.answers import VerifyReport
-    from resolver.knowledge import Knowledge
-    from resolver.upgrade.proof import _warnings
+    from resolver.plan.knowledge import Knowledge
+    from resolver.verify.inenv.answers import VerifyReport
+    from resolver.workflows.upgrade.proof import _warnings
 
     amp = {"category": "FutureWarning", "package": "mamba_ssm", "count": 3, "deprecation": True, "file": "x.py",
            "line": 164, "message": "`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use `torch.amp.custom_fwd`"}
@@ -524,7 +524,7 @@ def test_the_proof_is_stale_when_site_packages_changes_and_not_when_bytecode_is_
     package's folder) does not."""
     import subprocess as sp
 
-    from resolver.upgrade.journey import _site_listing
+    from resolver.workflows.upgrade.journey import _site_listing
 
     site = tmp_path / "env" / "lib" / "python3.11" / "site-packages"
     (site / "pkg").mkdir(parents=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from resolver.inenv.protocol import parse as parse_output
+from resolver.core.inenv_protocol import parse as parse_output
 from resolver.verify.checkpoint import (
     TinySpec,
     default_checkpoint,
@@ -122,7 +122,7 @@ def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
 
 
 def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():
-    from resolver.inenv.fatbin import (
+    from resolver.verify.inenv.fatbin import (
         archs_in_fatbin,
         archs_of_library,
         fatbin_container,
@@ -135,7 +135,7 @@ def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():
 
 
 def test_arch_support_rules():
-    from resolver.inenv.facts import arch_supported, parse_archs, parse_expected_torch
+    from resolver.verify.inenv.facts import arch_supported, parse_archs, parse_expected_torch
 
     assert arch_supported("sm_90", ["sm_80", "sm_90"]) is True
     assert arch_supported("sm_90", ["sm_80", "compute_80"]) is True  # PTX JIT to a newer GPU

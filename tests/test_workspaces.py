@@ -26,12 +26,12 @@ import yaml
 from conftest import torch_cpu_mirror
 
 from resolver import lock
-from resolver.conda import canonical_lock_text
-from resolver.decide.model import KernelChoice, Plan, Request, Target, TorchChoice, TorchSource
-from resolver.errors import BadInput
+from resolver.core.errors import BadInput
+from resolver.core.model import KernelChoice, Plan, Request, Target, TorchChoice, TorchSource
 from resolver.lock.lockfile import RawLock
-from resolver.lock.sources import Sources
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
+from resolver.project.sources import Sources
+from resolver.tools.conda import canonical_lock_text
 
 HERE = Path(__file__).parent
 WORKSPACES = sorted(p.name for p in (HERE / "workspaces").iterdir() if (p / "pixi.lock").is_file())
@@ -160,7 +160,7 @@ def test_lock_cuda13_on_the_gpu_double_keeps_their_named_cuda_platforms(tmp_path
     """multi-machine declares CUDA 12 platforms (p1, p2 in its lock); the H100 double's plan wants CUDA
     13.0, and a new CUDA 13 platform would be taken by their default environment too (its features name
     no platforms): ours is locked on their linux-64, their locked environments stay byte for byte."""
-    from resolver.planning import plan_for
+    from resolver.plan.planning import plan_for
 
     monkeypatch.setenv("RESOLVER_SYSROOT", str(DOUBLES / "h100-1x-driver580"))
     plan = plan_for(Request(target=Target.parse("cuda13.0")))

@@ -9,7 +9,7 @@ Nothing here is a stub: the python runs, pip installs wheels, nvcc compiles and 
 
 What the channel holds (``linux-64/`` + ``noarch/``, indexed; names, versions, build numbers,
 ``depends``/``constrains``/``run_exports`` and file layout follow the conda-forge recipes cited in
-resolver/knowledge/data/conda_forge.toml ``[[cuda_toolkit_package]]`` and docs/conda-toolkit.md):
+resolver/plan/knowledge/data/conda_forge.toml ``[[cuda_toolkit_package]]`` and docs/conda-toolkit.md):
 
 * ``python`` X.Y.Z (the CPython this module finds, 3.11, with a shared libpython; build string
   ``h<hash>_0_cpython``), ``python_abi`` X.Y ``8_cpXY`` (noarch, constrains ``python X.Y.* *_cpython``),
@@ -691,7 +691,7 @@ def _reindex(channel: Path) -> None:
     import asyncio
 
     sys.path.insert(0, str(REPO))
-    from resolver.conda import rattler
+    from resolver.tools.conda import rattler
 
     rattler()
     from rattler.index import index_fs

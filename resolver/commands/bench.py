@@ -10,7 +10,7 @@ HELP = "throughput and latency (prompt, decode); --compare OTHER_ENV checks nume
 
 def add_arguments(parser) -> None:
     from resolver.commands.flags import add_env_argument
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.core.names import env_name_arg  # light: the name rule only
 
     add_env_argument(parser, "to measure")
     parser.add_argument("--model", metavar="DIR", help="a Hugging Face style Mamba checkpoint (default: the tiny one)")
@@ -33,7 +33,7 @@ def parse_lengths(text: str) -> tuple[int, ...]:
     >>> parse_lengths("512, 2048,8192")
     (512, 2048, 8192)
     """
-    from resolver.errors import BadInput
+    from resolver.core.errors import BadInput
 
     try:
         values = tuple(int(v) for v in text.split(",") if v.strip())
@@ -46,8 +46,8 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 
 def run(args, out) -> int:
     from resolver.commands.verify import check_dtypes
-    from resolver.errors import BadInput, ExitCode
-    from resolver.paths import ProjectPaths
+    from resolver.core.errors import BadInput, ExitCode
+    from resolver.project.paths import ProjectPaths
     from resolver.verify.bench import BenchRequest, bench
 
     check_dtypes(args.dtype, "--dtype", one=True)

@@ -41,23 +41,23 @@ def run(args, out) -> int:
 
     from resolver.kernels.driver import BuildOptions, build
     from resolver.kernels.packages import known_packages
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
 
     if args.arch is not None:
         from resolver.kernels.archs import check_arch_syntax
 
         check_arch_syntax(args.arch)
     if args.jobs is not None and args.jobs < 1:
-        from resolver.errors import BadInput
+        from resolver.core.errors import BadInput
 
         raise BadInput(f"--jobs {args.jobs} is not a positive number", fix="use --jobs 1 or more, or leave it out")
     if args.package != "all" and args.package not in known_packages():
-        from resolver.errors import UsageError
+        from resolver.core.errors import UsageError
 
         raise UsageError(f"--package {args.package!r} is not a kernel package",
                          fix=f"use one of {', '.join(known_packages())} or all")
     if args.format is not None and not args.matrix:
-        from resolver.errors import UsageError
+        from resolver.core.errors import UsageError
 
         raise UsageError("--format applies to --matrix", fix="write it as `build --matrix --format github|gitlab|slurm`")
     if args.matrix or args.variant:

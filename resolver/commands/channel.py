@@ -19,7 +19,7 @@ def run(args, out) -> int:
     from pathlib import Path
 
     from resolver.fleet.channel import publish
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
 
     source = Path(args.source).resolve() if args.source else ProjectPaths.discover().channel
     report = publish(source, args.to)

@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver.doctor.run import DoctorRequest, diagnose
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
 
     result = diagnose(ProjectPaths.discover(), DoctorRequest(env=args.env, log=args.log, extensions=tuple(args.extension),
                                                              sysroot=args.sysroot), info=out.info)

@@ -26,14 +26,14 @@ def add_source_arguments(parser, *, indexes: bool = True) -> None:
 
 
 def source_flags(args) -> dict:
-    """The parsed source flags as ``resolver.lock.sources.Sources.load(flags=...)`` takes them."""
+    """The parsed source flags as ``resolver.project.sources.Sources.load(flags=...)`` takes them."""
     return {"conda-channels": args.channel, "torch-index": getattr(args, "torch_index", None),
             "extra-index-urls": getattr(args, "extra_index_url", []), "find-links": args.find_links}
 
 
 def add_env_argument(parser, what: str, default: str = "the only one installed") -> None:
     """``--env NAME`` / ``-e NAME`` (as pixi spells it): an environment under .resolver/envs."""
-    from resolver.names import env_name_arg  # light: the name rule only
+    from resolver.core.names import env_name_arg  # light: the name rule only
 
     parser.add_argument("--env", "-e", type=env_name_arg, metavar="NAME",
                         help=f"the environment {what} (default: {default})")

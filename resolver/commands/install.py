@@ -20,16 +20,16 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver import install
-    from resolver.lock.sources import Sources
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.sources import Sources
 
     project = ProjectPaths.discover()
     sources = Sources.load(project.root, flags={"conda-channels": args.channel, "find-links": args.find_links})
-    from resolver.paths import project_lock
+    from resolver.project.paths import project_lock
 
     if not project.lockfile.is_file():
-        from resolver.errors import BadInput
-        from resolver.fs import check_regular_file
+        from resolver.core.errors import BadInput
+        from resolver.core.fs import check_regular_file
 
         if project.lockfile.exists():  # a folder or FIFO is not "missing"
             check_regular_file(project.lockfile, limit=1, what="the lock file",
@@ -37,7 +37,7 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         if args.env is None:
-            from resolver.upgrade_record import default_environment
+            from resolver.project.upgrade_record import default_environment
 
             args.env = default_environment(project)  # pixi.toml's default environment, when it names one
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,

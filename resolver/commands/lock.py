@@ -40,15 +40,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
                         help="with --fleet: the shared channel nodes take their prebuilt kernels from (recorded in "
                              "pixi.toml)")
-    from resolver.probe.overrides import add_gpu_arguments
+    from resolver.plan.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
 
 
 def _fleet(args):
     """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
-    from resolver.decide.model import Request, Target
-    from resolver.errors import Refusal, UsageError
+    from resolver.core.errors import Refusal, UsageError
+    from resolver.core.model import Request, Target
     from resolver.fleet.classes import plan_fleet
     from resolver.fleet.nodes import iter_nodes
     from resolver.fleet.record import write_fleet
@@ -69,8 +69,8 @@ def _fleet(args):
 def _write_node_list(project, fleet) -> None:
     """The fleet's node list beside pixi.toml when pixi.toml counts the nodes instead of listing them; one
     written before and no longer needed goes."""
+    from resolver.core.fs import write_text_atomic
     from resolver.fleet.record import NODE_LIST, node_list
-    from resolver.fs import write_text_atomic
 
     text = node_list(fleet)
     path = project.root / NODE_LIST
@@ -84,7 +84,7 @@ def _lock_fleet(project, edit, fleet, sources, args, out):
     """Only the classes that changed are solved; (the summary, what happened to each class)."""
     from resolver import lock
     from resolver.fleet import relock
-    from resolver.paths import project_lock
+    from resolver.project.paths import project_lock
 
     with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
         changes = relock.compare(*relock.project_state(project), fleet, edit)
@@ -97,10 +97,10 @@ def _lock_fleet(project, edit, fleet, sources, args, out):
 
 
 def run(args, out) -> int:
-    from resolver.errors import ExitCode, UsageError
+    from resolver.core.errors import ExitCode, UsageError
     from resolver.lock import current
-    from resolver.paths import ProjectPaths
-    from resolver.planning import plans_for
+    from resolver.plan.planning import plans_for
+    from resolver.project.paths import ProjectPaths
 
     project = ProjectPaths.discover()
     started = time.monotonic()
@@ -125,7 +125,7 @@ def run(args, out) -> int:
         return int(ExitCode.OK if status.current else ExitCode.CHECK_FAILED)
 
     def sources():
-        from resolver.lock.sources import Sources
+        from resolver.project.sources import Sources
 
         return Sources.load(project.root, flags={
             "conda-channels": args.channel, "torch-index": args.torch_index,

@@ -27,9 +27,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    from resolver.errors import ExitCode, Refusal
+    from resolver.core.errors import ExitCode, Refusal
     from resolver.patch import PatchRequest, refusal_of, run_patches
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
 
     if args.check and args.revert:
         raise Refusal("--check and --revert cannot be combined", fix="use --revert --dry-run to see what a revert would do")
@@ -41,7 +41,7 @@ def run(args, out) -> int:
     if refusal is not None:
         data.update(refusal.to_json())
         out.result(data)
-        from resolver.names import printable
+        from resolver.core.names import printable
 
         print(f"error: {printable(str(refusal))}", file=sys.stderr)
         return int(ExitCode.REFUSED)

@@ -36,16 +36,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--trace", action="store_true",
                         help="also print every rule that fired and every candidate eliminated (JSON: always in "
                              "`trace`)")
-    from resolver.probe.overrides import add_gpu_arguments
+    from resolver.plan.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
 
 
 def run(args, out) -> int:
-    from resolver import planning
+    from resolver.plan import planning
 
     if args.sysroot and (args.profile or args.fleet is not None):
-        from resolver.errors import UsageError
+        from resolver.core.errors import UsageError
 
         raise UsageError(f"--sysroot and {'--profile' if args.profile else '--fleet'} cannot be combined: each names "
                          "the machine to plan for", fix="use one of them")
@@ -53,15 +53,15 @@ def run(args, out) -> int:
         return _fleet(args, planning.request_of(args.target, args.python), out)
     profile = None
     if args.sysroot:
-        from resolver.probe import probe_machine
+        from resolver.plan.probe import probe_machine
 
         profile = probe_machine(args.sysroot)
     elif args.profile:
-        from resolver.probe.profile import HardwareProfile
+        from resolver.plan.probe.profile import HardwareProfile
 
         profile = HardwareProfile.from_file(args.profile[0])
     if getattr(args, "compute_capability", None) or getattr(args, "gfx", None):
-        from resolver.probe.overrides import apply_gpu_arguments
+        from resolver.plan.probe.overrides import apply_gpu_arguments
 
         profile = apply_gpu_arguments(profile or planning.probe_here(), args)
     plan = planning.plan_document(profile, args.target, args.python)
@@ -106,7 +106,7 @@ def _human(plan: dict, verbose: bool) -> str:
 def _fleet(args, request, out) -> int:
     from pathlib import Path
 
-    from resolver.errors import Refusal
+    from resolver.core.errors import Refusal
     from resolver.fleet.classes import plan_fleet
     from resolver.fleet.nodes import iter_nodes
 

@@ -1,6 +1,6 @@
 """`python -m resolver probe [--sysroot DIR | --capture DIR | --from-report FILE|-] [--json]`: what this machine has.
 
-Detection only (resolver/probe/); never imports torch or rattler, so it starts fast.
+Detection only (resolver/plan/probe/); never imports torch or rattler, so it starts fast.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ def add_arguments(parser) -> None:
                         help="read what a machine printed (nvidia-smi, rocminfo, amd-smi, rocm-smi, "
                              "/proc/driver/nvidia/version, collect_env; pasted into FILE, or - for standard input) "
                              "instead of this machine; plan from it with `plan --profile`")
-    from resolver.probe.overrides import add_gpu_arguments
+    from resolver.plan.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
 
 
 def _gpu_lines(profile) -> list[str]:
-    from resolver.probe.overrides import COMPUTE_CAPABILITY_FLAG, GFX_FLAG, HOW_TO_GET_CC, HOW_TO_GET_GFX
+    from resolver.plan.probe.overrides import COMPUTE_CAPABILITY_FLAG, GFX_FLAG, HOW_TO_GET_CC, HOW_TO_GET_GFX
 
     lines = []
     if profile.nvidia:
@@ -75,8 +75,8 @@ def summary(profile) -> str:
 
 
 def run(args, out) -> int:
-    from resolver.errors import BadInput
-    from resolver.probe.overrides import apply_gpu_arguments
+    from resolver.core.errors import BadInput
+    from resolver.plan.probe.overrides import apply_gpu_arguments
 
     chosen = [flag for flag, value in (("--sysroot", args.sysroot), ("--capture", args.capture),
                                        ("--from-report", args.from_report)) if value]
@@ -84,13 +84,13 @@ def run(args, out) -> int:
         raise BadInput(f"{' and '.join(chosen)} cannot be combined",
                        fix="use one of them")
     if args.from_report:
-        from resolver.probe.report import profile_from_report, read_report
+        from resolver.plan.probe.report import profile_from_report, read_report
 
         profile = apply_gpu_arguments(profile_from_report(read_report(args.from_report)), args)
         out.result(profile.to_json(), summary(profile))
         return 0
     if args.capture:
-        from resolver.probe.capture import capture_machine
+        from resolver.plan.probe.capture import capture_machine
 
         report = capture_machine(args.capture)
         human = (f"captured {report.files} files and {report.commands} tool runs into {report.folder}; "
@@ -98,7 +98,7 @@ def run(args, out) -> int:
                  f"{'gives the same profile' if report.replay_matches else 'DIFFERS from the live profile'}")
         out.result(report.to_json(), human)
         return 0
-    from resolver.probe import probe_machine
+    from resolver.plan.probe import probe_machine
 
     profile = apply_gpu_arguments(probe_machine(args.sysroot), args)
     out.result(profile.to_json(), summary(profile))

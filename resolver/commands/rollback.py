@@ -12,8 +12,8 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver.install.environment import Environment
-    from resolver.paths import ProjectPaths
-    from resolver.upgrade.journey import rollback
+    from resolver.project.paths import ProjectPaths
+    from resolver.workflows.upgrade.journey import rollback
 
     project = ProjectPaths.discover()
     before, after = rollback(project, wait=not args.no_wait, on_wait=out.info)

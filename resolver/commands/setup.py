@@ -28,15 +28,15 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from pathlib import Path
 
-    from resolver.decide.model import Request, Target
-    from resolver.paths import ProjectPaths
-    from resolver.setup import SetupOptions, run_setup, summary_text
-    from resolver.setup.pipeline import append_to_log
+    from resolver.core.model import Request, Target
+    from resolver.project.paths import ProjectPaths
+    from resolver.workflows.setup import SetupOptions, run_setup, summary_text
+    from resolver.workflows.setup.pipeline import append_to_log
 
     if args.sysroot:
         import os
 
-        from resolver.probe.double import SYSROOT_VAR
+        from resolver.plan.probe.double import SYSROOT_VAR
 
         # every probe of this run (and of its child processes) sees the double, not just setup's own
         os.environ[SYSROOT_VAR] = str(Path(args.sysroot).resolve())
@@ -48,7 +48,7 @@ def run(args, out) -> int:
                            kernel_channel=args.kernel_channel, sources=tuple(source_flags(args).items()))
     project = ProjectPaths.discover()
     if not out.quiet and not out.json_mode:
-        from resolver.names import printable
+        from resolver.core.names import printable
 
         print(f"mamba-resolver setup --dry-run in {printable(str(project.root))}: the steps that would run, and why; "
               "nothing is changed" if args.dry_run else f"mamba-resolver setup in {printable(str(project.root))}")
@@ -62,8 +62,8 @@ def run(args, out) -> int:
 def _python(text):
     if text is None:
         return None
-    from resolver.errors import UsageError
-    from resolver.versions import DottedVersion
+    from resolver.core.errors import UsageError
+    from resolver.core.versions import DottedVersion
 
     try:
         return DottedVersion.parse(text).truncate(2)

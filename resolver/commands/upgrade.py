@@ -7,7 +7,7 @@ beside the current environment, proven against it on the same checkpoint and inp
     python -m resolver upgrade --target cuda13.0 --profile node.json   # for another machine: plan + lock
     python -m resolver upgrade --fleet DIR --torch 2.14                # every class of a fleet: plan + CI variants
 
-The stage is resolver/upgrade/ (docs/upgrade.md).
+The stage is resolver/workflows/upgrade/ (docs/upgrade.md).
 """
 
 from __future__ import annotations
@@ -64,19 +64,19 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     import os
 
-    from resolver.errors import ExitCode
-    from resolver.paths import ProjectPaths
+    from resolver.core.errors import ExitCode
+    from resolver.project.paths import ProjectPaths
 
     if args.sysroot:
-        from resolver.probe.double import SYSROOT_VAR
+        from resolver.plan.probe.double import SYSROOT_VAR
 
         os.environ[SYSROOT_VAR] = str(Path(args.sysroot).resolve())
     wanted = _wanted(args)
     project = ProjectPaths.discover()
     if args.fleet is not None or len(args.profile) > 1:
         return _fleet(args, wanted, project, out)
-    from resolver.upgrade.journey import UpgradeOptions, run_upgrade
-    from resolver.upgrade.report import summary_text, verdict
+    from resolver.workflows.upgrade.journey import UpgradeOptions, run_upgrade
+    from resolver.workflows.upgrade.report import summary_text, verdict
 
     options = UpgradeOptions(wanted=wanted, proof=_proof_options(args), promote=args.promote, plan_only=args.plan_only,
                              profile_file=args.profile[0] if args.profile else None, report_dir=args.report,
@@ -96,8 +96,8 @@ def run(args, out) -> int:
 
 
 def _wanted(args):
-    from resolver.decide.model import Target
-    from resolver.upgrade.step import Wanted, _version_flag
+    from resolver.core.model import Target
+    from resolver.workflows.upgrade.step import Wanted, _version_flag
 
     if args.target:
         Target.parse(args.target)  # a bad spelling is one usage sentence, before anything runs
@@ -109,8 +109,8 @@ def _wanted(args):
 
 def _proof_options(args):
     from resolver.commands.verify import check_dtypes
-    from resolver.errors import UsageError
-    from resolver.upgrade.proof import ProofOptions
+    from resolver.core.errors import UsageError
+    from resolver.workflows.upgrade.proof import ProofOptions
 
     check_dtypes(args.dtypes, "--dtypes")
     if min(args.prompt_len, args.new_tokens, args.repeat) < 1:
@@ -130,7 +130,7 @@ def _proof_options(args):
             raise UsageError(f"--tolerance {item!r} is not DTYPE=REL with REL >= 0", fix="write e.g. float32=1e-4")
     model = None
     if args.model:
-        from resolver.paths import ProjectPaths
+        from resolver.project.paths import ProjectPaths
         from resolver.verify.in_env import resolve_model
 
         model = resolve_model(ProjectPaths.discover(), args.model)  # a bad --model is said before anything runs
@@ -139,8 +139,8 @@ def _proof_options(args):
 
 
 def _fleet(args, wanted, project, out) -> int:
-    from resolver.errors import UsageError
-    from resolver.upgrade.fleet import markdown, plan_fleet_upgrade, write_fleet_reports
+    from resolver.core.errors import UsageError
+    from resolver.workflows.upgrade.fleet import markdown, plan_fleet_upgrade, write_fleet_reports
 
     if args.promote:
         raise UsageError("--promote applies to one machine's upgrade, not a fleet's",

@@ -1,9 +1,9 @@
 """`python -m resolver verify [--env NAME] [--model DIR] [--json]`: does the environment really work?
 
 Loads a Mamba checkpoint through the real library in the environment and through our pure-PyTorch
-reference (resolver/inenv/reference.py), compares logits and greedy generations, checks that the kernel
+reference (resolver/verify/inenv/reference.py), compares logits and greedy generations, checks that the kernel
 extensions load and, on a GPU, that they were built for it. All torch work runs in ONE process
-inside the environment (resolver/inenv/verify.py); this process never imports torch.
+inside the environment (resolver/verify/inenv/verify.py); this process never imports torch.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args, out) -> int:
-    from resolver.errors import BadInput
+    from resolver.core.errors import BadInput
     from resolver.install.environment import Environment
-    from resolver.paths import ProjectPaths
+    from resolver.project.paths import ProjectPaths
     from resolver.verify import report as rep
     from resolver.verify.in_env import resolve_model, run_in_env
 
@@ -67,10 +67,10 @@ def check_dtypes(text: str, flag: str, *, one: bool = False) -> None:
     >>> check_dtypes("float64", "--dtypes")
     Traceback (most recent call last):
     ...
-    resolver.errors.UsageError: --dtypes 'float64': unknown dtype float64. Fix: use a comma list of float32, bfloat16, float16.
+    resolver.core.errors.UsageError: --dtypes 'float64': unknown dtype float64. Fix: use a comma list of float32, bfloat16, float16.
     """
-    from resolver.errors import UsageError
-    from resolver.names import printable
+    from resolver.core.errors import UsageError
+    from resolver.core.names import printable
 
     if not text:
         return

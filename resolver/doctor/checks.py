@@ -1,6 +1,6 @@
 """Environment checks: each one compares two facts and, when they disagree, names the fix.
 
-The facts come from the environment's own Python (``python -m resolver.inenv.facts``: torch, its
+The facts come from the environment's own Python (``python -m resolver.verify.inenv.facts``: torch, its
 CUDA/HIP, arch list, the GPUs it sees, the kernel extensions loading), from the probe (the driver,
 the GPUs, ROCm) and from the project (pixi.lock, the ready marker install wrote). Nothing here
 imports torch.
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resolver.doctor.context import FixContext
-from resolver.inenv.answers import EnvironmentFacts, ExtensionState, TorchBuild
 from resolver.install.environment import READY_MARKER, Environment, ready_record
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
+from resolver.verify.inenv.answers import EnvironmentFacts, ExtensionState, TorchBuild
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def cuda_vs_driver(torch_cuda: str | None, driver_cuda: str | None, ctx: FixCont
 def driver_cuda_from_floors(driver) -> str | None:
     """The newest CUDA a driver version runs, from the knowledge tables' driver floors (lazy import)."""
     try:
-        from resolver.knowledge import Knowledge
+        from resolver.plan.knowledge import Knowledge
 
         found = Knowledge.load().newest_cuda_for_driver(driver)
     except Exception:  # noqa: BLE001 - the knowledge stage is optional here
@@ -90,7 +90,7 @@ def _arch_name(arch: str) -> str:
 
 def arch_findings(facts: EnvironmentFacts | dict, profile, ctx: FixContext) -> list[Finding]:
     """Each GPU against torch's compiled architectures and the kernels' ones."""
-    from resolver.inenv.facts import arch_supported  # plain functions; no torch import
+    from resolver.verify.inenv.facts import arch_supported  # plain functions; no torch import
 
     facts = EnvironmentFacts.of(facts)
     devices = [(d.name, d.arch) for d in facts.devices]
@@ -286,10 +286,10 @@ def drift_finding(env: Environment, marker: dict) -> Finding:
 
 
 def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> EnvironmentFacts:
-    """Run ``resolver.inenv.facts`` in the environment; a failure to start is itself a fact."""
+    """Run ``resolver.verify.inenv.facts`` in the environment; a failure to start is itself a fact."""
     from resolver.kernels.packages import kernel_module_args
 
-    answer = env.call("resolver.inenv.facts", [*kernel_module_args(),
+    answer = env.call("resolver.verify.inenv.facts", [*kernel_module_args(),
                                                *[a for name in extra_extensions for a in ("--extension", name)]],
                       timeout=timeout)
     return EnvironmentFacts.from_json(answer.document if answer.document is not None else {"run_error": answer.failure})
@@ -331,7 +331,7 @@ def probe_profile(sysroot: str | None = None):
     """The probe's HardwareProfile (of this machine, or of a captured --sysroot), or None when the probe
     stage is unavailable."""
     try:
-        from resolver.probe import probe_machine
+        from resolver.plan.probe import probe_machine
 
         return probe_machine(sysroot)
     except Exception:  # noqa: BLE001
@@ -347,9 +347,9 @@ def read_log(source: str) -> tuple[str, str]:
     """(name, text) of --log FILE or '-' (stdin), decoded without ever failing on bad bytes."""
     import sys
 
+    from resolver.core.errors import BadInput
+    from resolver.core.fs import read_bytes_bounded, read_stream_bounded
     from resolver.doctor.signatures import decode_log
-    from resolver.errors import BadInput
-    from resolver.fs import read_bytes_bounded, read_stream_bounded
 
     fix = f"pass the last part of the log (at most {LOG_LIMIT >> 20} MiB): the error is near its end"
     if source == "-":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from resolver.inenv.answers import EnvironmentFacts, TorchBuild
+from resolver.verify.inenv.answers import EnvironmentFacts, TorchBuild
 
 
 class _Keep(dict):

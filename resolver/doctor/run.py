@@ -33,7 +33,7 @@ class Diagnosis:
 
     @property
     def exit_code(self) -> int:
-        from resolver.errors import ExitCode
+        from resolver.core.errors import ExitCode
 
         return int({"ok": ExitCode.OK, "problems": ExitCode.CHECK_FAILED,
                     "unrecognised": ExitCode.UNRECOGNISED}[self.verdict])
@@ -44,9 +44,9 @@ class Diagnosis:
 
 
 def diagnose(project, request: DoctorRequest, info=lambda text: None) -> Diagnosis:
+    from resolver.core.errors import BadInput, EnvironmentProblem
     from resolver.doctor import checks
     from resolver.doctor.context import FixContext, build_context
-    from resolver.errors import BadInput, EnvironmentProblem
     from resolver.install.environment import Environment
 
     if request.sysroot and not Path(request.sysroot).is_dir():

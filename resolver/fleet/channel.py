@@ -9,7 +9,7 @@ name carries the variant's build key, so it is the same variant). ``fetch_packag
 index records, into the project's own channel.
 
 Both sides treat the packages as someone else's: ``publish`` checks every package first
-(:mod:`resolver.package_check`) and changes the channel only when all pass, restoring it as it was when
+(:mod:`resolver.tools.package_check`) and changes the channel only when all pass, restoring it as it was when
 indexing fails; a fetched package is checked against the index's record before it is kept. The shared
 folder is written only through real folders and files: its subdirs, the packages and indexes in them,
 and the publish lock are refused when they are symbolic links.
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
-from resolver.errors import BadInput, SourceUnreachable, UsageError
-from resolver.fs import atomic_stream, check_real_folder
-from resolver.package_check import PACKAGE_SUFFIXES, check_package
+from resolver.core.errors import BadInput, SourceUnreachable, UsageError
+from resolver.core.fs import atomic_stream, check_real_folder
+from resolver.tools.package_check import PACKAGE_SUFFIXES, check_package
 
 _INDEX_LIMIT = 64 << 20
 LOCK_NAME = ".publish.lock"
@@ -118,8 +118,8 @@ def _check_unindexed(folder: Path, subdirs: list[str]) -> None:
     panics on a broken one), so they are checked as ours are."""
     import json
 
-    from resolver.errors import ResolverError
-    from resolver.fs import read_bytes_bounded
+    from resolver.core.errors import ResolverError
+    from resolver.core.fs import read_bytes_bounded
 
     for subdir in subdirs:
         place = folder / subdir
@@ -163,7 +163,7 @@ def _check_writable_tree(folder: Path, subdirs: list[str]) -> None:
 def _publishing(folder: Path) -> Iterator[None]:
     import fcntl
 
-    from resolver.fs import open_no_follow
+    from resolver.core.fs import open_no_follow
 
     fd = open_no_follow(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, what="the channel's publish lock")
     try:
@@ -176,7 +176,7 @@ def _publishing(folder: Path) -> Iterator[None]:
 def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport) -> None:
     """Copy and index; on any failure remove whatever was added (packages, folders, the indexer's temporary
     files) and put the indexes back as they were."""
-    from resolver.conda import index_channel
+    from resolver.tools.conda import index_channel
 
     indexes = {path: path.read_bytes() for subdir in subdirs
                for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
@@ -218,7 +218,7 @@ def _entries(folder: Path) -> set[Path]:
 
 def _refuse_remote(to: str) -> None:
     """A remote channel: one sentence on why it is not written, naming the URL."""
-    from resolver.net import probe_status
+    from resolver.tools.net import probe_status
 
     status = probe_status(to.rstrip("/") + "/", timeout=5.0)
     if not isinstance(status, int):
@@ -231,8 +231,8 @@ def _refuse_remote(to: str) -> None:
 
 def read_index(location: str, subdir: str) -> dict[str, Any]:
     """``<channel>/<subdir>/repodata.json``; a channel that cannot be read is one sentence naming it."""
-    from resolver.fs import parse_json
-    from resolver.net import fetch_bytes
+    from resolver.core.fs import parse_json
+    from resolver.tools.net import fetch_bytes
 
     url = f"{channel_url(location)}/{subdir}/repodata.json"
     data = fetch_bytes(url, timeout=15.0, limit=_INDEX_LIMIT)
@@ -265,9 +265,9 @@ def index_entry(index: dict[str, Any], file_name: str) -> dict[str, Any] | None:
 def fetch_package(location: str, file_name: str, local_channel: Path, *, variant: str,
                   subdir: str = "linux-64") -> Path:
     """Download ``file_name`` from the channel into ``local_channel`` (sha256 checked) and index it there."""
-    from resolver.conda import index_channel
-    from resolver.names import check_file_name
-    from resolver.net import download
+    from resolver.core.names import check_file_name
+    from resolver.tools.conda import index_channel
+    from resolver.tools.net import download
 
     check_file_name(file_name, what="kernel package file name", fix="lock the fleet again")
     index = read_index(location, subdir)

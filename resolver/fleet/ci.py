@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 
-from resolver.errors import BadInput, UsageError
+from resolver.core.errors import BadInput, UsageError
 from resolver.fleet import record
-from resolver.lock.manifest import Manifest
-from resolver.paths import ProjectPaths, project_lock
+from resolver.project.manifest import Manifest
+from resolver.project.paths import ProjectPaths, project_lock
 
 
 def _manifest(project: ProjectPaths) -> Manifest:

@@ -17,13 +17,13 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
-from resolver.decide.model import Plan, Request, TraceStep
+from resolver.core.fs import sha256_text
+from resolver.core.model import Plan, Request, TraceStep
+from resolver.core.names import ENV_NAME_MAX
+from resolver.core.versions import ComputeCapability
 from resolver.fleet.nodes import Node, decision_inputs
-from resolver.fs import sha256_text
-from resolver.knowledge import Knowledge
-from resolver.names import ENV_NAME_MAX
-from resolver.probe.profile import HardwareProfile
-from resolver.versions import ComputeCapability
+from resolver.plan.knowledge import Knowledge
+from resolver.plan.probe.profile import HardwareProfile
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class FleetPlan:
 
 def plan_fleet(nodes: Iterable[Node], request: Request | None = None, knowledge: Knowledge | None = None) -> FleetPlan:
     """The classes of ``nodes`` (read once, in any order) and the nodes no class can serve."""
-    from resolver.decide import decide
+    from resolver.plan.decide import decide
 
     request = request or Request()
     knowledge = knowledge or Knowledge.load()

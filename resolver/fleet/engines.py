@@ -23,7 +23,7 @@ import re
 import shlex
 from typing import Any
 
-from resolver.errors import UsageError
+from resolver.core.errors import UsageError
 
 FORMATS = ("github", "gitlab", "slurm")
 FILES = {"github": ".github/workflows/kernels.yml", "gitlab": "kernels.gitlab-ci.yml", "slurm": "kernels.sbatch"}

@@ -23,7 +23,7 @@ refuse it; 100,000 files of a few kinds cost a few full checks.
 >>> read_nodes(folder)
 Traceback (most recent call last):
 ...
-resolver.errors.BadInput: h100-02.json and h100-01.json describe the same node: both list GPU GPU-1. Fix: keep one file per node in the fleet (the GPU UUIDs come from `probe --json` on that node).
+resolver.core.errors.BadInput: h100-02.json and h100-01.json describe the same node: both list GPU GPU-1. Fix: keep one file per node in the fleet (the GPU UUIDs come from `probe --json` on that node).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from resolver.errors import BadInput
-from resolver.probe.profile import PROFILE_LIMIT, HardwareProfile
+from resolver.core.errors import BadInput
+from resolver.plan.probe.profile import PROFILE_LIMIT, HardwareProfile
 
 MAX_NODES = 1_000_000  # a fleet folder past this is not one
 OWN_GPU_FIELDS = ("uuid", "memory_mib")  # what a GPU has that another of its model does not
@@ -140,7 +140,7 @@ def decision_inputs(profile: HardwareProfile) -> HardwareProfile:
 
 def _read(path: str, in_folder: bool, kinds: dict[bytes, HardwareProfile]) -> tuple[HardwareProfile, list[str]]:
     """(the node's profile as ``decide`` reads it, its GPU UUIDs); one profile object per kind of node."""
-    from resolver.fs import parse_json, read_bytes_bounded
+    from resolver.core.fs import parse_json, read_bytes_bounded
 
     what = f"profile file {path}"
     raw = read_bytes_bounded(path, limit=PROFILE_LIMIT, what="profile file", follow_symlinks=not in_folder,

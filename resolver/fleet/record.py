@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from resolver.decide.model import Plan, Request
-from resolver.errors import BadInput, Refusal, UsageError
+from resolver.core.errors import BadInput, Refusal, UsageError
+from resolver.core.fs import sha256_text
+from resolver.core.model import Plan, Request
 from resolver.fleet.classes import FleetPlan, class_key, sort_archs
-from resolver.fs import sha256_text
-from resolver.lock.manifest import Manifest
+from resolver.project.manifest import Manifest
 
 NODE_LIST = "fleet-nodes.tsv"  # beside pixi.toml: every node and its class, when pixi.toml would list too many
 NODE_LIST_MAX = 16  # a class of more nodes is counted in pixi.toml, its nodes listed in NODE_LIST
@@ -187,8 +187,8 @@ def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
 
 def fleet_request(manifest: Manifest) -> Request:
     """The request every node of the fleet plans with (``lock --fleet --target T --python X.Y``)."""
-    from resolver.decide.model import Target
-    from resolver.versions import DottedVersion
+    from resolver.core.model import Target
+    from resolver.core.versions import DottedVersion
 
     fleet = _fleet_table(manifest)
     try:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from resolver.fleet.classes import FleetPlan, brief_list
 from resolver.fleet.record import read_classes
-from resolver.lock.manifest import EnvSpec, Manifest
+from resolver.project.manifest import EnvSpec, Manifest
 
 STATUSES = ("new", "changed", "unlocked", "kept", "gone")
 
@@ -76,7 +76,7 @@ def compare(manifest: Manifest, locked: dict[str, set[str]], fleet: FleetPlan,
 
 def project_state(project) -> tuple[Manifest, dict[str, set[str]]]:
     """pixi.toml as it is (a new one where there is none) and, per environment, the platforms pixi.lock holds it for."""
-    from resolver.errors import BadInput
+    from resolver.core.errors import BadInput
     from resolver.lock.lockfile import read_lock
 
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \

@@ -23,18 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver import proc
-from resolver.decide.model import Target
-from resolver.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
-from resolver.fs import sha256_text
+from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
+from resolver.core.fs import sha256_text
+from resolver.core.model import Target
+from resolver.core.platforms import host_subdir
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
-from resolver.lock.sources import Sources
-from resolver.paths import ProjectPaths
-from resolver.platforms import host_subdir
+from resolver.project.paths import ProjectPaths
+from resolver.project.sources import Sources
+from resolver.tools import proc
 
 Info = Callable[[str], None]
 Progress = Callable[[str, int, "int | None", float], None]  # Output.progress

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from resolver import conda, proc, uv
-from resolver.errors import BuildFailed
+from resolver.core.errors import BuildFailed
 from resolver.lock.lockfile import LockedEnv
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
+from resolver.tools import conda, proc, uv
 
 Info = Callable[[str], None]
 
@@ -41,7 +41,7 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
         import time
 
         from resolver.install.progress import wheels_heartbeat
-        from resolver.timings import Timings
+        from resolver.project.timings import Timings
 
         info(f"installing {len(wheels) - seeded} locked wheels" + (" and the pip its Python bundles" if seeded else "")
              + " with uv" + (", byte-compiling them" if bytecode else ""))
@@ -111,7 +111,7 @@ def write_activate(prefix: Path, final: Path, name: str) -> None:
     script.parent.mkdir(parents=True, exist_ok=True)
     import shlex
 
-    from resolver.names import printable
+    from resolver.core.names import printable
 
     script.write_text(ACTIVATE.format(name=name, prefix=shlex.quote(str(final)), shown=printable(str(final))),
                       encoding="utf-8")

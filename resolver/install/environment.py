@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from resolver import proc
-from resolver.errors import EnvironmentProblem
-from resolver.names import is_env_name
-from resolver.paths import ProjectPaths
-from resolver.proc import Completed
-from resolver.records import SHA256, Fields, ListOf, Text, read_record
+from resolver.core.errors import EnvironmentProblem
+from resolver.core.names import is_env_name
+from resolver.core.records import SHA256, Fields, ListOf, Text, read_record
+from resolver.project.paths import ProjectPaths
+from resolver.tools import proc
+from resolver.tools.proc import Completed
 
 READY_MARKER = "resolver-ready.json"  # written last by install (content: what was installed); absent = not ready
 _READY = Fields({"environment": Text(max_len=64), "kind": Text("conda|venv"), "python": Text(max_len=32),
@@ -75,8 +75,8 @@ class Environment:
         return proc.run([str(self.python), *args], timeout=timeout, env=self.child_environ(env))
 
     def call(self, module: str, args: list[str] = (), *, timeout: float) -> "Answer":
-        """Run ``python -m module args`` here and read its answer (resolver.inenv.protocol)."""
-        from resolver.inenv.protocol import parse
+        """Run ``python -m module args`` here and read its answer (resolver.core.inenv_protocol)."""
+        from resolver.core.inenv_protocol import parse
 
         done = self.run_python(["-m", module, *args], timeout=timeout)
         return Answer(parse(done.stdout), done)
@@ -86,7 +86,7 @@ class Environment:
         """The named environment, else the project's default (pixi.toml ``[tool.resolver.upgrade]``), else the
         only one there is; one clear error otherwise."""
         if name is None:
-            from resolver.upgrade_record import default_environment
+            from resolver.project.upgrade_record import default_environment
 
             name = default_environment(project)
             if name is not None and cls.kind_of(project.env(name)) is None:

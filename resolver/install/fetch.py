@@ -4,7 +4,7 @@ The lock names where each artefact canonically lives. Install looks for it, in o
 path (a project-relative or local location); through ``[tool.resolver.mirrors]``; by file name in the
 local wheelhouses and indexes that ``[tool.resolver]`` and pip's configuration name; else it downloads
 it. Whatever the source, the bytes are copied into the verified store while they are hashed
-(:class:`resolver.store.VerifiedStore`, shared by the user's projects: one download per machine),
+(:class:`resolver.tools.store.VerifiedStore`, shared by the user's projects: one download per machine),
 and only that private copy is installed: a file swapped after the check cannot be installed.
 
 A lock is shared input, so a local location in it (``file:///…``, ``./…``, ``../../..``) is read only
@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urljoin
 
-from resolver.errors import BadInput, IntegrityError
-from resolver.lock.sources import Sources
-from resolver.names import download_name, file_name_of, inside, local_path, printable, redact_url
-from resolver.store import Mismatch, VerifiedStore
+from resolver.core.errors import BadInput, IntegrityError
+from resolver.core.names import download_name, file_name_of, inside, local_path, printable, redact_url
+from resolver.project.sources import Sources
+from resolver.tools.store import Mismatch, VerifiedStore
 
 Progress = Callable[[str, int, "int | None", float], None]
 
@@ -157,8 +157,8 @@ def _folder_of(location: str) -> Path | None:
 def manifest_folders(root: Path, env_name: str) -> tuple[str, ...]:
     """The folders pixi.toml declares for environment ``env_name``: its conda channels, find-links and
     indexes that are paths (relative ones taken from the project root)."""
-    from resolver.errors import ResolverError
-    from resolver.lock.manifest import Manifest
+    from resolver.core.errors import ResolverError
+    from resolver.project.manifest import Manifest
 
     if not (root / "pixi.toml").is_file():
         return ()

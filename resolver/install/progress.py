@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
 
-from resolver.ui import Heartbeat, size_text
+from resolver.core.ui import Heartbeat, size_text
 
 
 def _canonical(name: str) -> str:
@@ -98,7 +98,7 @@ class Unpacked:
 
 def wheels_heartbeat(progress: Callable[..., None] | None, prefix: Path, wheels: list[Path], *, bytecode: bool,
                      expected_s: float | None, uv_cache: Path | None = None):
-    """A :class:`resolver.ui.Heartbeat` over ``uv pip install`` of ``wheels`` into ``prefix``: first the
+    """A :class:`resolver.core.ui.Heartbeat` over ``uv pip install`` of ``wheels`` into ``prefix``: first the
     wheels uv unpacks into its cache (those it has not unpacked before), then the wheels installed of the
     total with their bytes, then the modules byte-compiled of the total."""
     if progress is None or not wheels:

@@ -5,7 +5,7 @@ The cache must not be writable through an environment: every file's size and mti
 the copy is made, and checked as each file is linked: a copy whose files changed since (an edit
 inside an environment changes the shared file) is thrown away instead of being linked again, and
 ``install --force`` never uses it. The record is read as untrusted data
-(:func:`resolver.records.read_record`): one that is not of its shape is no cached build.
+(:func:`resolver.core.records.read_record`): one that is not of its shape is no cached build.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from resolver.records import Fields, OfType, Text, read_record, write_record
+from resolver.core.records import Fields, OfType, Text, read_record, write_record
 
 TEMPLATE_MARKER = ".resolver-template.json"
 # "files": {relative path: [size, mtime_ns]}, each entry compared with the file it names as it is linked

@@ -14,9 +14,9 @@ is known to miscompile (``avoid_arch`` build fixes in the knowledge base's mamba
 
 from __future__ import annotations
 
-from resolver.errors import BadInput
-from resolver.knowledge import BuildFix
-from resolver.versions import ComputeCapability, DottedVersion, GfxArch
+from resolver.core.errors import BadInput
+from resolver.core.versions import ComputeCapability, DottedVersion, GfxArch
+from resolver.plan.knowledge import BuildFix
 
 # setup.py of causal-conv1d 1.7.0 and mamba-ssm 2.3.2.post1 (identical lists), in their order:
 # (first nvcc version that gets it, architectures added)
@@ -98,7 +98,7 @@ def check_arch_syntax(text: str) -> None:
 def apply_rules(archs: tuple[str, ...], rules: tuple[BuildFix, ...], toolkit: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(kept, dropped-with-reason) for one package; ``rules`` are its ``avoid_arch`` build fixes (mamba.toml).
 
-    >>> from resolver.knowledge import Knowledge
+    >>> from resolver.plan.knowledge import Knowledge
     >>> rules = Knowledge.load().fixes_for("causal-conv1d")
     >>> apply_rules(("9.0", "10.3"), rules, "13.0")
     (('9.0',), ('sm_103 with nvcc 13.0 (Dao-AILab/causal-conv1d issue #105 (nvcc 13 miscompiles sm_103))',))

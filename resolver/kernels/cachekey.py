@@ -36,6 +36,6 @@ class BuildKey:
         return data
 
     def digest(self) -> str:
-        from resolver.fs import sha256_text
+        from resolver.core.fs import sha256_text
 
         return sha256_text(json.dumps(self.to_json(), sort_keys=True))

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import BadInput, EnvironmentProblem, InternalError
+from resolver.core.errors import BadInput, EnvironmentProblem, InternalError
+from resolver.core.versions import DottedVersion
 from resolver.kernels.archs import apply_rules, parse_arch_list
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.envfacts import EnvFacts, probe_environment
@@ -28,8 +29,7 @@ from resolver.kernels.packages import BUILD_EXT, KernelRecipe, selected_packages
 from resolver.kernels.parallelism import fit_parallelism, machine_resources
 from resolver.kernels.recipe_run import SUBDIR, RecipeRun, publish, run_recipe
 from resolver.kernels.summary import BuildContext, BuildOptions, BuildSummary, PackageOutcome, Variant
-from resolver.paths import ProjectPaths
-from resolver.versions import DottedVersion
+from resolver.project.paths import ProjectPaths
 
 
 def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummary:
@@ -202,9 +202,9 @@ def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str,
 def _plan(project: ProjectPaths):
     """This machine's plan (target ``auto``), or None when none can be made here (the probe or --arch
     answer instead)."""
-    from resolver.decide.model import Request
-    from resolver.errors import ResolverError
-    from resolver.planning import plan_for
+    from resolver.core.errors import ResolverError
+    from resolver.core.model import Request
+    from resolver.plan.planning import plan_for
 
     try:
         return plan_for(Request())
@@ -218,7 +218,7 @@ def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
     if plan is not None and getattr(plan, "kernels", None) and plan.kernels.arch_list:
         return tuple(plan.kernels.arch_list)
     try:
-        from resolver.probe import probe_machine
+        from resolver.plan.probe import probe_machine
 
         profile = probe_machine()
     except Exception:  # noqa: BLE001 - no probe, no default: the caller asks for --arch
@@ -349,13 +349,13 @@ def _torch_mm(torch: str) -> str:
 
 
 def _tree_hash(folder: Path) -> str:
-    from resolver.fs import tree_digest
+    from resolver.core.fs import tree_digest
 
     return tree_digest(folder, skip_top=("build",))
 
 
 def _file_hash(path: Path) -> str:
-    from resolver.fs import sha256_of
+    from resolver.core.fs import sha256_of
 
     return sha256_of(path)
 
@@ -391,7 +391,7 @@ def _compile(project: ProjectPaths, run: RecipeRun, package: KernelRecipe, archs
     """Run the recipe with its progress shown: translation units compiled of the total (ninja's count),
     the time so far and an estimate from the last build of this package (scaled by the number of
     architectures); the same line every 10 s in a log. The time taken is remembered for the next one."""
-    from resolver.timings import Timings
+    from resolver.project.timings import Timings
 
     timings = Timings(project.timings)
     key = f"build {package.name}"

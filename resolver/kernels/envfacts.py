@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from resolver.errors import EnvironmentProblem
-from resolver.fs import sha256_text
-from resolver.records import SHA256, Fields, Flag, Text, optional, read_record, write_record
+from resolver.core.errors import EnvironmentProblem
+from resolver.core.fs import sha256_text
+from resolver.core.records import SHA256, Fields, Flag, Text, optional, read_record, write_record
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ _RECORD = Fields({"fingerprint": SHA256, "path": Text(max_len=4096), "facts": _F
 def probe_environment(env, record=None) -> EnvFacts:
     """Run the probe in ``env`` (a resolver.install.environment.Environment); 120 s is plenty even for torch's import.
 
-    With ``record`` (:meth:`~resolver.paths.ProjectPaths.env_facts_record`) the answer is kept beside the
+    With ``record`` (:meth:`~resolver.project.paths.ProjectPaths.env_facts_record`) the answer is kept beside the
     environment's :func:`fingerprint` and reused while it holds, so a cached build does not pay for
     importing torch.
     """
@@ -85,7 +85,7 @@ def probe_environment(env, record=None) -> EnvFacts:
         data = read_record(record, _RECORD)
         if data is not None and data["fingerprint"] == current and data["path"] == str(env.path):
             return EnvFacts.from_json(data["facts"])
-    answer = env.call("resolver.inenv.interpreter", timeout=120)
+    answer = env.call("resolver.verify.inenv.interpreter", timeout=120)
     if answer.document is None:
         raise EnvironmentProblem(f"the Python of environment '{env.name}' did not describe itself ({answer.failure})",
                                  fix=f"check `{env.python} -c 'import torch'` by hand; "

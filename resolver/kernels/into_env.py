@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resolver.errors import BuildFailed
+from resolver.core.errors import BuildFailed
+from resolver.core.records import SHA256, Fields, Integer, ListOf, Text, read_record, write_record
 from resolver.kernels.packages import KernelRecipe
-from resolver.paths import ProjectPaths
-from resolver.records import SHA256, Fields, Integer, ListOf, Text, read_record, write_record
+from resolver.project.paths import ProjectPaths
 
 _RECORD = Fields({"package": Text(r"[^/\\\s]+\.conda", 512), "env": SHA256, "record_mtime": Integer(),
                   "imports": ListOf(Text(r"[A-Za-z_][A-Za-z0-9_.]*", 256), 256)})
@@ -16,7 +16,7 @@ _RECORD = Fields({"package": Text(r"[^/\\\s]+\.conda", 512), "env": SHA256, "rec
 
 def verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
     """The modules checked earlier, when this exact package is still installed in this unchanged env
-    (``stamp``: :meth:`~resolver.paths.ProjectPaths.kernel_import_record`, read as untrusted data)."""
+    (``stamp``: :meth:`~resolver.project.paths.ProjectPaths.kernel_import_record`, read as untrusted data)."""
 
     from resolver.kernels.envfacts import fingerprint
 
@@ -43,8 +43,8 @@ def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...
 def add_to_environment(project: ProjectPaths, env, package_file: Path) -> None:
     """Link ``package_file`` (in a channel folder: this project's, where built and fetched packages go) into
     the environment, once it is checked: the project's channel is a folder others may write."""
-    from resolver.conda import add_package
-    from resolver.package_check import channel_record, check_package
+    from resolver.tools.conda import add_package
+    from resolver.tools.package_check import channel_record, check_package
 
     check_package(package_file, record=channel_record(package_file), subdir=package_file.parent.name)
     add_package(env.path, package_file, cache_dir=project.package_cache)

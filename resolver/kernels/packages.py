@@ -20,9 +20,9 @@ from typing import Mapping
 
 import tomllib
 
-from resolver.errors import BadInput
-from resolver.knowledge import BuildFix
-from resolver.resources import shipped
+from resolver.core.errors import BadInput
+from resolver.core.resources import shipped
+from resolver.plan.knowledge import BuildFix
 
 RECIPES = shipped("recipes")
 COMMON = RECIPES / "common"
@@ -52,7 +52,7 @@ def configured_recipe_dirs(environ: Mapping[str, str] | None = None) -> tuple[Pa
 
 def known_packages() -> tuple[str, ...]:
     """The kernel packages, in build order: the knowledge base's list (mamba.toml [[package]])."""
-    from resolver.knowledge import Knowledge
+    from resolver.plan.knowledge import Knowledge
 
     return Knowledge.load().kernel_package_names()
 
@@ -119,7 +119,7 @@ class KernelRecipe:
         else:
             source_dir = (recipe_dir / meta["source_dir"]).resolve()
         cxx = meta.get("cxx_std", {})
-        from resolver.knowledge import Knowledge
+        from resolver.plan.knowledge import Knowledge
 
         name = str(context["name"])
         rules = tuple(f for f in Knowledge.load().fixes_for(name) if f.avoid_arch)
@@ -140,6 +140,6 @@ class KernelRecipe:
 
     def fixes_hash(self) -> str:
         """sha256 over this recipe folder and recipes/common (what our fixes are made of)."""
-        from resolver.fs import tree_digest
+        from resolver.core.fs import tree_digest
 
         return tree_digest(self.recipe_dir, COMMON)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resolver import net
-from resolver.net import probe_status
+from resolver.tools import net
+from resolver.tools.net import probe_status
 
 
 def wheel_file_name(template: str, *, version: str, backend: str, toolkit_or_torch_cuda: str, torch: str,

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver import proc
-from resolver.conda import index_channel
-from resolver.errors import BuildFailed
-from resolver.fs import atomic_stream
+from resolver.core.errors import BuildFailed
+from resolver.core.fs import atomic_stream
 from resolver.kernels.logparse import NinjaProgress, first_error
+from resolver.tools import proc
+from resolver.tools.conda import index_channel
 
 SUBDIR = "linux-64"
 

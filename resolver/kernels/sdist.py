@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resolver.errors import BadInput, IntegrityError, SourceUnreachable
-from resolver.fs import sha256_of
+from resolver.core.errors import BadInput, IntegrityError, SourceUnreachable
+from resolver.core.fs import sha256_of
 from resolver.kernels.packages import Sdist
-from resolver.net import download
+from resolver.tools.net import download
 
 
 def ensure_sdist(sdist: Sdist, cache: Path, *, timeout: float = 60.0) -> Path:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from resolver.kernels.envfacts import EnvFacts
 from resolver.kernels.packages import KernelRecipe
 from resolver.kernels.parallelism import Parallelism
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
 
 
 @dataclass(frozen=True)

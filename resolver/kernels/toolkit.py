@@ -1,11 +1,11 @@
 """The device compiler a kernel build uses: the environment's own nvcc when the environment has one
-(a conda prefix whose CUDA toolkit came with the lock), else the one :mod:`resolver.probe.toolkits`
+(a conda prefix whose CUDA toolkit came with the lock), else the one :mod:`resolver.plan.probe.toolkits`
 finds on this machine.
 
 >>> find_toolkit("rocm", environ={"PATH": "/nonexistent"})
 Traceback (most recent call last):
 ...
-resolver.errors.EnvironmentProblem: hipcc was not found (ROCM_HOME / ROCM_PATH unset and hipcc not on PATH). Fix: install ROCm's HIP SDK or set ROCM_PATH to the ROCm root (the folder with bin/hipcc).
+resolver.core.errors.EnvironmentProblem: hipcc was not found (ROCM_HOME / ROCM_PATH unset and hipcc not on PATH). Fix: install ROCm's HIP SDK or set ROCM_PATH to the ROCm root (the folder with bin/hipcc).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from resolver.errors import EnvironmentProblem
-from resolver.probe.amd_parse import parse_hipcc_version  # noqa: F401  (re-exported for the build's users)
-from resolver.probe.system import LiveSystem
-from resolver.probe.toolkits import (  # noqa: F401
+from resolver.core.errors import EnvironmentProblem
+from resolver.plan.probe.amd_parse import parse_hipcc_version  # noqa: F401  (re-exported for the build's users)
+from resolver.plan.probe.system import LiveSystem
+from resolver.plan.probe.toolkits import (  # noqa: F401
     CUDA_HOME_VARS,
     ROCM_HOME_VARS,
     Toolkit,

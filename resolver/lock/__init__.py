@@ -31,19 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from resolver.conda import solve
-from resolver.errors import BadInput, SourceUnreachable
-from resolver.paths import ProjectPaths
-from resolver.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
+from resolver.core.errors import BadInput, SourceUnreachable
+from resolver.plan.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
+from resolver.project.paths import ProjectPaths
+from resolver.tools.conda import solve
 
 if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchanged project never loads it
-    from resolver.decide.model import Plan
+    from resolver.core.model import Plan
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.lockfile import ExistingLock, LockedEnv
-    from resolver.lock.manifest import EnvSpec, Manifest
-    from resolver.lock.pixi_platforms import PixiPlatform
     from resolver.lock.reasons import Reason
-    from resolver.lock.sources import Sources
+    from resolver.project.manifest import EnvSpec, Manifest
+    from resolver.project.pixi_platforms import PixiPlatform
+    from resolver.project.sources import Sources
 
 Info = Callable[[str], None]
 
@@ -112,12 +112,12 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     its classes)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from resolver.fs import sha256_text, write_text_atomic
+    from resolver.core.fs import sha256_text, write_text_atomic
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, realigned
-    from resolver.lock.manifest import Manifest
-    from resolver.lock.sources import Sources
-    from resolver.planning import save_plan
+    from resolver.plan.planning import save_plan
+    from resolver.project.manifest import Manifest
+    from resolver.project.sources import Sources
 
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
@@ -219,7 +219,7 @@ def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatfo
     from concurrent.futures import ThreadPoolExecutor
 
     from resolver.lock.lockfile import LockedEnv, LockedPlatform
-    from resolver.lock.sources import channel_url
+    from resolver.project.sources import channel_url
 
     requirements = [] if settings.no_pypi else spec.pypi_requirements()
     artifacts: tuple = ()
@@ -245,7 +245,7 @@ def lock_environment(settings: LockSettings, spec: EnvSpec, platform: PixiPlatfo
 def _solve_conda(settings: LockSettings, spec: EnvSpec,
                  platform: PixiPlatform) -> tuple[list[Any], str | None, str | None, bool]:
     """(records, python X.Y, the conda python's X.Y.Z or None, whether the environment falls back)."""
-    from resolver.lock.sources import channel_url
+    from resolver.project.sources import channel_url
 
     channels = tuple(channel_url(c) for c in spec.channels)
     python = _python_of_spec(spec)
@@ -303,7 +303,7 @@ def _fallback_python(spec: EnvSpec, why: str, fix: str | None) -> str:
     admits it (the fallback is a virtual environment of a Python this machine has)."""
     import sys
 
-    from resolver.conda import version_matches
+    from resolver.tools.conda import version_matches
 
     pinned = _python_of_spec(spec)
     if pinned:

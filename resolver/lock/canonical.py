@@ -27,12 +27,12 @@ import urllib.parse
 from pathlib import Path
 from typing import Mapping
 
-from resolver.conda import CondaRecord
+from resolver.core.names import without_credentials
+from resolver.core.records import Number, RecordMap, Text
 from resolver.lock.lockfile import PypiArtifact
-from resolver.lock.sources import Sources
-from resolver.names import without_credentials
-from resolver.paths import ProjectPaths
-from resolver.records import Number, RecordMap, Text
+from resolver.project.paths import ProjectPaths
+from resolver.project.sources import Sources
+from resolver.tools.conda import CondaRecord
 
 # PyPI's simple index in its JSON form (PEP 691): absolute file URLs with their sha256. (The legacy
 # /pypi/NAME/json answers with relative URLs through some proxies, and its per-release form with 404.)
@@ -78,7 +78,7 @@ class Canonicalizer:
                             index=index)
 
     def _in_project(self, location: str) -> bool:
-        from resolver.names import local_path
+        from resolver.core.names import local_path
 
         path = local_path(location)
         return self.root is not None and path is not None and path.resolve().is_relative_to(self.root)
@@ -89,7 +89,7 @@ class Canonicalizer:
                 return self.known.get(art.sha256)
             if 0 <= time.time() - self.misses.get(art.sha256, 0.0) < MISS_TTL_S:
                 return None
-        from resolver.net import fetch_json
+        from resolver.tools.net import fetch_json
 
         page = _pypi_page(re.sub(r"[-_.]+", "-", art.name).lower())
         data = fetch_json(page, timeout=10, accept=PEP691)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from resolver.errors import BadInput
+from resolver.core.errors import BadInput
 from resolver.lock.lockfile import (
     FALLBACK_HEADER,
     ExistingLock,
@@ -31,10 +31,10 @@ from resolver.lock.lockfile import (
     fresh_lock,
     load_lock,
 )
-from resolver.lock.manifest import Manifest
-from resolver.lock.pixi_platforms import PixiPlatform, align, lock_identity, lock_names
-from resolver.lock.sources import channel_url
-from resolver.paths import ProjectPaths
+from resolver.project.manifest import Manifest
+from resolver.project.paths import ProjectPaths
+from resolver.project.pixi_platforms import PixiPlatform, align, lock_identity, lock_names
+from resolver.project.sources import channel_url
 
 Info = Callable[[str], None]
 

@@ -14,18 +14,18 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from resolver.errors import BadInput
-from resolver.fs import read_bytes_bounded, sha256_bytes
+from resolver.core.errors import BadInput
+from resolver.core.fs import read_bytes_bounded, sha256_bytes
 from resolver.lock import Info, LockSummary, _quiet, lock_plans
-from resolver.paths import ProjectPaths, project_lock
+from resolver.project.paths import ProjectPaths, project_lock
 
 PLAN_LIMIT = 1 << 20  # a stored plan is a few kB
 
 if TYPE_CHECKING:
-    from resolver.decide.model import Plan
+    from resolver.core.model import Plan
     from resolver.lock import reasons
-    from resolver.lock.manifest import Manifest
-    from resolver.lock.sources import Sources
+    from resolver.project.manifest import Manifest
+    from resolver.project.sources import Sources
 
 
 def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, remember: bool = False,
@@ -46,7 +46,7 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, r
         return reasons.LockStatus()
     status = _status(project, stored_plans(project) if plans is None else plans, pypi)
     if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
-        from resolver.records import write_record  # (unless an input changed while it was checked)
+        from resolver.core.records import write_record  # (unless an input changed while it was checked)
 
         write_record(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
     return status
@@ -94,7 +94,7 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
     """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
     from resolver import __version__
     from resolver.lock.lockfile import LOCK_LIMIT
-    from resolver.lock.manifest import MANIFEST_LIMIT
+    from resolver.project.manifest import MANIFEST_LIMIT
 
     try:
         rules = [sha256_bytes(Path(__file__).with_name(name).read_bytes())  # the rules, as they are now
@@ -105,7 +105,7 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
             planned: list[Any] = [[path.name, sha256_bytes(read_bytes_bounded(path, limit=PLAN_LIMIT, what="plan"))]
                                   for path in _plan_files(project)]
         else:
-            from resolver.planning import plan_key
+            from resolver.plan.planning import plan_key
 
             planned = [plan_key(plan) for plan in plans]
     except (BadInput, OSError):
@@ -123,8 +123,8 @@ def _plan_files(project: ProjectPaths) -> list[Path]:
 
 def stored_plans(project: ProjectPaths) -> list[Plan]:
     """The plans the environments pixi.toml declares were locked from here."""
-    from resolver.lock.manifest import environment_names_in
-    from resolver.planning import stored_plan
+    from resolver.plan.planning import stored_plan
+    from resolver.project.manifest import environment_names_in
 
     if not project.manifest.is_file() or not project.plans.is_dir():
         return []
@@ -133,8 +133,8 @@ def stored_plans(project: ProjectPaths) -> list[Plan]:
 
 def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
     """Store ``plan`` as the one its environment was locked from, unless it is stored already."""
-    from resolver.lock.manifest import Manifest
-    from resolver.planning import locked_plan_record, save_plan
+    from resolver.plan.planning import locked_plan_record, save_plan
+    from resolver.project.manifest import Manifest
 
     stored = locked_plan_record(project, plan.env_name)
     if stored is None or stored["plan"] != json.loads(json.dumps(plan.to_json(), default=str)):
@@ -144,7 +144,7 @@ def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
 def _stamped(project: ProjectPaths) -> str | None:
     """The inputs digest of the last "current" answer (read as every record is: a regular file of this
     user's that no one else can write, holding nothing but a sha256)."""
-    from resolver.records import Fields, Text, read_record
+    from resolver.core.records import Fields, Text, read_record
 
     data = read_record(project.lock_check_stamp, Fields({"inputs": Text(r"[0-9a-f]{64}")}), limit=4096)
     return data["inputs"] if data is not None else None
@@ -153,7 +153,7 @@ def _stamped(project: ProjectPaths) -> str | None:
 def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons.LockStatus:
     from resolver.lock import reasons, staleness
     from resolver.lock.lockfile import read_lock
-    from resolver.lock.manifest import Manifest
+    from resolver.project.manifest import Manifest
 
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
         Manifest.new(project.root.name or "project", project.manifest)

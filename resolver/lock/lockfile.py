@@ -3,7 +3,7 @@
 A lock is a function of pixi.toml and the sources' contents, byte for byte:
 
 * what we lock now is written out (:func:`render_lock`) and read back and written again by rattler
-  (:func:`resolver.conda.canonical_lock_text`), so every field is spelled the one way pixi's own writer
+  (:func:`resolver.tools.conda.canonical_lock_text`), so every field is spelled the one way pixi's own writer
   spells it (a wheel's ``requires_dist`` as rattler re-reads it, not as its METADATA happens to spell
   it), whatever it was read from: the wheel, an index's PEP 658 metadata, a cache;
 * an environment kept from the lock there is (carried over) keeps its entries *as text*: the
@@ -15,7 +15,7 @@ A lock is a function of pixi.toml and the sources' contents, byte for byte:
   (:mod:`.pixi_platforms`);
 * locations inside the project are relative (``./...``), so the lock works on a teammate's machine.
 
-Reading goes through rattler (:class:`resolver.conda.LockView`), which is the judge of what a pixi.lock is.
+Reading goes through rattler (:class:`resolver.tools.conda.LockView`), which is the judge of what a pixi.lock is.
 
 >>> relative_location("file:///p/r/chan/noarch/a.conda", Path("/p/r"))
 './chan/noarch/a.conda'
@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote, unquote, urlsplit
 
-from resolver.conda import CondaRecord, LockView, canonical_lock_text
-from resolver.errors import BadInput
-from resolver.fs import check_regular_file, read_bytes_bounded
-from resolver.names import check_env_name
+from resolver.core.errors import BadInput
+from resolver.core.fs import check_regular_file, read_bytes_bounded
+from resolver.core.names import check_env_name
+from resolver.tools.conda import CondaRecord, LockView, canonical_lock_text
 
 LOCK_LIMIT = 256 << 20  # a lock of every CUDA build for three platforms is a few MB
 _KINDS = {"conda": 0, "conda_source": 1, "pypi": 2}  # rattler's order of package kinds (SelectorKind)
@@ -430,7 +430,7 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
     """The lock at ``path``, read and cut; ``platforms``: the manifest's (:class:`PixiPlatform`), to
     align names as pixi does when it loads a lock. BadInput when rattler cannot read it, ValueError
     when it reads but is not laid out as rattler writes it."""
-    from resolver.lock.pixi_platforms import align
+    from resolver.project.pixi_platforms import align
 
     text, view = _read(path)
     try:  # as it is, when it is laid out as rattler writes version 7 (pixi's own locks are)
@@ -488,7 +488,7 @@ def check_lock_text(text: str, raw: RawLock) -> None:
 def read_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> dict[str, list[LockedEnv]]:
     """Every environment of a pixi.lock, per platform, with locations made absolute; platform names
     aligned with ``platforms`` (the manifest's) as pixi aligns them."""
-    from resolver.lock.pixi_platforms import align
+    from resolver.project.pixi_platforms import align
 
     text, view = _read(path)
     return _locked_envs(view, root, align(view.platforms(), platforms), _fallbacks_in_header(text), _indexes(text))

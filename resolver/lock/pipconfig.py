@@ -1,7 +1,7 @@
 """pip's own configuration (pip.conf, ``PIP_*``) as values: its indexes, wheelhouses and constraints.
 
 uv, the lock's and install's PyPI engine, does not read pip.conf, so they get pip's configuration from
-here and hand it to uv as flags (:mod:`resolver.uv`). It is read the way pip reads it (pip's
+here and hand it to uv as flags (:mod:`resolver.tools.uv`). It is read the way pip reads it (pip's
 "Configuration" documentation), without starting pip: the files, in order (later wins) —
 ``$XDG_CONFIG_DIRS/pip/pip.conf`` (``/etc/xdg``) and ``/etc/pip.conf``; ``~/.pip/pip.conf`` and
 ``$XDG_CONFIG_HOME/pip/pip.conf`` (``~/.config``); ``<sys.prefix>/pip.conf``; then ``$PIP_CONFIG_FILE``

@@ -1,6 +1,6 @@
 """The PyPI side of a lock: uv resolves (``uv pip compile --generate-hashes``), we record each wheel.
 
-uv is given every source explicitly (:mod:`resolver.uv`): the environment's indexes, the plan's
+uv is given every source explicitly (:mod:`resolver.tools.uv`): the environment's indexes, the plan's
 PyTorch index, ``[tool.resolver]`` mirrors and wheelhouses, and pip's own configuration (index-url,
 extra-index-url, find-links, constraints, no-index) read from pip.conf and ``PIP_*``. The resolve is
 for the environment's conda Python and the target platform (its glibc), never this host. Remote
@@ -9,15 +9,15 @@ indexes that cannot be reached are left out with a note instead of costing minut
 uv names, per package, the pinned version, the sha256 of every file of it that fits the target and
 the source it came from (``--emit-index-annotation``). The file itself is then looked up at that
 source (an index's PEP 691/503 page, a wheelhouse folder) by those hashes, the best-fitting wheel
-taken as uv would (:func:`resolver.platforms.wheel_rank`), and remembered by sha256
-(:attr:`~resolver.paths.ProjectPaths.pypi_files`, its URL without credentials): a warm lock asks
+taken as uv would (:func:`resolver.core.platforms.wheel_rank`), and remembered by sha256
+(:attr:`~resolver.project.paths.ProjectPaths.pypi_files`, its URL without credentials): a warm lock asks
 nothing of the network but uv's own revalidation.
 (uv's ``--format pylock.toml`` names the files itself, but costs twice the whole resolve.)
 
 Each artefact keeps what pixi.lock records: its location and sha256, and its ``requires_dist`` /
 ``requires_python`` from the wheel's METADATA: read from the file when it is local, else from the
 index's PEP 658 ``.metadata`` file, else from the wheel downloaded into the verified store (where
-install will find it); kept by sha256 (:attr:`~resolver.paths.ProjectPaths.pypi_requires`).
+install will find it); kept by sha256 (:attr:`~resolver.project.paths.ProjectPaths.pypi_requires`).
 
 >>> canonical_name("Typing_Extensions")
 'typing-extensions'
@@ -39,16 +39,16 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urljoin
 
-from resolver import uv
-from resolver.errors import BadInput, ResolverError, SourceUnreachable
+from resolver.core.errors import BadInput, ResolverError, SourceUnreachable
+from resolver.core.names import check_requirement, download_name, local_path, redact_url, without_credentials
+from resolver.core.platforms import uv_platform, wheel_rank
+from resolver.core.records import Fields, ListOf, RecordMap, Text, optional
 from resolver.lock.lockfile import PypiArtifact
 from resolver.lock.pipconfig import read_pip_config
-from resolver.names import check_requirement, download_name, local_path, redact_url, without_credentials
-from resolver.net import reachable
-from resolver.paths import ProjectPaths
-from resolver.platforms import uv_platform, wheel_rank
-from resolver.records import Fields, ListOf, RecordMap, Text, optional
-from resolver.store import VerifiedStore
+from resolver.project.paths import ProjectPaths
+from resolver.tools import uv
+from resolver.tools.net import reachable
+from resolver.tools.store import VerifiedStore
 
 METADATA_LIMIT = 4 << 20  # a METADATA file is a few kB; a "metadata" past this is not one
 
@@ -224,7 +224,7 @@ def _names_release(file_name: str, pin: Pin) -> bool:
 def _listing(source: str, name: str, version: str) -> list[tuple[str, str, str]]:
     """(file name, url, sha256) of the files of project ``name`` at ``source``: a PEP 691/503 index
     (remote or ``file://``) or a wheelhouse (a folder, or a page of links)."""
-    from resolver.net import fetch_bytes
+    from resolver.tools.net import fetch_bytes
 
     folder = local_path(source)
     if folder is not None and folder.is_dir() and not (folder / name / "index.html").is_file() \
@@ -270,7 +270,7 @@ _FILE_SHAS: dict[tuple[str, int, int], str] = {}
 
 def _file_sha(path: Path) -> str:
     """A wheelhouse file's sha256 (remembered per size and mtime for this run)."""
-    from resolver.fs import sha256_of
+    from resolver.core.fs import sha256_of
 
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
@@ -301,7 +301,7 @@ class _MetadataStore:
                             requires_dist=tuple(meta["requires_dist"]), requires_python=meta["requires_python"])
 
     def _metadata_text(self, url: str, sha: str) -> str:
-        from resolver.net import fetch_bytes
+        from resolver.tools.net import fetch_bytes
 
         here = local_path(url)
         if here is None:

@@ -52,9 +52,9 @@ from resolver.lock.reasons import (
 )
 
 if TYPE_CHECKING:
-    from resolver.decide.model import Plan
+    from resolver.core.model import Plan
     from resolver.lock.lockfile import LockedEnv, PypiArtifact
-    from resolver.lock.manifest import EnvSpec, Manifest
+    from resolver.project.manifest import EnvSpec, Manifest
 
 
 # ------------------------------------------------------------------------------------------ check
@@ -117,8 +117,8 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
 
 
 def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv], pypi: bool) -> Iterator[Reason]:
-    from resolver.lock.pixi_platforms import lock_identity
-    from resolver.lock.sources import channel_url
+    from resolver.project.pixi_platforms import lock_identity
+    from resolver.project.sources import channel_url
 
     spec = manifest.environment(name)
     channels = tuple(channel_url(c) for c in spec.channels)
@@ -159,7 +159,7 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
         if major_minor and env.python and major_minor.group(1) != env.python:
             yield PythonChanged(**where, wanted=pin, found=env.python)
         return
-    from resolver.conda import depends_names, record_matches
+    from resolver.tools.conda import depends_names, record_matches
 
     records = {r.name.lower(): r for r in env.conda}
     built = {name.lower() for name in env.sources}  # packages pixi builds from source: locked, not ours to match
@@ -249,7 +249,7 @@ def _marker_holds(marker: Any, markers: dict[str, str], extra: str) -> bool:
 
 def _marker_environment(env: LockedEnv) -> dict[str, str]:
     """PEP 508 marker values of the locked platform and Python (what uv resolved for)."""
-    from resolver.platforms import PLATFORMS
+    from resolver.core.platforms import PLATFORMS
 
     platform = PLATFORMS.get(env.platform.subdir)
     full = next((r.version for r in env.conda if r.name == "python"), None) or f"{env.python}.0"

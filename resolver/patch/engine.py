@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from resolver.errors import BadInput, EnvironmentProblem, IntegrityError, ResolverError
-from resolver.fs import (
+from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, ResolverError
+from resolver.core.fs import (
     read_bytes_bounded,
     remove_stale_temps,
     sha256_bytes,
@@ -33,15 +33,15 @@ from resolver.fs import (
     write_atomic,
     write_json_atomic,
 )
-from resolver.names import check_relative, inside
+from resolver.core.names import check_relative, inside
+from resolver.core.records import SHA256, Fields, Flag, Integer, ListOf, MapOf, OfType, Text, optional, read_record
 from resolver.patch.files import link_or_copy
 from resolver.patch.overlay import HEADER_LIMIT, RECORD_NAME, default_overlay, quoted_siblings, read_header
 from resolver.patch.registry import KnownHeader, PatchSpec, Registry, load_registry
 from resolver.patch.report import PatchOutcome, PatchReport, PatchRequest
 from resolver.patch.rocm import RocmRoot, locate_rocm
 from resolver.patch.transform import Change, add_static_inline
-from resolver.paths import ProjectPaths
-from resolver.records import SHA256, Fields, Flag, Integer, ListOf, MapOf, OfType, Text, optional, read_record
+from resolver.project.paths import ProjectPaths
 
 # the records this stage keeps (read as untrusted data: what they name is checked again before any use)
 _OVERLAY_ENTRY = Fields({"file": Text(max_len=1024), "source_sha256": SHA256, "sha256": SHA256,
@@ -113,7 +113,7 @@ def ensure_overlay(project: ProjectPaths, env: object | None = None, *, rocm_roo
 def refusal_of(report: PatchReport) -> ResolverError | None:
     for outcome in report.outcomes:
         if outcome.status == "refused":
-            from resolver.errors import Refusal
+            from resolver.core.errors import Refusal
 
             return Refusal(outcome.message, fix=outcome.fix)
     return None

@@ -1,5 +1,5 @@
 """The overlay's neighbour headers: symlinks to the ROCm root's files, swapped in atomically
-(:mod:`resolver.fs` holds the atomic writes themselves)."""
+(:mod:`resolver.core.fs` holds the atomic writes themselves)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from resolver.fs import temp_path, write_atomic
+from resolver.core.fs import temp_path, write_atomic
 
 
 def link_or_copy(target: Path, link: Path) -> str:

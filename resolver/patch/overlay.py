@@ -14,7 +14,7 @@ and reinstalling an environment does not lose it. ``resolver-overlay.json`` reco
 root and which source checksum each fixed header came from, so a ROCm upgrade makes it stale
 instead of silently wrong.
 
->>> from resolver.paths import ProjectPaths
+>>> from resolver.project.paths import ProjectPaths
 >>> default_overlay(ProjectPaths(Path("/p")), "6.0.2")
 PosixPath('/p/.resolver/overlay/rocm-6.0.2')
 """
@@ -25,10 +25,10 @@ import os
 import re
 from pathlib import Path, PurePosixPath
 
-from resolver.errors import BadInput, EnvironmentProblem
-from resolver.fs import read_bytes_bounded
-from resolver.names import inside
-from resolver.paths import ProjectPaths
+from resolver.core.errors import BadInput, EnvironmentProblem
+from resolver.core.fs import read_bytes_bounded
+from resolver.core.names import inside
+from resolver.project.paths import ProjectPaths
 
 RECORD_NAME = "resolver-overlay.json"
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from resolver.errors import BadInput, EnvironmentProblem
-from resolver.versions import DottedVersion
+from resolver.core.errors import BadInput, EnvironmentProblem
+from resolver.core.versions import DottedVersion
 
 TABLES_ENV = "RESOLVER_PATCH_TABLES"
 PATCHES_ENV = "RESOLVER_PATCHES_DIR"
@@ -137,7 +137,7 @@ def default_patches_dir() -> Path:
     override = os.environ.get(PATCHES_ENV)
     if override:
         return Path(override)
-    from resolver.resources import shipped
+    from resolver.core.resources import shipped
 
     return shipped("patches")
 
@@ -169,7 +169,7 @@ def load_registry(patches_dir: Path | None = None, extra_tables: Sequence[Path] 
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    from resolver.fs import parse_toml, read_bytes_bounded
+    from resolver.core.fs import parse_toml, read_bytes_bounded
 
     try:
         text = read_bytes_bounded(path, limit=16 << 20, what="patch table", fix="check the path").decode("utf-8")

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from resolver.errors import BadInput
-from resolver.fs import read_text_bounded
-from resolver.versions import DottedVersion
+from resolver.core.errors import BadInput
+from resolver.core.fs import read_text_bounded
+from resolver.core.versions import DottedVersion
 
 DEFAULT_ROOT = Path("/opt/rocm")
 ENV_VARS = ("ROCM_PATH", "ROCM_HOME")

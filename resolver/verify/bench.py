@@ -3,7 +3,7 @@ environments agree.
 
 Measures prompt processing (tokens/s of one forward pass over the prompt) and decoding (tokens/s of
 greedy one-token steps) through the environment's library and through our reference, inside the
-environment (:mod:`resolver.inenv.verify` in bench mode). Compared with another environment, the same
+environment (:mod:`resolver.verify.inenv.verify` in bench mode). Compared with another environment, the same
 checkpoint and the same prompt run in both: the logits must agree within the dtype's tolerance, the
 generations must be equal, and the speed ratio OTHER/ENV is reported: a migration checked before
 and after a change.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver.errors import BadInput
-from resolver.paths import ProjectPaths
+from resolver.core.errors import BadInput
+from resolver.project.paths import ProjectPaths
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ def _run(env, model: Path, request: BenchRequest, dump: Path, info: Callable[[st
 
 
 def _compare(env: str, other: str, runs: list[dict], dumps: tuple[Path, Path]) -> dict:
-    from resolver.inenv.models import TOLERANCE  # plain data; this import pulls no torch
     from resolver.verify.compare import compare_dumps
+    from resolver.verify.inenv.models import TOLERANCE  # plain data; this import pulls no torch
 
     if runs[0]["dtype"] != runs[1]["dtype"]:
         raise BadInput(f"the two environments ran different dtypes ({runs[0]['dtype']} vs {runs[1]['dtype']})",

@@ -22,7 +22,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from resolver.fs import write_atomic
+from resolver.core.fs import write_atomic
 
 FORMAT = 2  # bump when the generated weights or config change, so cached copies are rewritten
 CONFIG_FILE = "config.json"
@@ -58,7 +58,7 @@ class TinySpec:
 
     def key(self) -> str:
         """A short content key for the cache folder name."""
-        from resolver.fs import sha256_text
+        from resolver.core.fs import sha256_text
 
         return sha256_text(json.dumps([FORMAT, asdict(self)], sort_keys=True))[:12]
 
@@ -139,8 +139,8 @@ def default_checkpoint(cache_dir: Path, spec: TinySpec | None = None) -> Path:
     """The cached default checkpoint under ``cache_dir``, written on first use, and again whenever its
     files are not byte for byte what the spec generates (a cache is checked by its content: verify
     must never run on weights someone else put there)."""
-    from resolver.errors import BadInput
-    from resolver.fs import read_bytes_bounded
+    from resolver.core.errors import BadInput
+    from resolver.core.fs import read_bytes_bounded
 
     spec = spec or TinySpec()
     folder = cache_dir / f"verify-model-{spec.key()}"

@@ -6,10 +6,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from resolver.errors import BadInput, EnvironmentProblem
-from resolver.inenv.answers import VerifyReport
+from resolver.core.errors import BadInput, EnvironmentProblem
 from resolver.install.environment import Environment
-from resolver.paths import ProjectPaths
+from resolver.project.paths import ProjectPaths
+from resolver.verify.inenv.answers import VerifyReport
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def check_model_config(folder: Path) -> dict:
     """The checkpoint's config.json, read bounded and checked before any process builds a model from it:
     every dimension a whole number within reason, and the model it describes no larger than its weight
     files can hold (``num_hidden_layers = 1e8`` would otherwise allocate until memory runs out)."""
-    from resolver.fs import parse_json, read_bytes_bounded
+    from resolver.core.fs import parse_json, read_bytes_bounded
 
     path = folder / "config.json"
     fix = "use the config.json that came with the model's weights"
@@ -87,7 +87,7 @@ def run_in_env(env: Environment, model: Path, extra: list[str], *, timeout: floa
     started = time.perf_counter()
     from resolver.kernels.packages import kernel_module_args
 
-    answer = env.call("resolver.inenv.verify", ["--model", str(model), *kernel_module_args(), *extra], timeout=timeout)
+    answer = env.call("resolver.verify.inenv.verify", ["--model", str(model), *kernel_module_args(), *extra], timeout=timeout)
     wall = time.perf_counter() - started
     if answer.completed.timed_out:
         raise EnvironmentProblem(f"the check in environment '{env.name}' did not finish within {timeout:.0f} s",

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from resolver.errors import ExitCode
-from resolver.inenv.answers import EnvironmentFacts, TorchBuild, VerifyReport, to_data
+from resolver.core.errors import ExitCode
+from resolver.verify.inenv.answers import EnvironmentFacts, TorchBuild, VerifyReport, to_data
 
 
 def host_driver() -> dict:
     """The GPU driver as the probe reads it (nvidia-smi/NVML, ROCm); {} when the probe is unavailable."""
     try:
-        from resolver.probe import probe_machine
+        from resolver.plan.probe import probe_machine
 
         profile = probe_machine()
     except Exception:  # noqa: BLE001 - the probe is optional here; verify must not fail because of it

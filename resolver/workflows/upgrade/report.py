@@ -1,0 +1,205 @@
+"""The upgrade's two reports: Markdown for people (a pull request's description) and JSON for scripts.
+
+Both say the same: what changes, the risks with their sources, the lock diff in words, the proof
+(numerics per dtype against their tolerances, speed, warnings) and the verdict with what to do next.
+They are written to ``.resolver/reports/upgrade-<current>-to-<new>.{md,json}`` (or ``--report DIR``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from resolver.core.fs import write_json_atomic, write_text_atomic
+from resolver.project.paths import ProjectPaths
+
+if TYPE_CHECKING:
+    from resolver.workflows.upgrade.journey import UpgradeOptions, UpgradeResult
+
+
+def report_folder(project: ProjectPaths, options: UpgradeOptions) -> Path:
+    return options.report_dir if options.report_dir is not None else project.reports
+
+
+def write_reports(project: ProjectPaths, result: UpgradeResult, options: UpgradeOptions) -> dict[str, str]:
+    step = result.step
+    folder = report_folder(project, options)
+    base = folder / f"upgrade-{step.current.environment}-to-{step.new.environment}"
+    paths = {"markdown": str(base.with_suffix(".md")), "json": str(base.with_suffix(".json"))}
+    result.report_files = paths
+    write_json_atomic(base.with_suffix(".json"), document(result, options), label="upgrade-report")
+    write_text_atomic(base.with_suffix(".md"), markdown(result, options), label="upgrade-report")
+    return paths
+
+
+def document(result: UpgradeResult, options: UpgradeOptions) -> dict[str, Any]:
+    from resolver import __version__
+
+    return {"schema": 1, "generated": time.strftime("%Y-%m-%d %H:%M:%S %z"), "resolver": __version__,
+            "verdict": verdict(result), "proof_options": options.proof.to_json(), **result.to_json()}
+
+
+def verdict(result: UpgradeResult) -> str:
+    """One sentence: what happened and what it means."""
+    step = result.step
+    new, current = step.new.environment, step.current.environment
+    if result.stage == "up-to-date":
+        return f"nothing to upgrade: '{current}' already is what the tables choose for this request"
+    if result.stage == "planned":
+        return f"planned only: '{new}' would be built beside '{current}' (nothing was written)"
+    if result.stage == "locked":
+        return f"locked '{new}' beside '{current}'; the proof runs on the machine the plan is for"
+    if result.proof is not None and not result.proof.ok:
+        return f"FAILED, not promoted: '{new}' does not match '{current}': {result.proof.why_not()}"
+    if result.promoted:
+        return f"PASSED and promoted: '{new}' is the default environment; `python -m resolver rollback` returns to " \
+               f"'{current}'"
+    return f"PASSED: '{new}' matches '{current}'; promote it with `python -m resolver upgrade --promote`"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(result: UpgradeResult, options: UpgradeOptions) -> str:
+    step = result.step
+    current, new = step.current, step.new
+    torch_before = current.plan.torch.requirement.split("==", 1)[1]
+    torch_after = new.plan.torch.requirement.split("==", 1)[1]
+    lines = [f"# Upgrade `{current.environment}` → `{new.environment}` (torch {torch_before} → {torch_after})", "",
+             f"**{verdict(result)}**", ""]
+    lines += ["## What changes", "", f"| | before (`{current.environment}`) | after (`{new.environment}`) |",
+              "|---|---|---|"]
+    for change in step.changes:
+        mark = "**" if change.changed else ""
+        lines.append(f"| {mark}{_cell(change.what)}{mark} | {_cell(change.before)} | {_cell(change.after)} |")
+    lines += ["", "## Risks the knowledge base knows for this step", ""]
+    if step.risks:
+        for risk in step.risks:
+            lines.append(f"- **{risk.level}** ({risk.kind}): {risk.text}. *Source:* {risk.source}")
+    else:
+        lines.append("- none known")
+    for note in step.notes:
+        lines.append(f"- note: {note}")
+    lines += ["", "## pixi.toml and pixi.lock", ""]
+    if result.lock:
+        lock = result.lock
+        lines.append(f"- pixi.toml gains feature and environment `{new.environment}` and names `{current.environment}` "
+                     "the default until a promotion ([tool.resolver.upgrade]); the entries of "
+                     f"`{current.environment}` are unchanged")
+        lines.append(f"- pixi.lock: `{current.environment}`'s entries are unchanged byte for byte"
+                     + ("" if lock.get("status") == "locked" else " (the lock already held the new environment)"))
+        if lock.get("diff"):
+            lines.append(f"- `{new.environment}` against `{current.environment}`: {lock['diff']['words']}")
+    else:
+        lines.append("- not written (plan only)" if result.stage in ("planned", "up-to-date") else "- not written")
+    if result.install:
+        lines.append(f"- installed `{new.environment}` at `{result.install['path']}` ({result.install['status']}, "
+                     f"{result.install['seconds']:.0f} s)")
+    if result.kernels:
+        lines.append("- kernels: " + _kernels_line(result.kernels))
+    if result.proof is not None:
+        lines += _proof_lines(result, options)
+    lines += ["", "## Next", ""]
+    lines += [f"- {item}" for item in _next(result)]
+    lines += ["", f"<sub>mamba-resolver upgrade, {time.strftime('%Y-%m-%d %H:%M')}; "
+              f"JSON: `{result.report_files.get('json', '')}`</sub>", ""]
+    return "\n".join(lines)
+
+
+def _kernels_line(kernels: dict[str, Any]) -> str:
+    if kernels.get("status") == "not-needed":
+        return f"none ({kernels.get('why')})"
+    packages = kernels.get("packages", [])
+    return "; ".join(f"{p.get('name')} {p.get('status')} for {', '.join(p.get('archs') or []) or '?'}" for p in packages) \
+        or "none built"
+
+
+def _proof_lines(result: UpgradeResult, options: UpgradeOptions) -> list[str]:
+    proof = result.proof
+    opts = options.proof
+    model = str(opts.model) if opts.model else "the built-in tiny Mamba checkpoint"
+    runs = proof.runs
+    lines = ["", "## Proof: the same checkpoint and inputs through both environments", "",
+             f"Checkpoint: {model}; prompt {opts.prompt_len} tokens, {opts.new_tokens} generated greedily, "
+             f"{opts.repeat} timed repetitions" + (" (reused: nothing it was made from changed)" if result.proof_reused
+                                                  else "") + "."]
+    for label in ("old", "new"):
+        run = runs.get(label)
+        if run:
+            lines.append(f"- `{run['environment']}`: torch {run.get('torch')}, {run.get('library')} on "
+                         f"{run.get('device')} ({run.get('wall_s')} s)")
+    lines += ["", "| check | result | detail |", "|---|---|---|"]
+    for check in proof.checks:
+        status = check.status.upper() if check.status == "fail" else check.status
+        lines.append(f"| {check.name} | {status} | {_cell(check.detail)} |")
+    if proof.numerics:
+        lines += ["", "| dtype | max relative error | tolerance | max abs error | generations |", "|---|---|---|---|---|"]
+        for dtype, n in proof.numerics.items():
+            if "rel_err" in n:
+                lines.append(f"| {dtype} | {n['rel_err']:.3g} | {n['tolerance']:g} | {n['max_abs_err']:.3g} | "
+                             f"{'equal' if n.get('tokens_equal') else 'differ'} |")
+    speed = proof.speed
+    if speed.get("old") and speed.get("new"):
+        def rate(entry: dict, key: str) -> str:
+            value = entry.get(key)
+            return f"{value:,.0f}" if isinstance(value, (int, float)) else "n/a"
+
+        lines += ["", f"Speed ({speed.get('dtype')}, tokens/s): prompt {rate(speed['old'], 'prefill_tokens_per_s')} → "
+                  f"{rate(speed['new'], 'prefill_tokens_per_s')}, decode {rate(speed['old'], 'decode_tokens_per_s')} → "
+                  f"{rate(speed['new'], 'decode_tokens_per_s')}"
+                  + ("" if opts.max_slowdown is not None else " (informative: pass --max-slowdown to make it a gate)")]
+    warned = proof.warnings
+    if warned.get("new_deprecations"):
+        lines += ["", "Deprecation warnings only the new torch raises:"]
+        for w in warned["new_deprecations"]:
+            known = f" (known: {w['api_change']}; {w['source']})" if w.get("api_change") else ""
+            lines.append(f"- {w.get('count', 1)}x {w.get('category')} from {w.get('package')} "
+                         f"({Path(str(w.get('file', ''))).name}:{w.get('line')}): {_cell(w.get('message', ''))[:300]}{known}")
+    return lines
+
+
+def _next(result: UpgradeResult) -> list[str]:
+    step = result.step
+    new, current = step.new.environment, step.current.environment
+    if result.stage == "up-to-date":
+        return ["nothing to do"]
+    if result.stage == "planned":
+        return ["run the same command without --plan-only to build and prove it"]
+    if result.stage == "locked":
+        return result.remaining
+    if result.proof is not None and not result.proof.ok:
+        return [f"the default stays '{current}'; look into the failed checks (`python -m resolver verify --env {new}`, "
+                f"`python -m resolver bench --env {current} --compare {new}`), then run the upgrade again"]
+    items = []
+    if not result.promoted:
+        items.append("promote it: `python -m resolver upgrade --promote` (setup, verify, bench and install then use "
+                     f"'{new}')")
+    else:
+        items.append(f"roll back at any time: `python -m resolver rollback` ('{current}' is kept, installed and locked)")
+    items.append("team: commit pixi.toml and pixi.lock as one change; this report is its description")
+    return items
+
+
+def summary_text(result: UpgradeResult) -> str:
+    """What the command prints for a person: the changes, the risks, the lock in words, the proof, the verdict."""
+    step = result.step
+    lines = []
+    if step is not None:
+        lines.append(f"upgrade '{step.current.environment}' → '{step.new.environment}'")
+        lines += [f"  {c.what}: {c.before} → {c.after}" for c in step.changes if c.changed]
+        if step.risks:
+            lines.append("risks the knowledge base knows for this step:")
+            lines += [f"  [{r.level}] {r.text} (source: {r.source})" for r in step.risks]
+        lines += [f"note: {n}" for n in step.notes]
+    if result.lock and result.lock.get("diff"):
+        lines.append(f"lock: {result.lock['diff']['words']}")
+    if result.proof is not None:
+        lines.append("proof:")
+        lines += [f"  [{c.status}] {c.name}: {c.detail}" for c in result.proof.checks]
+    lines += [f"  - {item}" for item in result.remaining]
+    lines.append(verdict(result))
+    for kind, path in result.report_files.items():
+        lines.append(f"report ({kind}): {path}")
+    return "\n".join(lines)
