@@ -175,7 +175,8 @@ def _parsers(tmp: Path) -> dict[str, tuple[Callable[[str], object], list[str]]]:
     from resolver.plan.probe.report import profile_from_report, read_report
     from resolver.project.manifest import Manifest
     from resolver.project.sources import Sources
-    from resolver.tools.package_check import channel_record, link_problem, parse_paths_json, path_problem
+    from resolver.tools.channel_index import channel_record
+    from resolver.tools.package_check import link_problem, parse_paths_json, path_problem
 
     signatures = load_signatures()
 

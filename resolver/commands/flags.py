@@ -54,4 +54,8 @@ def add_sysroot_argument(parser, help: str) -> None:
 
 
 def add_python_argument(parser, help: str) -> None:
-    parser.add_argument("--python", metavar="X.Y", default=None, help=help)
+    """``--python X.Y``: parsed here, once, into a release (a bad one is the same usage sentence, exit 2,
+    for every command)."""
+    from resolver.core.versions import python_release
+
+    parser.add_argument("--python", metavar="X.Y", type=python_release, default=None, help=help)

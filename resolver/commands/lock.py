@@ -15,7 +15,7 @@ HELP = "resolve environments (conda via py-rattler, PyPI via uv) into pixi.toml 
 
 
 def add_arguments(parser) -> None:
-    from resolver.commands.flags import add_source_arguments, add_target_argument
+    from resolver.commands.flags import add_python_argument, add_source_arguments, add_target_argument
 
     add_target_argument(parser, repeatable=True,
                         help="target to lock (cpu, cudaX.Y, rocmX.Y[.Z], auto); repeatable. Default: the plans locked "
@@ -36,7 +36,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fleet", type=Path, metavar="DIR",
                         help="lock one environment per class of this fleet (a folder of `probe --json` files, one per "
                              "node; --profile adds nodes)")
-    parser.add_argument("--python", metavar="X.Y", help="with --fleet: the Python of every class's environment")
+    add_python_argument(parser, "with --fleet: the Python of every class's environment")
     parser.add_argument("--kernel-channel", metavar="URL_OR_DIR",
                         help="with --fleet: the shared channel nodes take their prebuilt kernels from (recorded in "
                              "pixi.toml)")
@@ -55,9 +55,8 @@ def _fleet(args):
 
     if len(args.target) > 1:
         raise UsageError("--fleet takes one --target (every node plans with it)", fix="pass one, e.g. --target cuda12.6")
-    from resolver.commands.setup import _python
 
-    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=_python(args.python))
+    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=args.python)
     fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
     if not fleet.classes:
         first = fleet.unserved[0]

@@ -50,7 +50,7 @@ def run(args, out) -> int:
         raise UsageError(f"--sysroot and {'--profile' if args.profile else '--fleet'} cannot be combined: each names "
                          "the machine to plan for", fix="use one of them")
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
-        return _fleet(args, planning.request_of(args.target, args.python), out)
+        return _fleet(args, planning.request_of(args.target, _text(args.python)), out)
     profile = None
     if args.sysroot:
         from resolver.plan.probe import probe_machine
@@ -64,7 +64,7 @@ def run(args, out) -> int:
         from resolver.plan.probe.overrides import apply_gpu_arguments
 
         profile = apply_gpu_arguments(profile or planning.probe_here(), args)
-    plan = planning.plan_document(profile, args.target, args.python)
+    plan = planning.plan_document(profile, args.target, _text(args.python))
     human = _human(plan, verbose=args.trace)
     if not args.trace:
         human += "\n\nevery rule that fired and every candidate eliminated: add --trace"
@@ -150,3 +150,7 @@ def unserved_lines(fleet) -> list[str]:
         reasons.setdefault((u.reason, u.fix), []).append(f"{u.node} ({u.file})" if len(fleet.unserved) <= LIST_MAX
                                                           else u.node)
     return [f"{brief_list(nodes)}: {reason}" + (f". Fix: {fix}" if fix else "") for (reason, fix), nodes in reasons.items()]
+
+
+def _text(python) -> str | None:
+    return str(python) if python is not None else None

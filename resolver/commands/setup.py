@@ -42,7 +42,7 @@ def run(args, out) -> int:
         os.environ[SYSROOT_VAR] = str(Path(args.sysroot).resolve())
     from resolver.commands.flags import source_flags
 
-    request = Request(target=Target.parse(args.target), python=_python(args.python))
+    request = Request(target=Target.parse(args.target), python=args.python)
     options = SetupOptions(request=request, profile_file=Path(args.profile) if args.profile else None,
                            dry_run=args.dry_run, wait=not args.no_wait, force=args.force,
                            kernel_channel=args.kernel_channel, sources=tuple(source_flags(args).items()))
@@ -57,18 +57,6 @@ def run(args, out) -> int:
     out.result(result_json(result), text)
     append_to_log(result.log_file, text)  # with --json too: the log is the run's whole record
     return 0
-
-
-def _python(text):
-    if text is None:
-        return None
-    from resolver.core.errors import UsageError
-    from resolver.core.versions import DottedVersion
-
-    try:
-        return DottedVersion.parse(text).truncate(2)
-    except ValueError:
-        raise UsageError(f"--python {text!r} is not a Python version", fix="use X.Y, e.g. --python 3.11") from None
 
 
 def result_json(result) -> dict:

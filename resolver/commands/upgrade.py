@@ -18,7 +18,7 @@ HELP = "build a new torch/CUDA environment beside the current one, prove it agai
 
 
 def add_arguments(parser) -> None:
-    from resolver.commands.flags import add_env_argument, add_source_arguments, add_target_argument
+    from resolver.commands.flags import add_env_argument, add_python_argument, add_source_arguments, add_target_argument
 
     add_target_argument(parser, default=None, help="another backend or toolkit: cpu, cudaX.Y, rocmX.Y[.Z], auto "
                         "(default: the current environment's)")
@@ -26,8 +26,8 @@ def add_arguments(parser) -> None:
     which.add_argument("--torch", metavar="X.Y", help="the torch release to upgrade to (e.g. 2.14)")
     which.add_argument("--latest", action="store_true",
                        help="the newest torch release the knowledge base lists, even one it marks unconfirmed")
-    parser.add_argument("--python", metavar="X.Y", help="the new environment's Python (default: the current one's, "
-                        "when the new torch supports it)")
+    add_python_argument(parser, "the new environment's Python (default: the current one's, when the new torch "
+                        "supports it)")
     add_env_argument(parser, "to upgrade", default="the project's default, else the only one")
     parser.add_argument("--promote", action="store_true",
                         help="make the new environment the default once its proof passes (alone: promote the "
@@ -101,10 +101,10 @@ def _wanted(args):
 
     if args.target:
         Target.parse(args.target)  # a bad spelling is one usage sentence, before anything runs
-    for flag, value, example in (("--torch", args.torch, "2.14"), ("--python", args.python, "3.11")):
-        if value:
-            _version_flag(value, flag, example)
-    return Wanted(target=args.target, torch=args.torch, latest=args.latest, python=args.python, env=args.env)
+    if args.torch:
+        _version_flag(args.torch, "--torch", "2.14")
+    return Wanted(target=args.target, torch=args.torch, latest=args.latest,
+                  python=str(args.python) if args.python else None, env=args.env)
 
 
 def _proof_options(args):

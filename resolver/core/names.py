@@ -254,3 +254,14 @@ def _harmless(char: str) -> bool:
     import unicodedata
 
     return ord(char) not in _BIDI and unicodedata.category(char) in ("Zs", "Cf", "Co")
+
+
+def canonical_name(name: str) -> str:
+    """A PyPI project's normalised name (PEP 503), as every comparison of names uses it.
+
+    >>> canonical_name("Typing_Extensions"), canonical_name("zope.interface")
+    ('typing-extensions', 'zope-interface')
+    """
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from resolver.core.versions import major_minor
+
 
 @dataclass(frozen=True)
 class Platform:
@@ -113,7 +115,7 @@ def wheel_rank(file_name: str, python: str, subdir: str, glibc: str | None) -> i
 def _wheel_ranking(python: str, subdir: str, glibc: str | None) -> tuple[tuple[tuple[str, str], ...], dict[str, int]]:
     """(interpreter and ABI tags best first, platform tag → rank) for :func:`wheel_rank`: a lock ranks
     hundreds of file names for the same target."""
-    major, minor = (int(x) for x in python.split(".")[:2])
+    major, minor = (int(x) for x in major_minor(python).split("."))
     ranked_interpreters = ((f"cp{major}{minor}", f"cp{major}{minor}"), (f"cp{major}{minor}", "abi3"),
                            *((f"cp{major}{m}", "abi3") for m in range(minor - 1, 1, -1)),
                            (f"cp{major}{minor}", "none"), (f"py{major}{minor}", "none"), (f"py{major}", "none"))

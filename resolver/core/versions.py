@@ -204,3 +204,32 @@ def driver_text(version: DottedVersion) -> str:
     """
     head, *rest = version.parts
     return ".".join([str(head)] + [f"{p:02d}" for p in rest])
+
+
+def major_minor(version: object) -> str:
+    """A release named by its first two numbers (``X.Y``), its local label (``+cu130``) left out: how a
+    Python, a CUDA or ROCm toolkit and a torch series are named. A bare major reads as ``X.0``.
+
+    >>> major_minor("2.14.1+cu130"), major_minor("12.8"), major_minor("6"), major_minor(DottedVersion.parse("3.11.7"))
+    ('2.14', '12.8', '6.0', '3.11')
+    """
+    parts = str(version).split("+", 1)[0].split(".")
+    return f"{parts[0]}.{parts[1] if len(parts) > 1 else '0'}"
+
+
+def python_release(text: str) -> DottedVersion:
+    """``--python`` as typed: a CPython ``3.Y`` (a patch release is cut to ``3.Y``); anything else is
+    one usage sentence (exit 2), whichever command was given it.
+
+    >>> python_release("3.11.7")
+    DottedVersion(parts=(3, 11))
+    """
+    from resolver.core.errors import UsageError
+
+    try:
+        version = DottedVersion.parse(text)
+    except ValueError:
+        version = None
+    if version is None or len(version.parts) < 2 or version.major != 3:
+        raise UsageError(f"--python {text!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
+    return version.truncate(2)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from resolver.core.versions import major_minor
 from resolver.verify.inenv.answers import EnvironmentFacts, TorchBuild
 
 
@@ -50,9 +51,9 @@ def target_of(torch_facts: TorchBuild | Mapping | None) -> str:
     """The `lock --target` naming this torch's backend: cpu, cudaX.Y or rocmX.Y."""
     t = TorchBuild.of(torch_facts)
     if t.hip:
-        return "rocm" + ".".join(str(t.hip).split(".")[:2])
+        return "rocm" + major_minor(t.hip)
     if t.cuda:
-        return "cuda" + ".".join(str(t.cuda).split(".")[:2])
+        return "cuda" + major_minor(t.cuda)
     return "cpu" if t.version else "auto"
 
 
@@ -77,7 +78,7 @@ def build_context(env_name: str | None, facts: EnvironmentFacts | Mapping | None
     rocm = str(profile.amd.rocm_version) if profile is not None and profile.amd and profile.amd.rocm_version else None
     return FixContext(env=env_name or "NAME", arch=arch_of(facts, profile) or "ARCH",
                       torch=(t.version if t else None) or "the installed torch",
-                      cuda=".".join(str(t.cuda).split(".")[:2]) if t and t.cuda else "X.Y",
+                      cuda=major_minor(t.cuda) if t and t.cuda else "X.Y",
                       target=target_of(t) if t else "auto", rocm=rocm)
 
 

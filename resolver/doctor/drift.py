@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from resolver.core.names import canonical_name
+
 METADATA_LIMIT = 64 * 1024
 CONDA_RECORD_LIMIT = 32 * 1024 * 1024
 
@@ -41,21 +43,13 @@ class Drift:
         return "; ".join(parts)
 
 
-def canonical(name: str) -> str:
-    """PyPI's normalised name.
-
-    >>> canonical("Typing_Extensions"), canonical("zope.interface")
-    ('typing-extensions', 'zope-interface')
-    """
-    return re.sub(r"[-_.]+", "-", name).lower()
-
 
 def drift_of(env_path: Path, marker: dict) -> Drift:
     """The environment at ``env_path`` against its ready marker (``install``'s record of the lock)."""
     expected: dict[str, str] = {}
     for item in [*marker.get("pypi", []), *marker.get("seeded", [])]:
         name, _, version = str(item).partition("==")
-        expected[canonical(name)] = version
+        expected[canonical_name(name)] = version
     owned = _conda_owned(env_path)
     installed = {name: (version, folder) for name, version, folder in _distributions(env_path)}
     added, changed = [], []
@@ -92,7 +86,7 @@ def _distributions(env_path: Path) -> list[tuple[str, str, str]]:
             name = re.search(r"^Name:\s*(\S+)", head, flags=re.M)
             version = re.search(r"^Version:\s*(\S+)", head, flags=re.M)
             if name and version:
-                found.append((canonical(name.group(1)), version.group(1), folder.relative_to(env_path).as_posix()))
+                found.append((canonical_name(name.group(1)), version.group(1), folder.relative_to(env_path).as_posix()))
     return found
 
 

@@ -17,14 +17,14 @@ hash of, a file of the user's.
 
 from __future__ import annotations
 
-import html
 import re
 from pathlib import Path
 from typing import Callable
-from urllib.parse import unquote, urljoin
+from urllib.parse import unquote
 
 from resolver.core.errors import BadInput, IntegrityError
-from resolver.core.names import download_name, file_name_of, inside, local_path, printable, redact_url
+from resolver.core.index_page import index_files
+from resolver.core.names import canonical_name, download_name, file_name_of, inside, local_path, printable, redact_url
 from resolver.project.sources import Sources
 from resolver.tools.store import Mismatch, VerifiedStore
 
@@ -90,17 +90,16 @@ class Finder:
 
     def _index_entry(self, index: Path, name: str, file_name: str) -> str | None:
         """The file a local PEP 503 index page links for ``file_name`` (``<index>/<project>/index.html``)."""
-        project = re.sub(r"[-_.]+", "-", name).lower()
+        project = canonical_name(name)
         page = index / project / "index.html"
         if page not in self._pages:
             try:
                 self._pages[page] = page.read_text(encoding="utf-8", errors="replace")[:4 << 20]
             except OSError:
                 self._pages[page] = ""
-        for href in re.findall(r'href="([^"]+)"', self._pages[page]):
-            target = html.unescape(href).split("#", 1)[0]
-            if file_name_of(target) == file_name:
-                resolved = local_path(urljoin(page.as_uri(), target))
+        for listed in index_files(self._pages[page], page.as_uri()):
+            if listed.file_name == file_name:
+                resolved = local_path(listed.url)
                 if resolved is not None and resolved.is_file():
                     self._linked.add(resolved.resolve())
                     return str(resolved)

@@ -16,28 +16,24 @@ a module as compiled once its ``__pycache__/<module>.*.pyc`` is.
 from __future__ import annotations
 
 import os
-import re
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
 
+from resolver.core.names import canonical_name
 from resolver.core.ui import Heartbeat, size_text
-
-
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def wheel_key(file_name: str) -> tuple[str, str]:
     """(canonical name, version) of a wheel file."""
     name, version = unquote(file_name).split("-")[:2]
-    return _canonical(name), version
+    return canonical_name(name), version
 
 
 def dist_info_key(folder: str) -> tuple[str, str]:
     name, _, version = folder[:-len(".dist-info")].rpartition("-")
-    return _canonical(name), version
+    return canonical_name(name), version
 
 
 def _site_packages(prefix: Path) -> list[Path]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, InternalError
-from resolver.core.versions import DottedVersion
+from resolver.core.versions import DottedVersion, major_minor
 from resolver.kernels.archs import apply_rules, parse_arch_list
 from resolver.kernels.cachekey import BuildKey
 from resolver.kernels.envfacts import EnvFacts, probe_environment
@@ -313,7 +313,7 @@ def toolkit_mismatch(expected: str | None, toolkit) -> str | None:
         return None
     name, version = parts
     found = toolkit.major_minor
-    if ".".join(version.split(".")[:2]) == found:
+    if major_minor(version) == found:
         return None
     return (f"the plan expected {name} {version} but {toolkit.compiler} is {found}; the kernels are built with "
             f"{found} (re-run `python -m resolver plan` if the toolkit changed on purpose)")
@@ -345,7 +345,7 @@ def _torch_base(torch: str) -> str:
 
 
 def _torch_mm(torch: str) -> str:
-    return ".".join(_torch_base(torch).split(".")[:2])
+    return major_minor(torch)
 
 
 def _tree_hash(folder: Path) -> str:

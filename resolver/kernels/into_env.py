@@ -43,8 +43,9 @@ def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...
 def add_to_environment(project: ProjectPaths, env, package_file: Path) -> None:
     """Link ``package_file`` (in a channel folder: this project's, where built and fetched packages go) into
     the environment, once it is checked: the project's channel is a folder others may write."""
+    from resolver.tools.channel_index import channel_record
     from resolver.tools.conda import add_package
-    from resolver.tools.package_check import channel_record, check_package
+    from resolver.tools.package_check import check_package
 
     check_package(package_file, record=channel_record(package_file), subdir=package_file.parent.name)
     add_package(env.path, package_file, cache_dir=project.package_cache)

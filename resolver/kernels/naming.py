@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from resolver.core.versions import major_minor
+
 _MAX_ARCH_PART = 40  # conda build strings stay readable; a long list is abbreviated, the hash keeps it unique
 
 
@@ -22,7 +24,7 @@ def backend_tag(backend: str, toolkit: str) -> str:
     """``cu130`` / ``rocm60`` / ``cpu``."""
     if backend == "cpu" or not toolkit:
         return "cpu"
-    major, minor = (toolkit.split(".") + ["0"])[:2]
+    major, minor = major_minor(toolkit).split(".")
     minor_digits = re.match(r"\d+", minor)
     prefix = "cu" if backend == "cuda" else "rocm"
     return f"{prefix}{int(major)}{int(minor_digits.group()) if minor_digits else 0}"
@@ -44,8 +46,7 @@ def arch_tag(archs: tuple[str, ...]) -> str:
 def torch_tag(torch: str) -> str:
     if not torch:
         return "notorch"
-    base = torch.split("+", 1)[0]
-    return "torch" + "".join(base.split(".")[:2])
+    return "torch" + major_minor(torch).replace(".", "")
 
 
 def build_string(*, backend: str, toolkit: str, torch: str, cxx11_abi: bool, python: str, archs: tuple[str, ...],

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from resolver.core.versions import major_minor
 from resolver.tools import net
 from resolver.tools.net import probe_status
 
 
 def wheel_file_name(template: str, *, version: str, backend: str, toolkit_or_torch_cuda: str, torch: str,
                     cxx11_abi: bool, python: str) -> str:
-    major, minor = (toolkit_or_torch_cuda.split(".") + ["0"])[:2]
+    major, minor = major_minor(toolkit_or_torch_cuda).split(".")
     tag = f"cu{major}" if backend == "cuda" else f"hip{major}{minor}"
-    torch_mm = ".".join(torch.split("+")[0].split(".")[:2])
+    torch_mm = major_minor(torch)
     return template.format(version=version, backend_tag=tag, torch_mm=torch_mm,
                            abi=str(bool(cxx11_abi)).upper(), py=python.replace(".", ""))
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.core.errors import BadInput, SourceUnreachable
+from resolver.core.versions import major_minor
 from resolver.plan.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
 from resolver.project.paths import ProjectPaths
 from resolver.tools.conda import solve
@@ -265,7 +266,7 @@ def _solve_conda(settings: LockSettings, spec: EnvSpec,
         return [], _fallback_python(spec, exc.message, exc.fix), None, True
     records = [settings.canonical.conda_record(r, solve_channels, list(channels)) for r in solved]
     python_full = next((r.version for r in records if r.name == "python"), None)
-    return records, ".".join(python_full.split(".")[:2]) if python_full else python, python_full, False
+    return records, major_minor(python_full) if python_full else python, python_full, False
 
 
 def _pypi_indexes(settings: LockSettings, spec: EnvSpec) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:

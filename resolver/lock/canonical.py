@@ -20,14 +20,14 @@ What none of these places is kept as it is, and ``lock`` says so in one line wit
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 import urllib.parse
 from pathlib import Path
 from typing import Mapping
 
-from resolver.core.names import without_credentials
+from resolver.core.index_page import PEP691, json_index_files
+from resolver.core.names import canonical_name, without_credentials
 from resolver.core.records import Number, RecordMap, Text
 from resolver.lock.lockfile import PypiArtifact
 from resolver.project.paths import ProjectPaths
@@ -38,7 +38,6 @@ from resolver.tools.conda import CondaRecord
 # /pypi/NAME/json answers with relative URLs through some proxies, and its per-release form with 404.)
 PYPI_SIMPLE = "https://pypi.org/simple/{name}/"
 CANONICAL_INDEX_VAR = "RESOLVER_CANONICAL_INDEX"
-PEP691 = "application/vnd.pypi.simple.v1+json"
 MISS_TTL_S = 24 * 3600  # a file PyPI did not have is looked for again after a day
 
 
@@ -91,15 +90,14 @@ class Canonicalizer:
                 return None
         from resolver.tools.net import fetch_json
 
-        page = _pypi_page(re.sub(r"[-_.]+", "-", art.name).lower())
+        page = _pypi_page(canonical_name(art.name))
         data = fetch_json(page, timeout=10, accept=PEP691)
         if not isinstance(data, dict):
             return None  # PyPI did not answer: asked again next time
-        file_name = art.file_name
         with self._lock:
-            for entry in data.get("files") or []:
-                if entry.get("filename") == file_name and (entry.get("hashes") or {}).get("sha256") == art.sha256:
-                    url = without_credentials(urllib.parse.urljoin(page, str(entry["url"])))
+            for listed in json_index_files(data, page):
+                if listed.file_name == art.file_name and listed.sha256 == art.sha256:
+                    url = without_credentials(listed.url)
                     self.known.put(art.sha256, url)
                     self.known.save()
                     return url

@@ -36,6 +36,7 @@ from urllib.parse import quote, unquote, urlsplit
 from resolver.core.errors import BadInput
 from resolver.core.fs import check_regular_file, read_bytes_bounded
 from resolver.core.names import check_env_name
+from resolver.core.versions import major_minor
 from resolver.tools.conda import CondaRecord, LockView, canonical_lock_text
 
 LOCK_LIMIT = 256 << 20  # a lock of every CUDA build for three platforms is a few MB
@@ -511,7 +512,7 @@ def _locked_envs(view: LockView, root: Path, renames: dict[str, str], fallbacks:
             conda, pypi_entries, sources = view.packages(name, plat, lambda loc: absolute_location(loc, root))
             pypi = tuple(PypiArtifact(p.name, p.version, absolute_location(p.location, root), p.sha256,
                                       p.requires_dist, p.requires_python) for p in pypi_entries)
-            python = next((".".join(r.version.split(".")[:2]) for r in conda if r.name == "python"), None)
+            python = next((major_minor(r.version) for r in conda if r.name == "python"), None)
             subdir, packages = lock_platforms.get(plat, (plat, ()))
             locked.append(LockedEnv(
                 name=name, platform=LockedPlatform(renames.get(plat, plat), subdir, packages), channels=channels,

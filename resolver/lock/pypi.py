@@ -28,8 +28,6 @@ install will find it); kept by sha256 (:attr:`~resolver.project.paths.ProjectPat
 
 from __future__ import annotations
 
-import html
-import json
 import re
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -37,10 +35,17 @@ from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Callable
-from urllib.parse import unquote, urljoin
 
 from resolver.core.errors import BadInput, ResolverError, SourceUnreachable
-from resolver.core.names import check_requirement, download_name, local_path, redact_url, without_credentials
+from resolver.core.index_page import PEP691, index_files
+from resolver.core.names import (
+    canonical_name,
+    check_requirement,
+    download_name,
+    local_path,
+    redact_url,
+    without_credentials,
+)
 from resolver.core.platforms import uv_platform, wheel_rank
 from resolver.core.records import Fields, ListOf, RecordMap, Text, optional
 from resolver.lock.lockfile import PypiArtifact
@@ -234,35 +239,21 @@ def _listing(source: str, name: str, version: str) -> list[tuple[str, str, str]]
     if folder is not None:
         page = folder / name / "index.html"
         try:
-            return _links(page.read_text(encoding="utf-8", errors="replace")[:16 << 20], page.as_uri())
+            return _files(page.read_text(encoding="utf-8", errors="replace")[:16 << 20], page.as_uri())
         except OSError:
             return []
     page_url = source.rstrip("/") + f"/{name}/"
-    data = fetch_bytes(page_url, limit=64 << 20, accept="application/vnd.pypi.simple.v1+json, text/html;q=0.1")
+    data = fetch_bytes(page_url, limit=64 << 20, accept=f"{PEP691}, text/html;q=0.1")
     if data is None:  # a find-links page rather than an index
         data = fetch_bytes(source, limit=64 << 20)
         page_url = source
     if data is None:
         return []
-    text = data.decode("utf-8", errors="replace")
-    if text.lstrip().startswith("{"):
-        try:
-            files = json.loads(text).get("files") or []
-        except ValueError:
-            files = []
-        return [(str(f.get("filename")), urljoin(page_url, str(f.get("url"))), str((f.get("hashes") or {}).get("sha256", "")))
-                for f in files if f.get("filename")]
-    return _links(text, page_url)
+    return _files(data.decode("utf-8", errors="replace"), page_url)
 
 
-def _links(text: str, base: str) -> list[tuple[str, str, str]]:
-    out = []
-    for href in re.findall(r'href="([^"]+)"', text):
-        target = html.unescape(href)
-        url, _, fragment = target.partition("#")
-        sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else ""
-        out.append((unquote(url.rsplit("/", 1)[-1]), urljoin(base, url), sha))
-    return out
+def _files(text: str, page_url: str) -> list[tuple[str, str, str]]:
+    return [(f.file_name, f.url, f.sha256) for f in index_files(text, page_url)]
 
 
 _FILE_SHAS: dict[tuple[str, int, int], str] = {}
@@ -354,7 +345,3 @@ def _uv_reason(output: str) -> str:
     lines = [line for line in lines if line and not line.lower().startswith(("hint:", "warning:"))]
     text = " ".join(lines[1:] if len(lines) > 1 and lines[0].startswith("No solution found") else lines)
     return (text or "no output")[:300]
-
-
-def canonical_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()

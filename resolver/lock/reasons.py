@@ -13,9 +13,10 @@ True
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
+
+from resolver.core.names import without_credentials
 
 # pixi.toml and pixi.lock, as the sentences name them
 MANIFEST, LOCK = "pixi.toml", "pixi.lock"
@@ -258,7 +259,7 @@ def _urls(urls: Sequence[str]) -> str:
 def _redacted(value: Any) -> Any:
     """``value`` with the credentials of any URL in it left out (``https://user:token@host`` -> ``https://host``)."""
     if isinstance(value, str):
-        return re.sub(r"(?<=://)[^/@\s]*@", "", value)
+        return without_credentials(value)
     if isinstance(value, (list, tuple)):
         return [_redacted(v) for v in value]
     return value

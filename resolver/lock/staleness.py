@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
+from resolver.core.names import canonical_name
+from resolver.core.versions import major_minor
 from resolver.lock.reasons import (
     MANIFEST,
     ChannelsChanged,
@@ -192,16 +194,16 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
 
 def _pypi_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
     where = {"environment": spec.name, "platform": env.platform.name}
-    artifacts = {_pypi_name(a.name): a for a in env.pypi}
+    artifacts = {canonical_name(a.name): a for a in env.pypi}
     unmet = False
     for package, dep in spec.pypi:
-        art = artifacts.get(_pypi_name(package))
+        art = artifacts.get(canonical_name(package))
         wanted = str(dep.get("version") or "*").strip()
         if art is not None and _version_admits(wanted, art.version):
             continue
         unmet = True
         found = art.version if art is not None else None
-        if _pypi_name(package) == "torch":
+        if canonical_name(package) == "torch":
             yield TorchBuildChanged(**where, wanted=wanted, found=found)
         else:
             yield DependencyChanged(**where, ecosystem="pypi", package=package, wanted=wanted, found=found)
@@ -219,7 +221,7 @@ def _pypi_reached(spec: EnvSpec, artifacts: dict[str, PypiArtifact], markers: di
 
     reached: set[str] = set()
     visited: set[tuple[str, str]] = set()
-    todo = [(_pypi_name(name), extra) for name, dep in spec.pypi for extra in ("", *(dep.get("extras") or ()))]
+    todo = [(canonical_name(name), extra) for name, dep in spec.pypi for extra in ("", *(dep.get("extras") or ()))]
     while todo:
         name, extra = todo.pop()
         if (name, extra) in visited or name not in artifacts:
@@ -231,11 +233,11 @@ def _pypi_reached(spec: EnvSpec, artifacts: dict[str, PypiArtifact], markers: di
                 requirement = Requirement(text)
             except InvalidRequirement:
                 words = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
-                todo += [(_pypi_name(words.group(1)), "")] if words else []
+                todo += [(canonical_name(words.group(1)), "")] if words else []
                 continue
             if requirement.marker is not None and not _marker_holds(requirement.marker, markers, extra):
                 continue
-            child = _pypi_name(requirement.name)
+            child = canonical_name(requirement.name)
             todo += [(child, ""), *((child, e) for e in requirement.extras)]
     return reached
 
@@ -254,7 +256,7 @@ def _marker_environment(env: LockedEnv) -> dict[str, str]:
     platform = PLATFORMS.get(env.platform.subdir)
     full = next((r.version for r in env.conda if r.name == "python"), None) or f"{env.python}.0"
     os_name = platform.os if platform else "linux"
-    return {"python_version": env.python or ".".join(full.split(".")[:2]), "python_full_version": full,
+    return {"python_version": env.python or major_minor(full), "python_full_version": full,
             "implementation_name": "cpython", "implementation_version": full,
             "platform_python_implementation": "CPython",
             "os_name": "nt" if os_name == "win" else "posix",
@@ -275,7 +277,3 @@ def _version_admits(spec: str, version: str) -> bool:
         return SpecifierSet(spec, prereleases=True).contains(version, prereleases=True)
     except (InvalidSpecifier, ValueError):
         return False
-
-
-def _pypi_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()

@@ -69,20 +69,10 @@ def plan_document(profile: HardwareProfile | None, target: str, python: str | No
 
 def request_of(target: str, python: str | None) -> Request:
     """The request for ``--target`` and ``--python`` as typed; one sentence when either is not one."""
-    from resolver.core.errors import BadInput
     from resolver.core.model import Request, Target
-    from resolver.core.versions import DottedVersion
+    from resolver.core.versions import python_release
 
-    parsed = Target.parse(target)
-    version = None
-    if python is not None:
-        try:
-            version = DottedVersion.parse(python)
-        except ValueError:
-            version = None
-        if version is None or len(version.parts) < 2 or version.major != 3:
-            raise BadInput(f"--python {python!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
-    return Request(target=parsed, python=version)
+    return Request(target=Target.parse(target), python=python_release(python) if python is not None else None)
 
 
 def _decide(profile: HardwareProfile, request: Request) -> Plan:

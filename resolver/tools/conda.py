@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Coroutine
 
 from resolver.core.errors import BadInput, BuildFailed, IntegrityError, Refusal, SourceUnreachable
+from resolver.core.names import canonical_name
 from resolver.core.platforms import PLATFORMS, host_subdir
 
 DEFAULT_LINUX = "4.18"  # pixi's default __linux for a bare linux platform
@@ -257,16 +258,16 @@ class LockView:
         conda = {}
         pypi = {}
         for pkg in packages:
-            (pypi if isinstance(pkg, r.PypiLockedPackage) else conda).setdefault(_normal(str(pkg.name)), pkg)
+            (pypi if isinstance(pkg, r.PypiLockedPackage) else conda).setdefault(canonical_name(str(pkg.name)), pkg)
         out = []
         for specs, locked, kind in ((conda_specs, conda, "conda"), (pypi_requirements, pypi, "PyPI")):
             for spec in specs:
-                name = _normal(re.split(r"[\s\[<>=!~;@]", spec.strip(), maxsplit=1)[0])
+                name = canonical_name(re.split(r"[\s\[<>=!~;@]", spec.strip(), maxsplit=1)[0])
                 pkg = locked.get(name)
                 if pkg is None:
                     out.append(f"{kind} package {name} is not locked")
                     continue
-                if _normal(spec.strip()) == name:  # any version: being locked is enough
+                if canonical_name(spec.strip()) == name:  # any version: being locked is enough
                     continue
                 try:
                     fits = pkg.satisfies(re.sub(r"\[[^\]]*\]", "", spec))
@@ -276,9 +277,6 @@ class LockView:
                     out.append(f"{spec.strip()} is not the locked {name} {pkg.version}")
         return out
 
-
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # ---------------------------------------------------------------------------------------- channels
@@ -513,7 +511,7 @@ def add_package(prefix: Path, package_file: Path, *, cache_dir: Path) -> None:
 
 def _channel_record(package_file: Path) -> Any:
     """The channel's repodata record of ``package_file`` (the channel is its grandparent folder)."""
-    from resolver.tools.package_check import channel_record
+    from resolver.tools.channel_index import channel_record
 
     r = rattler()
     subdir = package_file.parent

@@ -27,7 +27,6 @@ refuses it, as one :class:`IntegrityError` (exit 4) naming the file and the reas
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -261,21 +260,3 @@ def record_problem(index: Mapping[str, Any], record: Mapping[str, Any]) -> str |
         if mine != theirs:
             return f"its info/index.json says {key} {_show(mine)}, the channel's index {_show(theirs)}"
     return None
-
-
-def channel_record(package_file: Path) -> dict[str, Any]:
-    """The entry of ``package_file`` in its folder's ``repodata.json`` (one sentence when there is none)."""
-    from resolver.core.fs import read_bytes_bounded
-
-    index_file = package_file.parent / "repodata.json"
-    try:
-        data = json.loads(read_bytes_bounded(index_file, limit=INFO_LIMIT, what="channel index"))
-    except (BadInput, ValueError, RecursionError):
-        data = None
-    entries = data.get("packages.conda" if package_file.name.endswith(".conda") else "packages") \
-        if isinstance(data, dict) else None
-    entry = entries.get(package_file.name) if isinstance(entries, dict) else None
-    if not isinstance(entry, dict):
-        raise BadInput(f"{package_file.name} is not in {index_file}",
-                       fix=f"re-index the channel (`python -m resolver build` does), or rebuild {package_file.name}")
-    return entry

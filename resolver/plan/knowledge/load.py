@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.core.errors import InternalError
 from resolver.core.records import Fields, OfType, read_record, write_record
 from resolver.core.versions import ComputeCapability, CudaVariant, DottedVersion, GfxArch
-from resolver.plan.knowledge.query import Knowledge, is_release_version
 from resolver.plan.knowledge.rows import (
     KNOWN_BAD_WHEN,
     AmdChip,
@@ -34,10 +33,15 @@ from resolver.plan.knowledge.rows import (
     TorchVariant,
     UpstreamKernel,
     WheelSet,
+    is_release_version,
 )
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 TABLE_FILES = ("torch.toml", "cuda.toml", "gpus.toml", "mamba.toml", "rocm.toml", "conda_forge.toml")
+
+
+if TYPE_CHECKING:
+    from resolver.plan.knowledge.query import Knowledge
 
 
 class KnowledgeError(InternalError):
@@ -46,8 +50,8 @@ class KnowledgeError(InternalError):
     id = "knowledge-data"
 
 
-def load_tables(folder: str | Path | None = None, *, cache: bool = True) -> Knowledge:
-    """Read and validate every table in ``folder`` (default: the package's ``data/``)."""
+def load_tables(into: type[Knowledge], folder: str | Path | None = None, *, cache: bool = True) -> Knowledge:
+    """Read and validate every table in ``folder`` (default: the package's ``data/``) into a ``Knowledge``."""
     folder = Path(folder) if folder is not None else DATA_DIR
     blobs = _read_blobs(folder)
     cached = _cache_file(blobs) if cache else None
@@ -55,11 +59,11 @@ def load_tables(folder: str | Path | None = None, *, cache: bool = True) -> Know
         data = read_record(cached, Fields({name: OfType(dict) for name in TABLE_FILES}))
         if data is not None:
             try:
-                return _build(data)
+                return _build(into, data)
             except KnowledgeError:  # a record that is not the tables parsed: parsed again, rewritten
                 pass
     raw = {name: _parse_toml(folder / name, blob) for name, blob in blobs.items()}
-    knowledge = _build(raw)
+    knowledge = _build(into, raw)
     if cached is not None:
         write_record(cached, raw, label="knowledge-cache")  # a read-only home: parse every time
     return knowledge
@@ -318,7 +322,7 @@ def _conda_forge(cf: dict) -> CondaForge:
                       channel.str("source"), toolkit)
 
 
-def _build(raw: dict[str, dict]) -> Knowledge:
+def _build(into: type[Knowledge], raw: dict[str, dict]) -> Knowledge:
     tables = {field: _each(raw[file], file, key, build, label) for field, (file, key, label, build) in _TABLES.items()}
     tables["releases"] = tuple(sorted(tables["releases"], key=lambda r: r.version))
-    return Knowledge(**tables, conda_forge=_conda_forge(raw["conda_forge.toml"]))
+    return into(**tables, conda_forge=_conda_forge(raw["conda_forge.toml"]))

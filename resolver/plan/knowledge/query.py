@@ -72,7 +72,7 @@ class Knowledge:
         """
         from resolver.plan.knowledge.load import load_tables
 
-        return load_tables(folder, cache=cache)
+        return load_tables(cls, folder, cache=cache)
 
     # ---- torch
 
@@ -228,14 +228,6 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
 
-def is_release_version(version: str) -> bool:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        Version(version)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def _release_key(version: str) -> tuple[bool, Version]:

@@ -346,3 +346,12 @@ class CondaForge(NamedTuple):
             if version == cuda.truncate(2):
                 return archs, ptx
         return None
+
+def is_release_version(version: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True

@@ -42,7 +42,7 @@ def probe_machine(sysroot: str | Path | None = None, environ: Mapping[str, str] 
     (:mod:`resolver.plan.probe.double`): that capture's GPUs on this machine.
     """
     if sysroot is None and system is None:
-        from resolver.plan.probe.double import probe_double, sysroot_from_environ
+        from resolver.plan.probe.double import sysroot_from_environ
 
         double = sysroot_from_environ(os.environ if environ is None else environ)
         if double is not None:
@@ -115,3 +115,30 @@ def apply_overrides(profile: HardwareProfile, environ: Mapping[str, str], findin
         profile = replace(profile, glibc=DottedVersion.parse(value) if value else None)
         findings.source(f"glibc: {overrides.GLIBC}")
     return replace(profile, overrides=tuple(sorted(applied))) if applied else profile
+
+
+def probe_double(sysroot: str | Path, environ: Mapping[str, str] | None = None) -> HardwareProfile:
+    """This machine with the GPUs, drivers and ROCm of the captured machine in ``sysroot``."""
+    from resolver.plan.probe.double import SYSROOT_VAR
+    from resolver.plan.probe.sysroot import SysrootSystem
+
+    folder = Path(sysroot)
+    if not folder.is_dir():
+        raise BadInput(f"{SYSROOT_VAR}={sysroot} is not a folder",
+                       fix=f"point {SYSROOT_VAR} (or --sysroot) at a folder made by `python -m resolver probe "
+                           "--capture DIR`, or unset it to use this machine's own GPUs")
+    live = LiveSystem(environ)
+    findings = Findings()
+    findings.note(f"machine double: the GPUs, drivers and ROCm are those captured in {folder}; "
+                  "everything else is this machine")
+    profile = read_machine(live, findings, hardware=SysrootSystem(folder))
+    profile = apply_overrides(profile, live.environ, findings)
+    where = f"sysroot {folder}"
+    return replace(profile, notes=findings.notes,
+                   nvidia=profile.nvidia and replace(profile.nvidia, sources=_tag(profile.nvidia.sources, where)),
+                   amd=profile.amd and replace(profile.amd, sources=_tag(profile.amd.sources, where)),
+                   sources=findings.sources + (f"GPUs, drivers and ROCm: {where} (a machine double)",))
+
+
+def _tag(sources: tuple[str, ...], where: str) -> tuple[str, ...]:
+    return tuple(f"{where}: {s}" for s in sources)

@@ -16,6 +16,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
+from resolver.core.versions import major_minor
 from resolver.plan.probe.amd_parse import parse_hipcc_version
 from resolver.plan.probe.findings import Findings
 from resolver.plan.probe.system import System
@@ -43,7 +44,7 @@ class Toolkit:
 
     @property
     def major_minor(self) -> str:
-        return ".".join(self.version.split(".")[:2])
+        return major_minor(self.version)
 
     def to_json(self) -> dict:
         return {"backend": self.backend, "compiler": self.compiler, "version": self.version, "home": self.home}

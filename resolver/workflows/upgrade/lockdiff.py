@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from resolver.core.names import canonical_name
 from resolver.lock.lockfile import LockedEnv
 
 _ENTRY = re.compile(r"^\s*- (conda|pypi): (.+?)\s*$")
@@ -147,7 +148,7 @@ def lock_diff(old: LockedEnv, new: LockedEnv) -> LockDiff:
     """The packages of ``new`` against ``old`` (conda by name, PyPI by normalized name)."""
     def versions(env: LockedEnv) -> dict[tuple[str, str], str]:
         out = {("conda", r.name): r.version for r in env.conda}
-        out.update({("pypi", _normal(a.name)): a.version for a in env.pypi})
+        out.update({("pypi", canonical_name(a.name)): a.version for a in env.pypi})
         return out
 
     a, b = versions(old), versions(new)
@@ -156,7 +157,3 @@ def lock_diff(old: LockedEnv, new: LockedEnv) -> LockDiff:
              if a.get((kind, name)) != b.get((kind, name))]
     unchanged = sum(1 for key in set(a) & set(b) if a[key] == b[key])
     return LockDiff(old.name, new.name, tuple(moved), unchanged)
-
-
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()

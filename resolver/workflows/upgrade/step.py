@@ -18,7 +18,7 @@ from typing import Any
 
 from resolver.core.errors import BadInput, Refusal, UsageError
 from resolver.core.model import Plan, Request, Target
-from resolver.core.versions import DottedVersion
+from resolver.core.versions import DottedVersion, major_minor, python_release
 from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Manifest
@@ -139,7 +139,7 @@ def new_request(current: Side, wanted: Wanted, knowledge: Knowledge) -> Request:
         torch = _version_flag(wanted.torch, "--torch", "2.14")
     elif wanted.latest:
         torch = knowledge.releases_newest_first()[0].version
-    python = _version_flag(wanted.python, "--python", "3.11") if wanted.python else \
+    python = python_release(wanted.python) if wanted.python else \
         DottedVersion.parse(current.plan.python)
     return Request(target=target, python=python, torch=torch)
 
@@ -177,7 +177,7 @@ def new_environment_name(project: ProjectPaths, manifest: Manifest, plan: Plan, 
                 _same_kernels(plan, lock.stored_plan(project, name)):
             return name
     family = plan.env_name
-    major, minor = plan.torch.version.split(".")[:2]
+    major, minor = major_minor(plan.torch.version).split(".")
     candidates = [family, _name([family, f"torch{major}", minor]),
                   _name([family, f"torch{major}", minor, plan.torch.variant.replace(".", "")]),
                   _name([family, f"torch{major}", minor, plan.torch.variant.replace(".", ""),
@@ -231,7 +231,7 @@ def _family_target(name: str) -> str:
 
 def _mm(version: str) -> str | None:
     parts = version.split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 and all(p.isdigit() for p in parts[:2]) else None
+    return major_minor(version) if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else None
 
 
 def _version_flag(text: str, flag: str, example: str) -> DottedVersion:
