@@ -3,7 +3,7 @@
     python benchmarks/fleet_scale.py [--nodes 1000,10000,100000] [--runs 3] [--json]
     python benchmarks/fleet_scale.py --nodes 1000 --resolve CHANNEL   # also lock with real solves (see below)
 
-The nodes are generated from tests/machines: each captured machine is probed once (as
+The nodes are generated from tests/data/machines: each captured machine is probed once (as
 `probe --sysroot DIR --json` does), then node k is a copy of machine k mod M with its own GPU UUIDs,
 memory and GPU count (1 to 8 of the machine's GPUs), written as `node-0001.json` …, so no two files
 are alike and every one is read, checked and planned.
@@ -15,9 +15,9 @@ process's maximum resident set, from wait4), for each fleet size:
 - `lock --fleet DIR --no-conda --no-pypi`: the same, plus pixi.toml (one environment per class, the
   fleet's table) and pixi.lock written. Solving is per class, not per node, and needs the channels and
   indexes (conda-forge, PyPI, PyTorch's), which this machine cannot reach for every class of
-  tests/machines; so this figure leaves the solves out, and says how many classes would be solved.
+  tests/data/machines; so this figure leaves the solves out, and says how many classes would be solved.
 - with `--resolve CHANNEL` (the tests' toolchain channel, e.g. .resolver/test-channels/toolchain-*), a
-  fleet of N nodes made from the two machine doubles of tests/doubles (one class, CUDA 13.0) is locked
+  fleet of N nodes made from the two machine doubles of tests/data/doubles (one class, CUDA 13.0) is locked
   with the real solves: conda from CHANNEL, PyPI through this machine's pip configuration.
 """
 
@@ -147,7 +147,7 @@ def main() -> int:
     if args.json:
         print(json.dumps({"sizes": results, "lock_with_solves": solved or None}, indent=2))
         return 0
-    print(f"node profiles from tests/machines ({results[0]['classes']} classes, the rest no class serves); "
+    print(f"node profiles from tests/data/machines ({results[0]['classes']} classes, the rest no class serves); "
           f"median of {args.runs} runs; CPU = user + system; peak = maximum resident set")
     print(f"{'nodes':>8}  {'command':<34} {'wall s':>7} {'CPU s':>7} {'peak MiB':>9}")
     for figures in results:

@@ -68,7 +68,7 @@ class CannotRun(Exception):
 
 
 # ----------------------------------------------------------------------------------------------
-# pure helpers (tested in tests/test_gpu_acceptance.py)
+# pure helpers (tested in tests/journeys/test_gpu_acceptance.py)
 
 def no_gpu_reason(probe: dict | None, nvidia_smi: str | None) -> str | None:
     """Why there is nothing to measure here, or None when the probe found an NVIDIA GPU.

@@ -2,9 +2,9 @@
 abort at interpreter exit after a solve/index/install; the CLI must never exit that way).
 
 The project: a workspace whose ``cpu`` environment is a conda prefix (its ``python`` 3.11 from the test suite's
-toolchain channel, tests/toolchain_channel.py, or ``--channel DIR``, named as the mirror of ``conda-forge``),
+toolchain channel, tests/support/toolchain_channel.py, or ``--channel DIR``, named as the mirror of ``conda-forge``),
 ``rt-tool`` and ``rt-kernel`` from the project's local channel (``.resolver/channel``, built here by
-tests/channel_factory.py and named in pixi.toml), and the wheels ``rtpy`` + a ``torch`` stub from a local
+tests/support/channel_factory.py and named in pixi.toml), and the wheels ``rtpy`` + a ``torch`` stub from a local
 wheelhouse (pip's configuration off, no index). It is locked once in process for the plan ``lock --target cpu``
 makes; the CLI relocks that stored plan from then on (``--force``: a current lock is otherwise left as it is,
 with nothing solved).

@@ -28,7 +28,7 @@ their dependencies) through this machine's pip configuration:
 * plan:    ``resolver plan`` vs ``python -c pass`` (bytecode cached, as a user runs it).
 
 ``--channel DIR``: the conda-forge mirror holding a conda python (default: the test suite's toolchain
-channel, tests/toolchain_channel.py, built once). Targets: lock and install ≤ 1.5× uv, plan ≤ 3×,
+channel, tests/support/toolchain_channel.py, built once). Targets: lock and install ≤ 1.5× uv, plan ≤ 3×,
 no-op lock and lock --check ≤ 5× ``python -c pass``.
 """
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent))  # `support` and the tests' own modules
 
 # Run inside created environments (they import torch) or are build inputs, not test modules.
-collect_ignore = ["kernel_cases.py", "reference_cases.py", "fixtures"]
+collect_ignore = ["support/kernel_cases.py", "support/reference_cases.py", "data"]
 
 # property tests: a fixed number of examples, no example database, no deadline (a loaded machine is slow, not
 # wrong), and hypothesis's own cache (its Unicode tables) in the temporary folder, not in the checkout
@@ -44,7 +44,7 @@ def torch_cpu_mirror() -> Path | None:
 def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None) -> str:
     """A pixi.toml text whose workspace declares the glibc the toolchain channel's python needs and,
     given ``torch_mirror``, maps PyTorch's CPU index to it under [tool.resolver.mirrors]."""
-    import toolchain_channel
+    from support import toolchain_channel
 
     text = text.replace('platforms = ["linux-64"]', f"platforms = [{toolchain_channel.platform_entry(toolchain)}]", 1)
     if torch_mirror is not None:
@@ -57,10 +57,10 @@ def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None
 def hermetic_session(tmp_path_factory):
     """The session's own home and caches (the resolver's verified store and package cache, uv's,
     rattler's, pip's), no network beyond loopback for any process a test starts, and PyPI's simple
-    index served by a local double (tests/hermetic.py); all removed when the session ends. Tests
+    index served by a local double (tests/support/hermetic.py); all removed when the session ends. Tests
     corrupt verified files on purpose, and uv extracts a local wheel once per path, so the user's
     caches grew by gigabytes every session; a test that reached PyPI failed when PyPI did."""
-    import hermetic
+    from support import hermetic
 
     base = tmp_path_factory.mktemp("session")
     refused = hermetic.refusing_port()
@@ -106,7 +106,7 @@ def leaves_the_checkout_alone():
 
 @pytest.fixture
 def index_double(hermetic_session):
-    """The session's double of PyPI's simple index (tests/hermetic.py)."""
+    """The session's double of PyPI's simple index (tests/support/hermetic.py)."""
     return hermetic_session
 
 
@@ -170,12 +170,12 @@ def other_torch_env() -> Path:
 
 @pytest.fixture(scope="session")
 def conda_channel() -> Path:
-    """A real local conda channel (tests/toolchain_channel.py): this machine's CPython 3.11 as conda
+    """A real local conda channel (tests/support/toolchain_channel.py): this machine's CPython 3.11 as conda
     ``python`` (+ python_abi, pip, setuptools, wheel) and the CUDA 13.0 compiler toolchain under
     conda-forge's names (cuda-version, cuda-nvcc and its split, cuda-cudart*, cuda-cccl), built from
     NVIDIA's PyPI wheels. Built once per clone under .resolver/test-channels/ (a few minutes), then
     reused; returns the channel folder."""
-    import toolchain_channel
+    from support import toolchain_channel
 
     try:
         toolchain_channel.find_source_python()
@@ -187,7 +187,7 @@ def conda_channel() -> Path:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """A channel folder of real built packages (what `build --variant` jobs leave in .resolver/channel)."""
-    import channel_factory as cf
+    from support import channel_factory as cf
 
     return cf.build_channel(tmp_path_factory.mktemp("built") / "channel")
 
@@ -195,7 +195,7 @@ def built(tmp_path_factory) -> Path:
 @pytest.fixture()
 def served(tmp_path):
     """An empty folder served over HTTP on 127.0.0.1: (the folder, its server)."""
-    import channel_factory as cf
+    from support import channel_factory as cf
 
     folder = tmp_path / "site"
     folder.mkdir()

@@ -29,21 +29,21 @@ REPO = Path(__file__).resolve().parent.parent
 
 # campaign -> (modules to mutate, tests that should catch their bugs)
 CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "names": (("resolver/core/names.py",), ("tests/test_names.py", "resolver/core/names.py")),
+    "names": (("resolver/core/names.py",), ("tests/unit/core/test_names.py", "resolver/core/names.py")),
     "decide-rules": (("resolver/plan/decide/rules.py", "resolver/plan/decide/rocm.py", "resolver/plan/decide/cuda.py",
                       "resolver/plan/decide/cpu.py", "resolver/plan/decide/search.py"),
-                     ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",
-                      "tests/test_decide_golden.py", "tests/test_decide_rules_edges.py", "resolver/plan/decide/")),
+                     ("tests/unit/plan/test_decide.py", "tests/unit/plan/test_decide_boundaries.py", "tests/unit/plan/test_decide_corpus.py",
+                      "tests/unit/plan/test_decide_golden.py", "tests/unit/plan/test_decide_rules_edges.py", "resolver/plan/decide/")),
     "decide-assembly": (("resolver/plan/decide/choose.py", "resolver/plan/decide/choices.py", "resolver/plan/decide/context.py",
                          "resolver/core/model.py", "resolver/plan/decide/rejection.py", "resolver/plan/decide/explain.py"),
-                        ("tests/test_decide.py", "tests/test_decide_boundaries.py", "tests/test_decide_corpus.py",
-                         "tests/test_decide_golden.py", "tests/test_decide_refusal_texts.py",
-                         "tests/test_decide_plan_fields.py", "resolver/plan/decide/")),
+                        ("tests/unit/plan/test_decide.py", "tests/unit/plan/test_decide_boundaries.py", "tests/unit/plan/test_decide_corpus.py",
+                         "tests/unit/plan/test_decide_golden.py", "tests/unit/plan/test_decide_refusal_texts.py",
+                         "tests/unit/plan/test_decide_plan_fields.py", "resolver/plan/decide/")),
     "knowledge": (("resolver/plan/knowledge/rows.py", "resolver/plan/knowledge/query.py", "resolver/plan/knowledge/consistency.py"),
-                  ("tests/test_knowledge.py", "tests/test_knowledge_consistency.py", "tests/test_decide_boundaries.py",
-                   "tests/test_decide_golden.py", "resolver/plan/knowledge/")),
+                  ("tests/unit/plan/test_knowledge.py", "tests/unit/plan/test_knowledge_consistency.py", "tests/unit/plan/test_decide_boundaries.py",
+                   "tests/unit/plan/test_decide_golden.py", "resolver/plan/knowledge/")),
     "patch-engine": (("resolver/patch/engine.py",),
-                     ("tests/test_patch_engine.py", "tests/test_patch_cli.py", "tests/test_untrusted_patch.py",
+                     ("tests/unit/patch/test_patch_engine.py", "tests/unit/patch/test_patch_cli.py", "tests/hostile/test_untrusted_patch.py",
                       "resolver/patch/engine.py",
                       # children only (a child cannot kill a mutant); twelve of them cost 2 s a mutant
                       *(a for t in ("test_patch_cli.py::test_help_lists_every_flag",
@@ -54,26 +54,26 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                     "test_untrusted_patch.py::test_a_fifo_as_the_rocm_version_file_does_not_hang",
                                     "test_untrusted_patch.py::test_twelve_concurrent_runs_all_succeed_and_leave_no_"
                                     "temporary_files") for a in ("--deselect", f"tests/{t}")))),
-    "setup-stamps": (("resolver/workflows/setup/pipeline.py",), ("tests/test_setup_stamps.py", "tests/test_pipeline.py",
+    "setup-stamps": (("resolver/workflows/setup/pipeline.py",), ("tests/unit/workflows/test_setup_stamps.py", "tests/unit/workflows/test_pipeline.py",
                                                         "resolver/workflows/setup/pipeline.py")),
-    "fleet-classes": (("resolver/fleet/classes.py",), ("tests/test_fleet_classes.py", "resolver/fleet/classes.py")),
+    "fleet-classes": (("resolver/fleet/classes.py",), ("tests/unit/fleet/test_fleet_classes.py", "resolver/fleet/classes.py")),
     "doctor-table": (("resolver/doctor/signatures.py", "resolver/doctor/context.py"),
-                     ("tests/test_doctor_fixes.py", *(f"tests/test_doctor.py::{t}" for t in (
+                     ("tests/unit/doctor/test_doctor_fixes.py", *(f"tests/unit/doctor/test_doctor.py::{t}" for t in (
                          "test_signature_matches_the_log_of_the_issue_it_cites", "test_a_clean_log_matches_nothing",
                          "test_the_seed_documents_five_errors_are_covered", "test_build_stuck_only_when_the_log_ends_there",
                          "test_named_groups_and_the_fix_are_filled_for_this_environment", "test_version_and_driver_checks",
                          "test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch")),
                       "resolver/doctor/signatures.py", "resolver/doctor/context.py")),
-    "lock-sources": (("resolver/project/sources.py",), ("tests/test_lock_sources.py", "resolver/project/sources.py")),
+    "lock-sources": (("resolver/project/sources.py",), ("tests/unit/project/test_lock_sources.py", "resolver/project/sources.py")),
     "lockfile": (("resolver/lock/lockfile.py",),
-                 ("tests/test_lockfile.py", "tests/test_staleness.py",
-                  "tests/test_workspaces.py::test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes",
+                 ("tests/unit/lock/test_lockfile.py", "tests/unit/lock/test_staleness.py",
+                  "tests/unit/project/test_workspaces.py::test_a_lock_cut_into_rattlers_blocks_joins_back_to_the_same_bytes",
                   "resolver/lock/lockfile.py")),
-    "install-fetch": (("resolver/install/fetch.py",), ("tests/test_install_fetch.py", "resolver/install/fetch.py")),
+    "install-fetch": (("resolver/install/fetch.py",), ("tests/unit/install/test_install_fetch.py", "resolver/install/fetch.py")),
     # the four tests that link with py-rattler skip in mutmut's forked children (rattler hangs after a fork):
     # run the survivors again in a fresh process each (docs/testing.md)
     "install-ready": (("resolver/install/environment.py", "resolver/install/__init__.py"),
-                      ("tests/test_install_ready.py", "resolver/install/environment.py")),
+                      ("tests/unit/install/test_install_ready.py", "resolver/install/environment.py")),
 }
 
 COPIED = ("resolver", "tests", "pixi.toml", "recipes", "patches", "README.md", "docs")

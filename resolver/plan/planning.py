@@ -6,7 +6,7 @@ Because deciding is pure, its answer is remembered (:class:`PlanMemo`, in the us
 profile, request and resolver give the same plan, so a second ``plan`` on a machine takes the
 remembered one without importing the decision stage (the import is most of ``plan``'s time). The
 key holds every input decide reads: the profile (less the fields listed in ``NOT_DECIDED_ON``, which
-vary from run to run and which decide never reads: a fact ``tests/test_decide.py`` checks), the
+vary from run to run and which decide never reads: a fact ``tests/unit/plan/test_decide.py`` checks), the
 request, the Python running it, and the content of every file of the installed resolver package (its
 code and its knowledge tables), so any edit to either is a new key.
 

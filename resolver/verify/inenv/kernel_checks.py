@@ -22,7 +22,7 @@ the result is rounded once to the input dtype when it is stored. So
 - float16 likewise: half an ulp is 2^-11 = 4.9e-4, plus the drift: under 7.3e-4. Tolerance **2e-3**.
 
 Semantic mistakes are far outside these: an anti-causal convolution or a scan without its softplus is
-off by tens of percent (the negative controls in tests/kernel_cases.py).
+off by tens of percent (the negative controls in tests/support/kernel_cases.py).
 
 Calling a kernel is decided by :func:`kernel_gate` first, a pure function of the device and the
 extensions' facts: an extension that carries no code for the device's architecture is never called

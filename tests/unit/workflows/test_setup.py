@@ -1,0 +1,102 @@
+"""`setup` as a whole: another machine's target stops after a real lock; concurrency; resumption."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from support import REPO
+from support import channel_factory as cf  # noqa: E402
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
+    return project
+
+
+def _setup(project: Path, *args: str, env_extra: dict[str, str] | None = None, **kwargs):
+    env = dict(os.environ, RESOLVER_PROJECT=str(project), **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "resolver", "setup", *args], env=env, capture_output=True,
+                          text=True, **kwargs)
+
+
+def test_rocm60_target_here_plans_locks_and_names_what_remains(tmp_path):
+    """The PyTorch ROCm index is out of reach here, as on an air-gapped cluster: a local mirror of it
+    (a wheelhouse with the pinned torch build) makes the lock real; the rest is left to the ROCm machine."""
+    plan = json.loads(subprocess.run([sys.executable, "-m", "resolver", "plan", "--target", "rocm6.0", "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+    version, label = plan["torch"]["version"], plan["torch"]["variant"]
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    mirror = tmp_path / "rocm-mirror"
+    wheel = cf.write_wheel(mirror, "torch", f"{version}+{label}", {"torch/__init__.py": f'__version__ = "{version}+{label}"\n'})
+    wheel.rename(mirror / f"torch-{version}+{label}-{tag}-{tag}-linux_x86_64.whl")
+    project = _project(tmp_path)
+    done = _setup(project, "--target", "rocm6.0", "--json", env_extra={"RESOLVER_FIND_LINKS": str(mirror)}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert not report["complete"]
+    assert [p["id"] for p in report["plan"]["patches"]] == ["rocm6.0-bf16-inline"]
+    steps = {s["name"]: s["status"] for s in report["steps"]}
+    assert steps["lock"] == "done"
+    lock_detail = next(s["detail"] for s in report["steps"] if s["name"] == "lock")
+    assert "added to pixi.toml: environment rocm6 (its own feature rocm6, no default feature)" in lock_detail
+    assert [steps[s] for s in ("install", "patch", "build", "verify")] == ["deferred"] * 4
+    assert any("rocm6.0-bf16-inline" in line for line in report["remaining"])
+    lock_text = (project / "pixi.lock").read_text()
+    assert f"torch-{version}+{label}" in lock_text or f"torch-{version}%2B{label}" in lock_text
+    # the human form says what remains, in words
+    again = _setup(project, "--target", "rocm6.0", env_extra={"RESOLVER_FIND_LINKS": str(mirror)}, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "lock     skipped" in again.stdout and "to finish on the target machine" in again.stdout
+
+
+def test_rocm60_without_a_mirror_says_the_index_is_out_of_reach(tmp_path):
+    project = _project(tmp_path)
+    done = _setup(project, "--target", "rocm6.0", timeout=600)
+    assert done.returncode == 3
+    error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and "cannot be reached from here" in error[0] and "--find-links" in error[0]
+
+
+def test_concurrent_setup_waits_or_refuses(tmp_path):
+    project = _project(tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from resolver.workflows.setup.pipeline import project_lock\n"
+                               f"with project_lock(Path({str(project / '.resolver' / 'state')!r})):\n"
+                               "    print('held', flush=True); time.sleep(3)"],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    busy = _setup(project, "--dry-run", "--no-wait", timeout=60)
+    assert busy.returncode == 6 and "another resolver run holds the project" in busy.stderr
+    started = time.monotonic()
+    waited = _setup(project, "--dry-run", timeout=60)
+    holder.wait()
+    assert waited.returncode == 0, waited.stderr
+    assert "waiting for another resolver run" in waited.stdout + waited.stderr
+    assert time.monotonic() - started > 1.0
+
+
+def test_dry_run_changes_nothing(tmp_path):
+    project = _project(tmp_path)
+    before = sorted(p.name for p in project.iterdir())
+    done = _setup(project, "--dry-run", "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    steps = {s["name"]: s["status"] for s in json.loads(done.stdout)["steps"]}
+    assert steps["lock"] == "would-run" and steps["install"] == "would-run"
+    assert not (project / "pixi.lock").exists() and not (project / ".resolver" / "envs").exists()
+    assert sorted(p.name for p in project.iterdir() if p.name != ".resolver") == before
+
+
+@pytest.mark.parametrize("target", ["cuda99.0", "rocm5.7"])
+def test_targets_that_cannot_be_planned_are_refused_before_anything_is_written(tmp_path, target):
+    project = _project(tmp_path)
+    done = _setup(project, "--target", target, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert not (project / "pixi.lock").exists()
