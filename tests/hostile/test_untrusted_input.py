@@ -182,7 +182,7 @@ def test_uv_gets_no_requirement_as_an_option(tmp_path):
 
     with pytest.raises(BadInput, match="not a PyPI project name"):
         pypi.resolve(pypi.PypiRequest(("-e/some/dir",), python="3.11", platform="linux-64"), ProjectPaths(tmp_path))
-    source = (REPO / "resolver" / "uv.py").read_text()
+    source = (REPO / "resolver" / "tools" / "uv.py").read_text()
     assert '"--", *(str(w) for w in wheels)' in source  # install: files after "--"; compile: a checked file
 
 

@@ -105,7 +105,7 @@ def _patch_ids_named_in(value, key=""):
 
 
 def test_every_patch_id_the_knowledge_base_names_exists():
-    data_dir = REPO / "resolver" / "knowledge" / "data"
+    data_dir = REPO / "resolver" / "plan" / "knowledge" / "data"
     files = sorted(data_dir.glob("*.toml")) if data_dir.is_dir() else []
     if not files:
         pytest.skip("no knowledge base yet (resolver/plan/knowledge/data/*.toml)")
@@ -139,7 +139,7 @@ def test_knowledge_base_header_fixes_agree_with_the_registry():
     """The plan lists fixes from resolver/plan/knowledge/data (rows [[header_fix]]); patch applies them from patches/.
     Same id, same file, same ROCm range."""
     rows = []
-    for path in sorted((REPO / "resolver" / "knowledge" / "data").glob("*.toml")):
+    for path in sorted((REPO / "resolver" / "plan" / "knowledge" / "data").glob("*.toml")):
         with open(path, "rb") as handle:
             rows += [(path.name, row) for row in tomllib.load(handle).get("header_fix", [])]
     if not rows:

@@ -202,10 +202,10 @@ def test_the_plan_memo_is_keyed_by_the_content_of_every_file_of_the_package(tmp_
     monkeypatch.setattr(planning, "PACKAGE", copy)
     before = planning.package_digest()
     assert planning.package_digest() == before
-    module = copy / "decide" / "context.py"
+    module = copy / "plan" / "decide" / "context.py"
     module.write_text(module.read_text() + "\n")
     edited = planning.package_digest()
-    table = copy / "knowledge" / "data" / "gpus.toml"
+    table = copy / "plan" / "knowledge" / "data" / "gpus.toml"
     table.write_text(table.read_text().replace("H100", "H1OO", 1))
     assert len({before, edited, planning.package_digest()}) == 3
 

@@ -157,4 +157,4 @@ def test_the_store_layout_has_one_home():
     """Only resolver/tools/store.py spells the store's layout (sha256[:2]/sha256/name)."""
     root = REPO / "resolver"
     spelled = [str(p.relative_to(root)) for p in root.rglob("*.py") if "[:2] /" in p.read_text()]
-    assert spelled == ["store.py"]
+    assert spelled == ["tools/store.py"]
