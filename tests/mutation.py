@@ -46,13 +46,13 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                      ("tests/unit/patch/test_patch_engine.py", "tests/unit/patch/test_patch_cli.py", "tests/hostile/test_untrusted_patch.py",
                       "resolver/patch/engine.py",
                       # children only (a child cannot kill a mutant); twelve of them cost 2 s a mutant
-                      *(a for t in ("test_patch_cli.py::test_help_lists_every_flag",
-                                    "test_patch_cli.py::test_explicit_missing_rocm_root_is_an_error",
-                                    "test_patch_cli.py::test_read_only_rocm_root_works_through_the_overlay",
-                                    "test_untrusted_patch.py::test_rocm_header_that_is_a_fifo_is_refused_without_hanging",
-                                    "test_untrusted_patch.py::test_rocm_header_that_is_dev_zero_is_refused",
-                                    "test_untrusted_patch.py::test_a_fifo_as_the_rocm_version_file_does_not_hang",
-                                    "test_untrusted_patch.py::test_twelve_concurrent_runs_all_succeed_and_leave_no_"
+                      *(a for t in ("unit/patch/test_patch_cli.py::test_help_lists_every_flag",
+                                    "unit/patch/test_patch_cli.py::test_explicit_missing_rocm_root_is_an_error",
+                                    "unit/patch/test_patch_cli.py::test_read_only_rocm_root_works_through_the_overlay",
+                                    "hostile/test_untrusted_patch.py::test_rocm_header_that_is_a_fifo_is_refused_without_hanging",
+                                    "hostile/test_untrusted_patch.py::test_rocm_header_that_is_dev_zero_is_refused",
+                                    "hostile/test_untrusted_patch.py::test_a_fifo_as_the_rocm_version_file_does_not_hang",
+                                    "hostile/test_untrusted_patch.py::test_twelve_concurrent_runs_all_succeed_and_leave_no_"
                                     "temporary_files") for a in ("--deselect", f"tests/{t}")))),
     "setup-stamps": (("resolver/workflows/setup/pipeline.py",), ("tests/unit/workflows/test_setup_stamps.py", "tests/unit/workflows/test_pipeline.py",
                                                         "resolver/workflows/setup/pipeline.py")),
