@@ -37,7 +37,7 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         if args.env is None:
-            from resolver.project.upgrade_record import default_environment
+            from resolver.project.pixi_toml import default_environment
 
             args.env = default_environment(project)  # pixi.toml's default environment, when it names one
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,

@@ -94,7 +94,7 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
     """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
     from resolver import __version__
     from resolver.lock.lockfile import LOCK_LIMIT
-    from resolver.project.manifest import MANIFEST_LIMIT
+    from resolver.project.pixi_toml import MANIFEST_LIMIT
 
     try:
         rules = [sha256_bytes(Path(__file__).with_name(name).read_bytes())  # the rules, as they are now
@@ -124,11 +124,11 @@ def _plan_files(project: ProjectPaths) -> list[Path]:
 def stored_plans(project: ProjectPaths) -> list[Plan]:
     """The plans the environments pixi.toml declares were locked from here."""
     from resolver.plan.planning import stored_plan
-    from resolver.project.manifest import environment_names_in
+    from resolver.project.pixi_toml import read_pixi_toml
 
     if not project.manifest.is_file() or not project.plans.is_dir():
         return []
-    return [plan for name in environment_names_in(project.manifest) if (plan := stored_plan(project, name))]
+    return [plan for name in read_pixi_toml(project.manifest).environment_names() if (plan := stored_plan(project, name))]
 
 
 def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
