@@ -135,10 +135,11 @@ def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
     """Store ``plan`` as the one its environment was locked from, unless it is stored already."""
     from resolver.plan.planning import locked_plan_record, save_plan
     from resolver.project.manifest import Manifest
+    from resolver.project.pixi_toml import read_pixi_toml
 
     stored = locked_plan_record(project, plan.env_name)
     if stored is None or stored["plan"] != json.loads(json.dumps(plan.to_json(), default=str)):
-        save_plan(project, plan, Manifest.load(project.manifest))
+        save_plan(project, plan, Manifest.view(read_pixi_toml(project.manifest)))
 
 
 def _stamped(project: ProjectPaths) -> str | None:
@@ -154,8 +155,9 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons
     from resolver.lock import reasons, staleness
     from resolver.lock.lockfile import read_lock
     from resolver.project.manifest import Manifest
+    from resolver.project.pixi_toml import read_pixi_toml
 
-    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+    manifest = Manifest.view(read_pixi_toml(project.manifest)) if project.manifest.is_file() else \
         Manifest.new(project.root.name or "project", project.manifest)
     if not os.path.lexists(project.lockfile):
         return staleness.check(None, manifest, plans, pypi=pypi)

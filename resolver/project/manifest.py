@@ -121,6 +121,7 @@ class Manifest:
         to read only: its data is shared with every other reader, so nothing may be changed or saved."""
         manifest = cls(pixi.data, pixi.path)
         manifest.check_shape()
+        ResolverTables.of(pixi.data, str(pixi.path))
         return manifest
 
     @classmethod
