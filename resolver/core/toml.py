@@ -12,7 +12,7 @@ what it did. :func:`parse_toml_document` is the form that writes back with comme
 >>> parse_toml("a = ", what="the table", fix="fix it")
 Traceback (most recent call last):
 ...
-resolver.core.errors.BadInput: the table is not valid TOML (Invalid value (at line 1, column 5)). Fix: fix it.
+resolver.core.errors.BadInput: the table is not valid TOML (Invalid value (at end of document)). Fix: fix it.
 """
 
 from __future__ import annotations
@@ -35,12 +35,31 @@ def parse_toml(text: str, *, what: str, fix: str) -> dict[str, Any]:
             return parse_toml_document(text, what=what, fix=fix).unwrap()
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return parse_toml_document(text, what=what, fix=fix).unwrap()  # TOML 1.1, or the error tomlkit names
+    except tomllib.TOMLDecodeError as exc:
+        refusal = exc
     except RecursionError:
         raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
     except ValueError as exc:
         raise BadInput(f"{what} is not valid TOML ({value_error_text(exc)})", fix=fix) from None
+    try:
+        return parse_toml_document(text, what=what, fix=fix).unwrap()  # TOML 1.1
+    except BadInput as exc:
+        # both refuse it: the error found further on is the real one (the standard parser's, where tomlkit
+        # stops at the same line, names it better; tomlkit's, where the standard one stopped at 1.1 syntax)
+        if _line(exc.message) > _line(str(refusal)):
+            raise
+        raise BadInput(f"{what} is not valid TOML ({value_error_text(refusal)})", fix=fix) from None
+
+
+def _line(message: str) -> int:
+    """The line a parser's message names (``at line 3``, ``line 3 col 5``; the end of the document is past
+    every line), 0 where it names none."""
+    import re
+
+    if "end of document" in message:
+        return 1 << 62
+    found = re.search(r"\bline (\d+)", message)
+    return int(found.group(1)) if found else 0
 
 
 def parse_toml_document(text: str, *, what: str, fix: str) -> Any:

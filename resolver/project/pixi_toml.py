@@ -167,7 +167,7 @@ def read_tool_tables(path: Path) -> ResolverTables:
 
 def _parsed(path: Path) -> dict[str, Any]:
     """The data of the TOML file at ``path``, parsed again only when its text changed (the text is read each
-    time: a file rewritten within one clock tick keeps its size and time, never its text)."""
+    time: a file rewritten within one clock tick may keep its size and time, not its text)."""
     from resolver.core.toml import parse_toml
 
     text = read_manifest_text(path)
