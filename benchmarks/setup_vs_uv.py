@@ -78,9 +78,9 @@ def medians(pairs: dict[str, tuple], runs: int, env: dict[str, str]) -> dict[str
 
 def default_requirements() -> tuple[str, ...]:
     """The PyPI requirements of the default environment of the shipped pixi.toml (the resolver's own)."""
-    import tomllib
+    from resolver.core.toml import parse_toml
 
-    data = tomllib.loads((REPO / "pixi.toml").read_text())
+    data = parse_toml((REPO / "pixi.toml").read_text(), what="pixi.toml", fix="restore it from git")
     return tuple(f"{name}{'' if spec in ('', '*') else spec}" for name, spec in data["pypi-dependencies"].items())
 
 

@@ -20,12 +20,9 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver import install
-    from resolver.project.paths import ProjectPaths
-    from resolver.project.sources import Sources
+    from resolver.project.paths import ProjectPaths, project_lock
 
     project = ProjectPaths.discover()
-    sources = Sources.load(project.root, flags={"conda-channels": args.channel, "find-links": args.find_links})
-    from resolver.project.paths import project_lock
 
     if not project.lockfile.is_file():
         from resolver.core.errors import BadInput
@@ -37,12 +34,13 @@ def run(args, out) -> int:
         raise BadInput(f"{project.lockfile} does not exist", fix="run `python -m resolver lock` first")
     with project_lock(project.stamps, on_wait=out.info):  # two installs never build the same folder
         if args.env is None:
-            from resolver.project.upgrade_record import default_environment
+            from resolver.project.pixi_toml import default_environment
 
             args.env = default_environment(project)  # pixi.toml's default environment, when it names one
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
-                                               info=out.info, progress=out.progress, sources=sources,
-                                               bytecode=args.bytecode)
+                                               info=out.info, progress=out.progress, bytecode=args.bytecode,
+                                               source_flags={"conda-channels": args.channel,
+                                                             "find-links": args.find_links})
     verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
         f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"

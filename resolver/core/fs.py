@@ -314,35 +314,10 @@ def parse_json(text: str | bytes, *, what: str, fix: str) -> Any:
     except RecursionError:
         raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{what} is not valid JSON ({_value_error(exc)})", fix=fix) from None
+        raise BadInput(f"{what} is not valid JSON ({value_error_text(exc)})", fix=fix) from None
 
 
-def parse_toml(text: str, *, what: str, fix: str, toml_11: bool = False) -> dict[str, Any]:
-    """TOML from input, with the same guarantees as :func:`parse_json`. ``toml_11``: the text may use
-    TOML 1.1 (pixi.toml: inline tables over several lines, trailing commas), which tomlkit reads when
-    Python's TOML 1.0 parser refuses it (a 1.0 document reads the same either way; tomllib is 10x faster)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        if toml_11:
-            import tomlkit
-
-            try:
-                return tomlkit.parse(text).unwrap()
-            except Exception as exc11:  # tomlkit's several parse error types
-                raise BadInput(f"{what} is not valid TOML ({exc11})", fix=fix) from None
-        raise BadInput(f"{what} is not valid TOML ({exc})", fix=fix) from None
-    except RecursionError:
-        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
-    except ValueError as exc:
-        raise BadInput(f"{what} is not valid TOML ({_value_error(exc)})", fix=fix) from None
-
-
-def _value_error(exc: Exception) -> str:
+def value_error_text(exc: Exception) -> str:
     text = str(exc)
     if "integer string conversion" in text:  # Python's guard against quadratic int() on huge numbers
         return "it holds an integer of thousands of digits"

@@ -10,14 +10,10 @@
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from resolver.core.toml import parse_toml
 
 DATA_FILE = Path(__file__).resolve().parent / "signatures.toml"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -60,7 +56,8 @@ def _compile(items, where: str) -> tuple[re.Pattern, ...]:
 
 def load_signatures(path: Path | None = None) -> tuple[Signature, ...]:
     path = path or DATA_FILE
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    data = parse_toml(path.read_text(encoding="utf-8"), what=str(path),
+                      fix="restore it from the repository (git checkout resolver/doctor/signatures.toml)")
     out = []
     for row in data.get("signature", []):
         where = f"{path.name}: {row.get('id', '?')}"

@@ -17,13 +17,14 @@ from resolver.core.errors import BadInput, UsageError
 from resolver.fleet import record
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths, project_lock
+from resolver.project.pixi_toml import read_pixi_toml
 
 
 def _manifest(project: ProjectPaths) -> Manifest:
     if not project.manifest.is_file():
         raise BadInput(f"{project.manifest} does not exist",
                        fix="run the command in the fleet's project (after `python -m resolver lock --fleet DIR`)")
-    manifest = Manifest.load(project.manifest)
+    manifest = Manifest.view(read_pixi_toml(project.manifest))
     if not record.read_classes(manifest):
         raise UsageError(f"{project.manifest} records no fleet",
                          fix="lock one first: `python -m resolver lock --fleet DIR` (a folder of `probe --json` files)")

@@ -88,16 +88,7 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
                 item = doc[table][name]
                 del doc[table][name]
                 doc[table][name] = item
-    if "tool" not in doc:
-        doc.add("tool", tomlkit.table(is_super_table=True))
-    tool = doc["tool"]
-    if "resolver" not in tool:
-        tool.add("resolver", tomlkit.table(is_super_table=True))
-    resolver = tool["resolver"]
-    previous_channel = None
-    if "fleet" in resolver:
-        previous_channel = resolver["fleet"].get("kernel-channel")
-        del resolver["fleet"]
+    previous_channel = manifest.tool.fleet.kernel_channel
     request = request or Request()
     table = tomlkit.table()
     table["target"] = str(request.target)  # what every node plans with (setup on a node uses it too)
@@ -128,7 +119,7 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         entry.add(tomlkit.nl())  # a blank line after each class, also when the table is written again
         classes[c.name] = entry
     table["classes"] = classes
-    resolver["fleet"] = table
+    manifest.set_tool_table("fleet", table, last=True)
     _tidy(manifest, new)
 
 
@@ -137,7 +128,7 @@ def _tidy(manifest: Manifest, names: set[str]) -> None:
     back), so the text is the same whatever order the classes were locked in."""
     import re
 
-    import tomlkit
+    from resolver.core.toml import parse_toml_document
 
     text = manifest.dumps()
     classes = "|".join(re.escape(name) for name in sorted(names))
@@ -145,7 +136,7 @@ def _tidy(manifest: Manifest, names: set[str]) -> None:
         r"\[tool\.resolver\.fleet[\].]"
     tidy = re.sub(rf"\n{{3,}}(?={headers})", "\n\n", text)
     if tidy != text:
-        manifest.doc = tomlkit.parse(tidy)
+        manifest.doc = parse_toml_document(tidy, what="pixi.toml", fix="lock the fleet again")
 
 
 def lists_nodes(fleet: FleetPlan) -> bool:
@@ -166,10 +157,8 @@ def node_list(fleet: FleetPlan) -> str | None:
 
 def read_classes(manifest: Manifest) -> dict[str, StoredClass]:
     """The classes pixi.toml records (empty when it is no fleet's)."""
-    tool = manifest.doc.get("tool", {})
-    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
     out: dict[str, StoredClass] = {}
-    for name, entry in (fleet.get("classes", {}) if isinstance(fleet, dict) else {}).items():
+    for name, entry in manifest.tool.fleet.classes.items():
         def text(key: str) -> str:
             value = entry.get(key, "")
             if not isinstance(value, str):
@@ -190,28 +179,18 @@ def fleet_request(manifest: Manifest) -> Request:
     from resolver.core.model import Target
     from resolver.core.versions import DottedVersion
 
-    fleet = _fleet_table(manifest)
+    fleet = manifest.tool.fleet
     try:
-        python = fleet.get("python")
-        return Request(target=Target.parse(str(fleet.get("target") or "auto")),
-                       python=DottedVersion.parse(str(python)) if python else None)
+        return Request(target=Target.parse(fleet.target),
+                       python=DottedVersion.parse(fleet.python) if fleet.python else None)
     except (UsageError, ValueError):
-        raise BadInput(f"pixi.toml: [tool.resolver.fleet] target {fleet.get('target')!r} or python "
-                       f"{fleet.get('python')!r} is not valid",
+        raise BadInput(f"pixi.toml: [tool.resolver.fleet] target {fleet.target!r} or python "
+                       f"{fleet.python!r} is not valid",
                        fix="lock the fleet again (`python -m resolver lock --fleet DIR`)") from None
 
 
-def _fleet_table(manifest: Manifest) -> Any:
-    tool = manifest.doc.get("tool", {})
-    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
-    return fleet if isinstance(fleet, dict) else {}
-
-
 def kernel_channel(manifest: Manifest) -> str | None:
-    tool = manifest.doc.get("tool", {})
-    fleet = tool.get("resolver", {}).get("fleet", {}) if isinstance(tool, dict) else {}
-    value = fleet.get("kernel-channel") if isinstance(fleet, dict) else None
-    return str(value) if value else None
+    return manifest.tool.fleet.kernel_channel
 
 
 # ------------------------------------------------------------------------------------------ matrix

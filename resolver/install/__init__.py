@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.core.fs import sha256_text
@@ -138,9 +138,12 @@ class _Target:
 def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
                         use_cache: bool = True, info: Info = lambda text: None,
                         progress: Progress | None = None, sources: Sources | None = None,
-                        bytecode: str = "auto") -> InstallSummary:
+                        source_flags: Mapping[str, Any] | None = None, bytecode: str = "auto") -> InstallSummary:
     """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``.
 
+    ``sources``: where the locked files are found; without it they are read (``source_flags`` over
+    pixi.toml's and pyproject.toml's ``[tool.resolver]``) only when files are fetched, so an installed
+    environment that matches the lock is answered from the lock alone.
     ``force`` rebuilds even when the installed environment matches the lock, and never reuses a cached
     build (it repairs); ``use_cache=False`` also ignores the cached build of the same lock content.
     """
@@ -158,6 +161,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     if cached is not None and not force and _linked(project, target, cached, info):
         return target.summary("installed", started, "cache", "all")
     info(f"checking {len(target.env.conda) + len(target.env.pypi)} locked artefacts")
+    sources = sources or Sources.load(project.root, flags=source_flags)
     conda_files, wheels = _verified_artefacts(project, target.env, sources, progress)
     info(f"bytecode: {'compiled now' if ahead else 'on first import'} ({why})")
     _into_place(project, target,
@@ -222,12 +226,12 @@ class _NoCachedBuild(Exception):
     pass
 
 
-def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources | None,
+def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
                         progress: Progress | None) -> tuple[list[Path], list[Path]]:
     """The private, checked copies of every locked conda package and wheel."""
     from resolver.lock.pipconfig import read_pip_config
 
-    finder = Finder(sources or Sources.load(project.root), read_pip_config().local_folders, env.channels,
+    finder = Finder(sources, read_pip_config().local_folders, env.channels,
                     manifest_folders(project.root, env.name))
     store = project.verified_store
     fetched, count, started = 0, len(env.conda) + len(env.pypi), time.monotonic()

@@ -86,7 +86,7 @@ class Environment:
         """The named environment, else the project's default (pixi.toml ``[tool.resolver.upgrade]``), else the
         only one there is; one clear error otherwise."""
         if name is None:
-            from resolver.project.upgrade_record import default_environment
+            from resolver.project.pixi_toml import default_environment
 
             name = default_environment(project)
             if name is not None and cls.kind_of(project.env(name)) is None:

@@ -158,11 +158,12 @@ def manifest_folders(root: Path, env_name: str) -> tuple[str, ...]:
     indexes that are paths (relative ones taken from the project root)."""
     from resolver.core.errors import ResolverError
     from resolver.project.manifest import Manifest
+    from resolver.project.pixi_toml import read_pixi_toml
 
     if not (root / "pixi.toml").is_file():
         return ()
     try:
-        spec = Manifest.load(root / "pixi.toml").environment(env_name)
+        spec = Manifest.view(read_pixi_toml(root / "pixi.toml")).environment(env_name)
     except ResolverError:
         return ()
     values = [*spec.channels, *spec.find_links, *spec.extra_index_urls, *([spec.index_url] if spec.index_url else [])]

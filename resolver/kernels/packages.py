@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-import tomllib
-
 from resolver.core.errors import BadInput
 from resolver.core.resources import shipped
+from resolver.core.toml import parse_toml
 from resolver.plan.knowledge import BuildFix
 
 RECIPES = shipped("recipes")
@@ -108,10 +107,12 @@ class KernelRecipe:
         recipe_dir = Path(recipe_dir)
         try:
             context = dict(Stage0Recipe.from_file(str(recipe_dir / "recipe.yaml")).context or {})
-            meta = tomllib.loads((recipe_dir / "resolver.toml").read_text(encoding="utf-8"))
-        except Exception as exc:  # noqa: BLE001 - OSError, TOML errors, rattler-build's RecipeParseError
+            meta_text = (recipe_dir / "resolver.toml").read_text(encoding="utf-8")
+        except Exception as exc:  # noqa: BLE001 - OSError, UnicodeDecodeError, rattler-build's RecipeParseError
             raise BadInput(f"recipe folder {recipe_dir} is unreadable ({str(exc).strip()[:200]})",
                            fix="restore it from git (`git checkout -- recipes/`)") from None
+        meta = parse_toml(meta_text, what=str(recipe_dir / "resolver.toml"),
+                          fix="restore it from git (`git checkout -- recipes/`)")
         sdist = None
         source_dir = None
         if "sdist" in context:

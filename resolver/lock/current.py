@@ -94,7 +94,7 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
     """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
     from resolver import __version__
     from resolver.lock.lockfile import LOCK_LIMIT
-    from resolver.project.manifest import MANIFEST_LIMIT
+    from resolver.project.pixi_toml import MANIFEST_LIMIT
 
     try:
         rules = [sha256_bytes(Path(__file__).with_name(name).read_bytes())  # the rules, as they are now
@@ -124,21 +124,22 @@ def _plan_files(project: ProjectPaths) -> list[Path]:
 def stored_plans(project: ProjectPaths) -> list[Plan]:
     """The plans the environments pixi.toml declares were locked from here."""
     from resolver.plan.planning import stored_plan
-    from resolver.project.manifest import environment_names_in
+    from resolver.project.pixi_toml import read_pixi_toml
 
     if not project.manifest.is_file() or not project.plans.is_dir():
         return []
-    return [plan for name in environment_names_in(project.manifest) if (plan := stored_plan(project, name))]
+    return [plan for name in read_pixi_toml(project.manifest).environment_names() if (plan := stored_plan(project, name))]
 
 
 def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
     """Store ``plan`` as the one its environment was locked from, unless it is stored already."""
     from resolver.plan.planning import locked_plan_record, save_plan
     from resolver.project.manifest import Manifest
+    from resolver.project.pixi_toml import read_pixi_toml
 
     stored = locked_plan_record(project, plan.env_name)
     if stored is None or stored["plan"] != json.loads(json.dumps(plan.to_json(), default=str)):
-        save_plan(project, plan, Manifest.load(project.manifest))
+        save_plan(project, plan, Manifest.view(read_pixi_toml(project.manifest)))
 
 
 def _stamped(project: ProjectPaths) -> str | None:
@@ -154,8 +155,9 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons
     from resolver.lock import reasons, staleness
     from resolver.lock.lockfile import read_lock
     from resolver.project.manifest import Manifest
+    from resolver.project.pixi_toml import read_pixi_toml
 
-    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else \
+    manifest = Manifest.view(read_pixi_toml(project.manifest)) if project.manifest.is_file() else \
         Manifest.new(project.root.name or "project", project.manifest)
     if not os.path.lexists(project.lockfile):
         return staleness.check(None, manifest, plans, pypi=pypi)

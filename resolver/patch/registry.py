@@ -169,7 +169,8 @@ def load_registry(patches_dir: Path | None = None, extra_tables: Sequence[Path] 
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    from resolver.core.fs import parse_toml, read_bytes_bounded
+    from resolver.core.fs import read_bytes_bounded
+    from resolver.core.toml import parse_toml
 
     try:
         text = read_bytes_bounded(path, limit=16 << 20, what="patch table", fix="check the path").decode("utf-8")

@@ -100,9 +100,9 @@ def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | No
 
     if not targets and not (compute_capability or gfx):
         if project.manifest.is_file() and profile_file is None:
-            from resolver.project.manifest import Manifest
+            from resolver.project.pixi_toml import read_pixi_toml
 
-            stored = [stored_plan(project, name) for name in Manifest.load(project.manifest).environment_names()]
+            stored = [stored_plan(project, name) for name in read_pixi_toml(project.manifest).environment_names()]
             stored = [p for p in stored if p is not None]
             if stored:
                 return stored

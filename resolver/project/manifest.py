@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Collection
 
 from resolver.core.errors import BadInput
-from resolver.core.fs import read_bytes_bounded, write_text_atomic
+from resolver.core.fs import write_text_atomic
 from resolver.project.manifest_shape import check_manifest
 from resolver.project.pixi_platforms import PixiPlatform
+from resolver.project.pixi_toml import MANIFEST_FIX as _FIX
+from resolver.project.pixi_toml import PixiToml, ResolverTables, check_lines, environment_names, read_manifest_text
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan
@@ -40,11 +42,6 @@ if TYPE_CHECKING:
 # What every environment's PyPI part holds besides torch: verify loads a model through transformers,
 # the kernel build needs packaging/ninja/einops (mamba-ssm's setup.py imports them).
 DEFAULT_PYPI = ("numpy", "transformers", "safetensors", "einops", "packaging", "ninja")
-MANIFEST_LIMIT = 4 << 20  # a pixi.toml larger than 4 MiB is not one a person wrote
-# tomlkit reads some 75 kB/s, and a run of blank lines slower still (400 kB of them: 15 s): a shared pixi.toml
-# of more lines than any workspace has (a fleet's classes are a few hundred) is refused before it is parsed
-MANIFEST_LINES = 20_000
-_FIX = "fix pixi.toml (its layout is pixi's: https://pixi.sh/latest/reference/pixi_manifest/)"
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,8 @@ PYPI_INDEX = "https://pypi.org/simple"
 
 
 class Manifest:
-    """A pixi.toml held as a tomlkit document (so writing it back keeps comments and layout)."""
+    """A pixi.toml held as a tomlkit document (so writing it back keeps comments and layout): the one writer
+    of pixi.toml, every edit saved through :meth:`save`. :meth:`view` reads the run's parsed data instead."""
 
     def __init__(self, doc: Any, path: Path | None = None) -> None:
         self.doc = doc
@@ -101,34 +99,30 @@ class Manifest:
 
     @classmethod
     def parse(cls, text: str, path: Path | None = None) -> "Manifest":
-        import tomlkit
+        from resolver.core.toml import parse_toml_document
 
-        if text.count("\n") > MANIFEST_LINES:
-            where = path or "pixi.toml"
-            raise BadInput(f"{where} has more than {MANIFEST_LINES} lines, more than a workspace's manifest has",
-                           fix=f"restore {where} from version control")
-        try:
-            doc = tomlkit.parse(text)
-        except Exception as exc:  # tomlkit raises several parse error types
-            where = path or "pixi.toml"
-            raise BadInput(f"cannot parse {where}: {exc}", fix=f"fix the TOML syntax of {where}") from None
-        check_manifest(doc.unwrap(), str(path or "pixi.toml"))  # types and names, before anything reads it
+        where = path or "pixi.toml"
+        check_lines(text, where)
+        doc = parse_toml_document(text, what=str(where), fix=f"fix the TOML syntax of {where}")
+        check_manifest(doc.unwrap(), str(where))  # types and names, before anything reads it
         manifest = cls(doc, path)
         manifest.check_shape()
+        ResolverTables.of(doc, str(where))  # [tool.resolver] bounded before anything reads it
         return manifest
 
     @classmethod
     def load(cls, path: Path) -> "Manifest":
-        try:  # bounded: never a FIFO, a device or a file of gigabytes
-            text = read_bytes_bounded(path, limit=MANIFEST_LIMIT, what="the manifest").decode("utf-8")
-        except BadInput as exc:
-            if "does not exist" in exc.message:
-                raise BadInput(f"{path} does not exist",
-                               fix="run the command in the project folder (the one holding pixi.toml)") from None
-            raise
-        except UnicodeDecodeError as exc:
-            raise BadInput(f"cannot read {path}: {exc}", fix="check the file's permissions and encoding") from None
-        return cls.parse(text, path)
+        """The pixi.toml at ``path``, to edit and save."""
+        return cls.parse(read_manifest_text(path), path)
+
+    @classmethod
+    def view(cls, pixi: PixiToml) -> "Manifest":
+        """The environments of a pixi.toml this run has read (:func:`resolver.project.pixi_toml.read_pixi_toml`),
+        to read only: its data is shared with every other reader, so nothing may be changed or saved."""
+        manifest = cls(pixi.data, pixi.path)
+        manifest.check_shape()
+        ResolverTables.of(pixi.data, str(pixi.path))
+        return manifest
 
     @classmethod
     def new(cls, name: str, path: Path | None = None) -> "Manifest":
@@ -141,6 +135,25 @@ class Manifest:
 
     def dumps(self) -> str:
         return self.doc.as_string()
+
+    @property
+    def tool(self) -> ResolverTables:
+        """``[tool.resolver]``, each table as its own type (as edited so far)."""
+        return ResolverTables.of(self.doc, str(self.path or "pixi.toml"))
+
+    def set_tool_table(self, name: str, table: Any, *, last: bool = False) -> None:
+        """Replace ``[tool.resolver.NAME]`` with ``table`` (a tomlkit table), in memory; :meth:`save` writes it.
+        ``last``: the table moves after the others (else it keeps its place)."""
+        import tomlkit
+
+        if "tool" not in self.doc:
+            self.doc.add("tool", tomlkit.table(is_super_table=True))
+        if "resolver" not in self.doc["tool"]:
+            self.doc["tool"].add("resolver", tomlkit.table(is_super_table=True))
+        resolver = self.doc["tool"]["resolver"]
+        if last and name in resolver:
+            del resolver[name]
+        resolver[name] = table
 
     def save(self, path: Path | None = None) -> Path:
         target = path or self.path
@@ -186,7 +199,7 @@ class Manifest:
 
     def environment_names(self) -> list[str]:
         """Every environment pixi sees: the declared ones and ``default`` (always there)."""
-        return _environment_names(self.doc)
+        return environment_names(self.doc)
 
     def _layers(self, name: str) -> list[Any]:
         """The tables environment ``name`` is made of, in pixi's order: the environment's own content
@@ -499,16 +512,3 @@ def _pypi_spec(spec: Any) -> dict[str, Any]:
                 "extras": [str(e) for e in spec.get("extras", [])]}
     return {"version": str(spec)}
 
-
-def environment_names_in(path: Path) -> list[str]:
-    """:meth:`Manifest.environment_names` of the pixi.toml at ``path``, read without keeping a document
-    (what finding the stored plans of a project needs, in a fraction of :meth:`Manifest.load`'s time)."""
-    from resolver.core.fs import parse_toml
-
-    text = read_bytes_bounded(path, limit=MANIFEST_LIMIT, what="the manifest").decode("utf-8", errors="replace")
-    return _environment_names(parse_toml(text, what=str(path), fix=_FIX))
-
-
-def _environment_names(doc: Any) -> list[str]:
-    environments = doc.get("environments", {})
-    return sorted({"default", *(str(k) for k in (environments.keys() if isinstance(environments, dict) else ()))})

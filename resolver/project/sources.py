@@ -3,7 +3,8 @@
 Defaults are the real sources (the manifest's channels, normally conda-forge; the plan's PyTorch
 index ``https://download.pytorch.org/whl/<variant>``; PyPI through pip's own configuration).
 Air-gapped clusters replace them with mirrors, set (strongest first) by flags, environment
-variables, ``[tool.resolver]`` in pixi.toml, then ``[tool.resolver]`` in pyproject.toml:
+variables, ``[tool.resolver]`` in pixi.toml, then ``[tool.resolver]`` in pyproject.toml (both read by
+:mod:`resolver.project.pixi_toml`):
 
 =================== ============================ =========================================
 key                 environment variable         meaning
@@ -40,6 +41,7 @@ from typing import Any, Mapping
 
 from resolver.core.errors import BadInput
 from resolver.project.paths import ProjectPaths
+from resolver.project.pixi_toml import read_tool_tables
 
 DEFAULT_TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 ENV_VARS = {"conda-channels": "RESOLVER_CONDA_CHANNELS", "torch-index": "RESOLVER_TORCH_INDEX",
@@ -65,8 +67,7 @@ class Sources:
         merged: dict[str, Any] = {}
         origins: dict[str, str] = {}
         for name in ("pyproject.toml", "pixi.toml"):
-            table = _tool_table(root / name)
-            for key, value in table.items():
+            for key, value in read_tool_tables(root / name).sources.items():
                 merged[key] = value
                 origins[key] = f"{name} [tool.resolver]"
         for key, value in _remembered(root).items():
@@ -80,8 +81,6 @@ class Sources:
             if value not in (None, [], ()):
                 merged[key] = value
                 origins[key] = "command line"
-        merged.pop("fleet", None)  # the fleet's classes (resolver.fleet.record), not a source
-        merged.pop("upgrade", None)  # the default environment and its upgrades (resolver.project.upgrade_record)
         unknown = set(merged) - {*ENV_VARS, "mirrors"}
         if unknown:
             raise BadInput(f"unknown key(s) in [tool.resolver]: {', '.join(sorted(unknown))}",
@@ -188,24 +187,6 @@ def _as_url(location: str) -> str:
     if re.match(r"^[a-z][a-z0-9+.-]*://", location):
         return location
     return Path(location).expanduser().resolve().as_uri()
-
-
-def _tool_table(path: Path) -> dict[str, Any]:
-    from resolver.core.fs import parse_toml
-
-    if not path.is_file():
-        return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read {path}: {str(exc)[:200]}", fix=f"check the permissions and encoding of {path.name}") \
-            from None
-    data = parse_toml(text, what=str(path), fix=f"fix the TOML syntax of {path.name}", toml_11=True)
-    tool = data.get("tool", {})
-    table = tool.get("resolver", {}) if isinstance(tool, dict) else None
-    if not isinstance(table, dict):
-        raise BadInput(f"[tool.resolver] in {path} is not a table", fix="make it a TOML table")
-    return {k: v for k, v in table.items() if not isinstance(v, dict) or k == "mirrors"}
 
 
 def _split(text: str) -> list[str]:

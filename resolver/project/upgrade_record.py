@@ -11,14 +11,15 @@
     cpu = { target = "cpu", torch = "2.13", python = "3.11" }
     cpu-torch2-14 = { target = "cpu", torch = "2.14", python = "3.11" }
 
-``setup`` plans the default environment with its request, so a teammate who pulls a promoted upgrade
+It is read from pixi.toml by :mod:`resolver.project.pixi_toml` (``read_pixi_toml(...).tool.upgrade``,
+:func:`~resolver.project.pixi_toml.default_environment`) and written back through
+:meth:`resolver.project.manifest.Manifest.set_tool_table`. ``setup`` plans the default environment with its request, so a teammate who pulls a promoted upgrade
 gets the new environment, and one who rolls back gets the old one, each exactly as locked.
 
->>> r = UpgradeRecord.from_data({"tool": {"resolver": {"upgrade": {"default": "cpu",
-...     "environments": {"cpu": {"target": "cpu", "torch": "2.13"}}}}}})
+>>> r = UpgradeRecord.from_table({"default": "cpu", "environments": {"cpu": {"target": "cpu", "torch": "2.13"}}})
 >>> r.default, r.choices["cpu"].request().torch
 ('cpu', DottedVersion(parts=(2, 13)))
->>> UpgradeRecord.from_data({}).default is None
+>>> UpgradeRecord.from_table(None).default is None
 True
 """
 
@@ -33,8 +34,6 @@ from resolver.core.versions import major_minor
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan, Request
-    from resolver.project.manifest import Manifest
-    from resolver.project.paths import ProjectPaths
 
 _FIX = "correct [tool.resolver.upgrade] in pixi.toml (docs/upgrade.md), or delete the table to forget the upgrades"
 _ROLES = ("default", "candidate", "previous")
@@ -79,11 +78,8 @@ class UpgradeRecord:
     choices: Mapping[str, Choice] = field(default_factory=dict)
 
     @classmethod
-    def from_data(cls, data: Mapping[str, Any]) -> "UpgradeRecord":
-        """Read ``[tool.resolver.upgrade]`` of a parsed pixi.toml (untrusted: every value checked)."""
-        tool = data.get("tool") if isinstance(data, Mapping) else None
-        resolver = tool.get("resolver") if isinstance(tool, Mapping) else None
-        table = resolver.get("upgrade") if isinstance(resolver, Mapping) else None
+    def from_table(cls, table: Any) -> "UpgradeRecord":
+        """Read the ``[tool.resolver.upgrade]`` table itself (None: there is none)."""
         if table is None:
             return cls()
         if not isinstance(table, Mapping):
@@ -109,10 +105,6 @@ class UpgradeRecord:
             choices[name] = Choice(name, entry.get("target", "auto"), entry.get("torch"), entry.get("python"))
         return cls(roles["default"], roles["candidate"], roles["previous"], choices)
 
-    @classmethod
-    def of_manifest(cls, manifest: Manifest) -> "UpgradeRecord":
-        return cls.from_data(manifest.doc.unwrap())
-
     def with_choice(self, choice: Choice) -> "UpgradeRecord":
         return replace(self, choices={**self.choices, choice.environment: choice})
 
@@ -123,16 +115,15 @@ class UpgradeRecord:
         return {"default": self.default, "candidate": self.candidate, "previous": self.previous,
                 "environments": {name: c.to_json() for name, c in sorted(self.choices.items())}}
 
-    def write(self, manifest: Manifest) -> None:
-        """Replace ``[tool.resolver.upgrade]`` of ``manifest`` (in memory; the caller saves it)."""
+    def write(self, manifest: Any) -> None:
+        """Replace ``[tool.resolver.upgrade]`` of a :class:`~resolver.project.manifest.Manifest` (in memory; the
+        caller saves it)."""
+        manifest.set_tool_table("upgrade", self.to_table())
+
+    def to_table(self) -> Any:
+        """``[tool.resolver.upgrade]`` as a tomlkit table."""
         import tomlkit
 
-        doc = manifest.doc
-        if "tool" not in doc:
-            doc.add("tool", tomlkit.table(is_super_table=True))
-        if "resolver" not in doc["tool"]:
-            doc["tool"].add("resolver", tomlkit.table(is_super_table=True))
-        resolver = doc["tool"]["resolver"]
         table = tomlkit.table()
         for role in _ROLES:
             value = getattr(self, role)
@@ -147,45 +138,4 @@ class UpgradeRecord:
                     entry[key] = getattr(choice, key)
             envs[name] = entry
         table["environments"] = envs
-        resolver["upgrade"] = table
-
-
-def read_record(project: ProjectPaths) -> UpgradeRecord:
-    """The record in the project's pixi.toml (empty when there is none), read with the standard library only:
-    every command without --env asks it which environment is the default."""
-    return UpgradeRecord.from_data(_manifest_data(project, strict=True))
-
-
-def default_environment(project: ProjectPaths) -> str | None:
-    """The environment pixi.toml names as the project's default (None: none is named, or pixi.toml cannot be
-    read as TOML, which the commands that read the rest of it report). A malformed record is one BadInput."""
-    return UpgradeRecord.from_data(_manifest_data(project, strict=False)).default
-
-
-def _manifest_data(project: ProjectPaths, *, strict: bool) -> dict[str, Any]:
-    if not project.manifest.is_file():
-        return {}
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    from resolver.core.fs import read_bytes_bounded
-    from resolver.project.manifest import MANIFEST_LIMIT
-
-    try:
-        raw = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
-        return tomllib.loads(raw.decode("utf-8"))
-    except BadInput:
-        if strict:
-            raise
-    except (UnicodeDecodeError, ValueError) as exc:
-        if strict:
-            raise BadInput(f"cannot parse {project.manifest}: {exc}",
-                           fix=f"fix the TOML syntax of {project.manifest}") from None
-    return {}
-
-
-def default_choice(project: ProjectPaths) -> Choice | None:
-    """The default environment and the request that plans it, when pixi.toml records both."""
-    record = read_record(project)
-    return record.choice(record.default)
+        return table

@@ -28,8 +28,9 @@ def join_fleet(project: ProjectPaths, plan: Plan, profile: HardwareProfile,
         return plan, None, ""
     from resolver.fleet import record
     from resolver.project.manifest import Manifest
+    from resolver.project.pixi_toml import read_pixi_toml
 
-    manifest = Manifest.load(project.manifest)
+    manifest = Manifest.view(read_pixi_toml(project.manifest))
     if not record.read_classes(manifest):
         return plan, None, ""
     request = record.fleet_request(manifest)

@@ -281,7 +281,7 @@ sys.meta_path.insert(0, _LinearOnePercentHigh())
 @pytest.mark.slow
 def test_a_failing_proof_blocks_the_promotion_and_says_which_check_and_by_how_much(cpu_journey):
     from resolver.project.paths import ProjectPaths
-    from resolver.project.upgrade_record import read_record
+    from resolver.project.pixi_toml import read_upgrade_record
 
     project = cpu_journey["project"]
     (site,) = (project / ".resolver" / "envs" / "cpu-torch2-14").glob("lib/python3*/site-packages")
@@ -303,7 +303,7 @@ def test_a_failing_proof_blocks_the_promotion_and_says_which_check_and_by_how_mu
     assert 5e-3 < failed[0]["rel_err"] < 2e-2 and "above the tolerance 0.001 by a factor of" in failed[0]["detail"]
     assert "not promoted" in result["verdict"] and "logits:float32" in result["verdict"]
     assert "error: FAILED, not promoted" in done.stderr
-    assert read_record(ProjectPaths(project)).default == "cpu"
+    assert read_upgrade_record(ProjectPaths(project)).default == "cpu"
     report = Path(result["report"]["markdown"]).read_text()
     assert "| logits:float32 | FAIL |" in report and "FAILED, not promoted" in report
 
@@ -445,15 +445,15 @@ def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_p
     record = UpgradeRecord(default="cpu", candidate="cpu-torch2-14").with_choice(Choice("cpu", "cpu", "2.13", "3.11"))
     record.write(manifest)
     again = Manifest.parse(manifest.dumps())
-    assert UpgradeRecord.of_manifest(again) == record
+    assert again.tool.upgrade == record
     assert manifest.dumps().startswith(text.split("[tool.resolver]")[0])  # the rest of the file is kept
     for bad in ('default = "../x"', 'default = 5', 'environments = { cpu = { target = 3 } }',
                 'environments = { cpu = { colour = "red" } }'):
         with pytest.raises(BadInput):
-            UpgradeRecord.of_manifest(Manifest.parse(text + f"\n[tool.resolver.upgrade]\n{bad}\n"))
+            _ = Manifest.parse(text + f"\n[tool.resolver.upgrade]\n{bad}\n").tool.upgrade
     # what every command without --env asks: tolerant of a pixi.toml that is not TOML, strict about the record
     from resolver.project.paths import ProjectPaths
-    from resolver.project.upgrade_record import default_environment
+    from resolver.project.pixi_toml import default_environment
 
     project = ProjectPaths(tmp_path)
     (tmp_path / "pixi.toml").write_text(manifest.dumps())

@@ -188,13 +188,11 @@ def local_indexes(environ: Mapping[str, str]) -> tuple[Path, ...]:
 
 def own_requirements(manifest: Path) -> list[str]:
     """The PyPI requirements of a pixi.toml's default feature (``[pypi-dependencies]``), as PEP 508."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    from resolver.core.toml import parse_toml
 
     out = []
-    for name, spec in sorted((tomllib.loads(manifest.read_text(encoding="utf-8")).get("pypi-dependencies") or {}).items()):
+    data = parse_toml(manifest.read_text(encoding="utf-8"), what=str(manifest), fix="repair it")
+    for name, spec in sorted((data.get("pypi-dependencies") or {}).items()):
         version = spec.get("version", "*") if isinstance(spec, dict) else str(spec)
         out.append(name if version.strip() in ("", "*") else f"{name}{version.strip()}")
     return out

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomlkit
 import yaml
 from packaging.markers import Marker, UndefinedEnvironmentName
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from resolver.core.toml import parse_toml
 from resolver.project.manifest import Manifest
 from resolver.project.pixi_platforms import PixiPlatform, lock_identity, lock_names
 from resolver.project.sources import channel_url
@@ -53,7 +53,7 @@ class Workspace:
 
     @classmethod
     def read(cls, manifest_text: str, lock_text: str, root: Path) -> "Workspace":
-        return cls(Manifest.parse(manifest_text, root / "pixi.toml"), tomlkit.parse(manifest_text).unwrap(),
+        return cls(Manifest.parse(manifest_text, root / "pixi.toml"), parse_toml(manifest_text, what="pixi.toml", fix=""),
                    yaml.safe_load(lock_text), root)
 
     def lock_env(self, name: str) -> dict[str, Any]:

@@ -93,13 +93,15 @@ def _cache_file(blobs: dict[str, bytes]) -> Path | None:
 
 
 def _parse_toml(path: Path, blob: bytes) -> dict:
+    from resolver.core.errors import BadInput
+    from resolver.core.toml import parse_toml
+
+    fix = "restore it from the repository (git checkout resolver/plan/knowledge/data)"
     try:
-        import tomllib  # Python 3.11+
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        return tomllib.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        return parse_toml(blob.decode("utf-8"), what=f"knowledge table {path}", fix=fix)
+    except BadInput as exc:
+        raise KnowledgeError(exc.message, fix=fix) from None
+    except UnicodeDecodeError as exc:
         raise KnowledgeError(f"knowledge table {path} cannot be read: {exc}",
                              fix="restore it from the repository (git checkout resolver/plan/knowledge/data)") from None
 

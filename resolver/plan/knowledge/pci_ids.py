@@ -74,11 +74,10 @@ def _hex(value: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[str, dict[str, dict[str, str]]]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    data = tomllib.loads(DATA_FILE.read_text(encoding="utf-8"))
+    from resolver.core.toml import parse_toml
+
+    data = parse_toml(DATA_FILE.read_text(encoding="utf-8"), what=str(DATA_FILE),
+                      fix="restore it from the repository (git checkout resolver/plan/knowledge/data)")
     return str(data.get("source", "")), {v: dict(data.get(v, {})) for v in VENDORS.values()}
 
 

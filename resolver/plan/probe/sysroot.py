@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from resolver.core.errors import BadInput
-from resolver.core.fs import parse_toml, read_bytes_bounded
+from resolver.core.fs import read_bytes_bounded
 from resolver.core.names import inside, printable
+from resolver.core.toml import parse_toml
 from resolver.plan.probe.system import CommandResult
 
 META = "_meta.toml"

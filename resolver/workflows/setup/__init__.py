@@ -124,7 +124,7 @@ class Setup:
 
             request, chosen = self.options.request, None
             if self.options.profile_file is None and request == Request():
-                from resolver.project.upgrade_record import default_choice
+                from resolver.project.pixi_toml import default_choice
 
                 chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
                 request = chosen.request() if chosen is not None else request

@@ -29,6 +29,7 @@ from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths, project_lock
+from resolver.project.pixi_toml import read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
 from resolver.workflows.upgrade.step import UpgradeStep, Wanted, plan_step
@@ -103,7 +104,7 @@ class _Journey:
                          knowledge=self.knowledge)
         self.result.step = step
         self.result.seconds["plan"] = time.monotonic() - started
-        self.result.record = UpgradeRecord.of_manifest(Manifest.load(self.project.manifest))
+        self.result.record = read_pixi_toml(self.project.manifest).tool.upgrade
         if step.up_to_date:
             self.result.stage = "up-to-date"
         return step
@@ -190,7 +191,7 @@ class _Journey:
 
         project, current, new = self.project, step.current.environment, step.new.environment
         manifest = Manifest.load(project.manifest)
-        old = UpgradeRecord.of_manifest(manifest)
+        old = manifest.tool.upgrade
         record = replace(old.with_choice(old.choice(current) or step.current.choice).with_choice(step.new.choice),
                          default=old.default or current,
                          candidate=new if new != (old.default or current) else old.candidate)
@@ -223,7 +224,7 @@ class _Journey:
 
         old_entry, new_entry = entry(current), entry(new)
         diff = lock_diff(old_entry, new_entry) if old_entry is not None and new_entry is not None else None
-        self.result.record = UpgradeRecord.of_manifest(Manifest.load(project.manifest))
+        self.result.record = read_pixi_toml(project.manifest).tool.upgrade
         self.result.lock = {"status": status, "environment": new, "current_entries_unchanged": True,
                             "diff": diff.to_json() if diff else None,
                             "manifest_changed": before_manifest != project.manifest.read_bytes(),
@@ -334,7 +335,7 @@ def promote(project: ProjectPaths, name: str, *, expect_candidate: bool = False)
     """Make ``name`` the project's default (one atomic write of pixi.toml), keeping the old default as ``previous``.
     The caller holds the project lock."""
     manifest = Manifest.load(project.manifest)
-    record = UpgradeRecord.of_manifest(manifest)
+    record = manifest.tool.upgrade
     if name not in manifest.environment_names():
         raise UsageError(f"pixi.toml has no environment '{name}' to promote", fix="run the upgrade first")
     if expect_candidate and record.candidate not in (None, name):
@@ -355,7 +356,7 @@ def rollback(project: ProjectPaths, *, wait: bool = True, on_wait=None) -> tuple
         if not project.manifest.is_file():
             raise BadInput(f"{project.manifest} does not exist", fix="run the command in the project folder")
         manifest = Manifest.load(project.manifest)
-        record = UpgradeRecord.of_manifest(manifest)
+        record = manifest.tool.upgrade
         if not record.previous:
             raise UsageError("pixi.toml names no previous default environment to roll back to",
                              fix="promote an upgrade first (`python -m resolver upgrade --torch X.Y --promote`)")

@@ -23,6 +23,7 @@ from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths
+from resolver.project.pixi_toml import read_pixi_toml
 from resolver.project.upgrade_record import Choice, UpgradeRecord
 from resolver.workflows.upgrade.risks import Change, Risk, changes, risks
 
@@ -79,8 +80,8 @@ def plan_step(project: ProjectPaths, wanted: Wanted, profile: HardwareProfile, *
     if not project.manifest.is_file():
         raise BadInput(f"{project.manifest} does not exist: there is no environment to upgrade",
                        fix="set one up first (`python -m resolver setup`), then upgrade it")
-    manifest = Manifest.load(project.manifest)
-    record = UpgradeRecord.of_manifest(manifest)
+    manifest = Manifest.view(read_pixi_toml(project.manifest))
+    record = manifest.tool.upgrade
     notes: list[str] = []
     current = current_side(project, manifest, record, wanted.env, profile, knowledge, notes)
     request = new_request(current, wanted, knowledge)

@@ -115,7 +115,7 @@ def _cli(*args: str, project: Path) -> subprocess.CompletedProcess:
 
 
 def _toml(path: Path) -> dict:
-    from resolver.core.fs import parse_toml
+    from resolver.core.toml import parse_toml
 
     return parse_toml(path.read_text(), what=str(path), fix="")
 

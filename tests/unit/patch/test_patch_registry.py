@@ -4,21 +4,16 @@ knowledge base's references to patch ids."""
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 from support import REPO
 from support.patch_support import FIXTURES, HEADER, TABLE, sha
 
 from resolver.core.errors import BadInput
+from resolver.core.toml import parse_toml
 from resolver.core.versions import DottedVersion
 from resolver.patch.registry import default_patches_dir, load_registry
 from resolver.patch.transform import add_static_inline
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PATCH_ID = "rocm6.0-bf16-inline"
 
@@ -112,9 +107,8 @@ def test_every_patch_id_the_knowledge_base_names_exists():
     known = set(load_registry(extra_tables=[]).ids)
     named = {}
     for path in files:
-        with open(path, "rb") as handle:
-            for patch_id in _patch_ids_named_in(tomllib.load(handle)):
-                named.setdefault(patch_id, path.name)
+        for patch_id in _patch_ids_named_in(parse_toml(path.read_text(), what=path.name, fix="")):
+            named.setdefault(patch_id, path.name)
     missing = {pid: where for pid, where in named.items() if pid not in known}
     assert not missing, f"patch ids named in resolver/plan/knowledge/data but absent from patches/: {missing}"
 
@@ -140,8 +134,7 @@ def test_knowledge_base_header_fixes_agree_with_the_registry():
     Same id, same file, same ROCm range."""
     rows = []
     for path in sorted((REPO / "resolver" / "plan" / "knowledge" / "data").glob("*.toml")):
-        with open(path, "rb") as handle:
-            rows += [(path.name, row) for row in tomllib.load(handle).get("header_fix", [])]
+        rows += [(path.name, row) for row in parse_toml(path.read_text(), what=path.name, fix="").get("header_fix", [])]
     if not rows:
         pytest.skip("the knowledge base lists no [[header_fix]] rows")
     assert PATCH_ID in {row["id"] for _, row in rows}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from resolver.core.model import Request
+from resolver.core.toml import parse_toml
 from resolver.core.versions import ComputeCapability, DottedVersion, GfxArch
 from resolver.plan.decide import decide
 from resolver.plan.knowledge import (
@@ -22,11 +23,6 @@ from resolver.plan.knowledge import (
     driver_text,
 )
 from resolver.plan.probe.profile import HardwareProfile
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
 
 K = Knowledge.load()
 
@@ -50,7 +46,7 @@ def test_tables_are_consistent() -> None:
 
 @pytest.mark.parametrize("name", TABLE_FILES)
 def test_every_row_has_a_source(name: str) -> None:
-    data = tomllib.loads((DATA_DIR / name).read_text(encoding="utf-8"))
+    data = parse_toml((DATA_DIR / name).read_text(encoding="utf-8"), what=name, fix="")
     abbreviations = data.pop("sources", {})  # short names some `source` strings use
     rows = list(_rows(data))
     assert rows

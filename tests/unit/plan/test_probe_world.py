@@ -150,12 +150,12 @@ def test_the_pci_table_regenerates_from_pci_ids_byte_for_byte(tmp_path):
     """The data file is what `python -m resolver.plan.knowledge.pci_ids` makes of its own entries (no hand edits)."""
     import re
 
-    import tomllib
+    from resolver.core.toml import parse_toml
 
-    data = tomllib.loads(pci_ids.DATA_FILE.read_text())
+    data = parse_toml(pci_ids.DATA_FILE.read_text(), what="pci ids", fix="")
     lines = ["#", "#\tVersion: x", "10de  NVIDIA Corporation"] + [f"\t{d}  {e}" for d, e in data["nvidia"].items()] + \
         ["\t1aef  GA102 High Definition Audio Controller", "1002  Advanced Micro Devices, Inc. [AMD/ATI]"] + \
         [f"\t{d}  {e}" for d, e in data["amd"].items()]
-    again = tomllib.loads(pci_ids.refresh("\n".join(lines), "x"))
+    again = parse_toml(pci_ids.refresh("\n".join(lines), "x"), what="pci ids", fix="")
     assert again["nvidia"] == data["nvidia"] and again["amd"] == data["amd"]
     assert re.match(r"pci\.ids \d{4}\.\d\d\.\d\d", data["source"])

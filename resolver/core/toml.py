@@ -1,0 +1,75 @@
+"""TOML: the one reader, for every TOML file the resolver reads (pixi.toml, pyproject.toml, the knowledge
+tables, patch.toml, recipes' resolver.toml, doctor's signatures, sysroot files).
+
+pixi reads pixi.toml as TOML 1.1 (inline tables over several lines, trailing commas, ``\\e``), which
+Python's parser (TOML 1.0) refuses; tomlkit reads 1.1 but some 14x slower (the knowledge tables: 10 ms
+against 140 ms). A text valid under 1.0 means the same under 1.1, so the standard parser reads it first
+and tomlkit reads only what it refuses: a 1.1 table is read, never silently dropped, and a 1.0 file costs
+what it did. :func:`parse_toml_document` is the form that writes back with comments and layout kept.
+
+>>> parse_toml('a = { x = 1,\\n  y = 2, }\\n', what="t", fix="f")
+{'a': {'x': 1, 'y': 2}}
+>>> parse_toml("a = ", what="the table", fix="fix it")
+Traceback (most recent call last):
+...
+resolver.core.errors.BadInput: the table is not valid TOML (Invalid value (at end of document)). Fix: fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from resolver.core.errors import BadInput
+from resolver.core.fs import value_error_text
+
+
+def parse_toml(text: str, *, what: str, fix: str) -> dict[str, Any]:
+    """TOML 1.1 from input as plain dicts and lists: malformed text, nesting too deep for the parser, or an
+    integer too long to convert is one :class:`BadInput` naming ``what`` (never a parser's own exception)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: tomli where installed, else tomlkit alone
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:  # pragma: no cover - an install without the declared dependency
+            return parse_toml_document(text, what=what, fix=fix).unwrap()
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        refusal = exc
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
+    except ValueError as exc:
+        raise BadInput(f"{what} is not valid TOML ({value_error_text(exc)})", fix=fix) from None
+    try:
+        return parse_toml_document(text, what=what, fix=fix).unwrap()  # TOML 1.1
+    except BadInput as exc:
+        # both refuse it: the error found further on is the real one (the standard parser's, where tomlkit
+        # stops at the same line, names it better; tomlkit's, where the standard one stopped at 1.1 syntax)
+        if _line(exc.message) > _line(str(refusal)):
+            raise
+        raise BadInput(f"{what} is not valid TOML ({value_error_text(refusal)})", fix=fix) from None
+
+
+def _line(message: str) -> int:
+    """The line a parser's message names (``at line 3``, ``line 3 col 5``; the end of the document is past
+    every line), 0 where it names none."""
+    import re
+
+    if "end of document" in message:
+        return 1 << 62
+    found = re.search(r"\bline (\d+)", message)
+    return int(found.group(1)) if found else 0
+
+
+def parse_toml_document(text: str, *, what: str, fix: str) -> Any:
+    """TOML 1.1 as a tomlkit document, which writes back as it was read (comments, order, layout)."""
+    import tomlkit
+
+    try:
+        return tomlkit.parse(text)
+    except RecursionError:
+        raise BadInput(f"{what} is nested too deeply to be read", fix=fix) from None
+    except Exception as exc:  # tomlkit raises several parse error types, and ValueError for a huge integer
+        raise BadInput(f"{what} is not valid TOML ({value_error_text(exc)})", fix=fix) from None
+
