@@ -209,14 +209,19 @@ def apply_patches(project: ProjectPaths, rocm_root: Path | None = None) -> dict[
 
 
 def overlay_for_build(project: ProjectPaths, env_name: str | None) -> Path | None:
-    """The overlay's include folder for the ROCm a build into ``env_name`` compiles against (made first when
-    a needed one is missing); None on CUDA and on ROCm releases whose headers need no fix."""
-    from resolver import patch as patching
+    """The overlay's include folder for the ROCm a build into ``env_name`` compiles against (see
+    :func:`overlay_at`); None on CUDA."""
     from resolver.kernels.driver import rocm_root
 
     root = rocm_root(project, env_name)
-    if root is None:
-        return None
+    return overlay_at(project, root) if root is not None else None
+
+
+def overlay_at(project: ProjectPaths, root: Path) -> Path | None:
+    """The overlay's include folder for the ROCm at ``root``, made first when a needed one is missing; None
+    where the headers need no fix."""
+    from resolver import patch as patching
+
     try:
         return patching.overlay_include_dir(project, root)
     except EnvironmentProblem:
