@@ -54,8 +54,8 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                                     "hostile/test_untrusted_patch.py::test_a_fifo_as_the_rocm_version_file_does_not_hang",
                                     "hostile/test_untrusted_patch.py::test_twelve_concurrent_runs_all_succeed_and_leave_no_"
                                     "temporary_files") for a in ("--deselect", f"tests/{t}")))),
-    "setup-stamps": (("resolver/workflows/setup/pipeline.py",), ("tests/unit/workflows/test_setup_stamps.py", "tests/unit/workflows/test_pipeline.py",
-                                                        "resolver/workflows/setup/pipeline.py")),
+    "setup-stamps": (("resolver/workflows/steps.py",), ("tests/unit/workflows/test_setup_stamps.py", "tests/unit/workflows/test_pipeline.py",
+                                                        "resolver/workflows/steps.py")),
     "fleet-classes": (("resolver/fleet/classes.py",), ("tests/unit/fleet/test_fleet_classes.py", "resolver/fleet/classes.py")),
     "doctor-table": (("resolver/doctor/signatures.py", "resolver/doctor/context.py"),
                      ("tests/unit/doctor/test_doctor_fixes.py", *(f"tests/unit/doctor/test_doctor.py::{t}" for t in (

@@ -39,9 +39,10 @@ def add_arguments(parser) -> None:
 def run(args, out) -> int:
     from pathlib import Path
 
-    from resolver.kernels.driver import BuildOptions, build
+    from resolver.kernels.driver import BuildOptions
     from resolver.kernels.packages import known_packages
     from resolver.project.paths import ProjectPaths
+    from resolver.workflows.chain import build_kernels
 
     if args.arch is not None:
         from resolver.kernels.archs import check_arch_syntax
@@ -60,15 +61,19 @@ def run(args, out) -> int:
         from resolver.core.errors import UsageError
 
         raise UsageError("--format applies to --matrix", fix="write it as `build --matrix --format github|gitlab|slurm`")
-    if args.matrix or args.variant:
+    if args.matrix:
         from resolver.fleet.ci import run_fleet
 
         return run_fleet(args, out)
+    if args.variant:
+        from resolver.workflows.fleet_variant import build_variant
+
+        return build_variant(args, out)
     packages = None if args.package == "all" else (args.package,)
     options = BuildOptions(packages=packages, arch=args.arch, env_name=args.env, jobs=args.jobs,
                            prebuilt="never" if args.no_prebuilt else "auto", install=not args.no_install,
                            recipe_dirs=tuple(Path(d).resolve() for d in args.recipe))
-    summary = build(ProjectPaths.discover(), options, out)
+    summary = build_kernels(ProjectPaths.discover(), options, out)
     data = summary.to_json()
     lines = [f"{p.name} {p.version} [{p.build_string}]: {p.status} ({p.seconds:.1f}s)"
              + (f", imports ok: {', '.join(p.imports_ok)}" if p.imports_ok else "") for p in summary.packages]

@@ -45,54 +45,15 @@ def add_arguments(parser) -> None:
     add_gpu_arguments(parser)
 
 
-def _fleet(args):
-    """The fleet's class plans, the manifest edit that records the classes, and the fleet plan."""
-    from resolver.core.errors import Refusal, UsageError
+def _fleet_request(args):
+    """The one request every node of the fleet plans with (``--target``, ``--python``)."""
+    from resolver.core.errors import UsageError
     from resolver.core.model import Request, Target
-    from resolver.fleet.classes import plan_fleet
-    from resolver.fleet.nodes import iter_nodes
-    from resolver.fleet.record import write_fleet
 
     if len(args.target) > 1:
         raise UsageError("--fleet takes one --target (every node plans with it)", fix="pass one, e.g. --target cuda12.6")
 
-    request = Request(target=Target.parse(args.target[0] if args.target else "auto"), python=args.python)
-    fleet = plan_fleet(iter_nodes(args.fleet, tuple(args.profile)), request)
-    if not fleet.classes:
-        first = fleet.unserved[0]
-        raise Refusal(f"no node of the fleet can be served: {first.node} ({first.file}): {first.reason}",
-                      fix=first.fix or "see `python -m resolver plan --profile FILE` for each node")
-    return [c.plan for c in fleet.classes], lambda manifest: write_fleet(manifest, fleet, args.kernel_channel, request), fleet
-
-
-def _write_node_list(project, fleet) -> None:
-    """The fleet's node list beside pixi.toml when pixi.toml counts the nodes instead of listing them; one
-    written before and no longer needed goes."""
-    from resolver.core.fs import write_text_atomic
-    from resolver.fleet.record import NODE_LIST, node_list
-
-    text = node_list(fleet)
-    path = project.root / NODE_LIST
-    if text is not None:
-        write_text_atomic(path, text, label="fleet-nodes")
-    elif path.is_file() and not path.is_symlink():
-        path.unlink()
-
-
-def _lock_fleet(project, edit, fleet, sources, args, out):
-    """Only the classes that changed are solved; (the summary, what happened to each class)."""
-    from resolver import lock
-    from resolver.fleet import relock
-    from resolver.project.paths import project_lock
-
-    with project_lock(project.stamps, on_wait=out.info):  # one writer of pixi.toml / pixi.lock at a time
-        changes = relock.compare(*relock.project_state(project), fleet, edit)
-        solve = relock.to_solve(changes)
-        summary = lock.lock_plans(project, [c.plan for c in fleet.classes if c.name in solve], sources=sources(),
-                                  no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info, edit=edit)
-        changes = relock.settled(changes, {env.name for env in summary.locked})
-        _write_node_list(project, fleet)
-    return summary, changes
+    return Request(target=Target.parse(args.target[0] if args.target else "auto"), python=args.python)
 
 
 def run(args, out) -> int:
@@ -103,12 +64,12 @@ def run(args, out) -> int:
 
     project = ProjectPaths.discover()
     started = time.monotonic()
-    fleet, edit = None, None
+    fleet, request = None, None
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         if args.check:
             raise UsageError("--check takes the plans of one machine, not a fleet",
                              fix="run `lock --check` (the plans locked before) or `lock --check --target T`")
-        plans, edit, fleet = _fleet(args)
+        request = _fleet_request(args)
     else:
         if args.python or args.kernel_channel:
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",
@@ -131,8 +92,11 @@ def run(args, out) -> int:
             "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
 
     changes = ()
-    if fleet is not None:
-        summary, changes = _lock_fleet(project, edit, fleet, sources, args, out)
+    if request is not None:
+        from resolver.fleet.fleet_lock import lock_fleet
+
+        summary, changes, fleet = lock_fleet(project, request, args.fleet, tuple(args.profile), args.kernel_channel,
+                                             sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info)
     else:
         summary = current.lock_project(project, plans, plan_here=lambda: plans_for(project, []), force=args.force,
                                        sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,

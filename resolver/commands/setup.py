@@ -31,7 +31,7 @@ def run(args, out) -> int:
     from resolver.core.model import Request, Target
     from resolver.project.paths import ProjectPaths
     from resolver.workflows.setup import SetupOptions, run_setup, summary_text
-    from resolver.workflows.setup.pipeline import append_to_log
+    from resolver.workflows.steps import append_to_log
 
     if args.sysroot:
         import os

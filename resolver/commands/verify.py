@@ -31,6 +31,7 @@ def add_arguments(parser) -> None:
 
 def run(args, out) -> int:
     from resolver.core.errors import BadInput
+    from resolver.doctor.verify_diagnoses import diagnoses
     from resolver.install.environment import Environment
     from resolver.project.paths import ProjectPaths
     from resolver.verify import report as rep
@@ -52,7 +53,8 @@ def run(args, out) -> int:
     for name in args.extension:
         extra += ["--extension", name]
     result = run_in_env(env, model, extra)
-    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
+    doc = rep.document(result.report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver(),
+                       diagnoses=diagnoses(result.report, env.name))
     out.result(doc, rep.human(doc))
     return rep.exit_code(result.report)
 

@@ -1,4 +1,5 @@
-"""``build --matrix`` and ``build --variant KEY``: the fleet's kernel variants, built once each in CI.
+"""``build --matrix``: the fleet's kernel variants, each to be built once in CI (``build --variant KEY``,
+:mod:`resolver.workflows.fleet_variant`).
 
 The matrix lists, for every class of pixi.toml's fleet whose plan builds kernels, one entry per kernel
 package (GitHub Actions ``strategy.matrix.include``). ``--variant KEY`` builds one entry on any machine
@@ -16,11 +17,11 @@ import json
 from resolver.core.errors import BadInput, UsageError
 from resolver.fleet import record
 from resolver.project.manifest import Manifest
-from resolver.project.paths import ProjectPaths, project_lock
+from resolver.project.paths import ProjectPaths
 from resolver.project.pixi_toml import read_pixi_toml
 
 
-def _manifest(project: ProjectPaths) -> Manifest:
+def fleet_manifest(project: ProjectPaths) -> Manifest:
     if not project.manifest.is_file():
         raise BadInput(f"{project.manifest} does not exist",
                        fix="run the command in the fleet's project (after `python -m resolver lock --fleet DIR`)")
@@ -41,10 +42,11 @@ def package_names() -> list[str]:
 
 
 def run_fleet(args, out) -> int:
+    """``build --matrix`` (``--variant`` with it is refused)."""
     project = ProjectPaths.discover()
     if args.matrix and args.variant:
         raise UsageError("--matrix and --variant do not go together", fix="list with --matrix, then build one --variant")
-    manifest = _manifest(project)
+    manifest = fleet_manifest(project)
     if args.matrix and args.format:
         from resolver.fleet.engines import FILES, render
 
@@ -53,43 +55,11 @@ def run_fleet(args, out) -> int:
         out.result({"format": args.format, "file": FILES[args.format], "variants": [e["variant"] for e in entries],
                     "text": text}, text.rstrip("\n"))
         return 0
-    if args.matrix:
-        entries = record.matrix(manifest, package_names())
-        data = {"include": entries}
-        human = json.dumps(data, indent=None) if not out.quiet else ""
-        lines = [f"{len(entries)} kernel variant(s) to build, each once:"]
-        lines += [f"  {e['variant']:<48} {e['archs']:<24} runs-on {e['runs-on']}" for e in entries]
-        lines += ["", "matrix (for strategy.matrix in GitHub Actions; `--json` prints it alone):", human]
-        out.result(data, "\n".join(lines), versioned=False)  # GitHub reads every key of it as a matrix dimension
-        return 0
-    return _variant(project, manifest, args, out)
-
-
-def _variant(project: ProjectPaths, manifest: Manifest, args, out) -> int:
-    from resolver import install as installing
-    from resolver.kernels.driver import build
-    from resolver.kernels.packages import selected_packages
-    from resolver.kernels.summary import BuildOptions
-
-    package, stored = record.parse_variant(args.variant, manifest)
-    recipes = {p.name: p for p in selected_packages()}
-    if package not in recipes:
-        raise UsageError(f"--variant {args.variant!r} names package {package!r}, which is not a kernel package",
-                         fix=f"use one of {', '.join(recipes)} (see `python -m resolver build --matrix`)")
-    if stored.strategy == "none" or not stored.archs:
-        raise UsageError(f"class {stored.name} builds no kernels (a {stored.backend} environment)",
-                         fix="build the variants `python -m resolver build --matrix` lists")
-    out.info(f"installing environment {stored.name} from pixi.lock")
-    # the tasks of one array job share a checkout: one installs the class's environment, the others wait for it
-    with project_lock(project.stamps, on_wait=out.info):
-        installing.install_environment(project, stored.name, info=out.info, progress=out.progress)
-    options = BuildOptions(recipe_dirs=(recipes[package].recipe_dir,), env_name=stored.name,
-                           plan_archs=stored.archs, plan_strategy=stored.strategy,
-                           plan_toolkit=stored.toolkit or None, jobs=args.jobs, prebuilt="never", install=False)
-    summary = build(project, options, out)
-    data = summary.to_json()
-    data["variant"] = args.variant
-    lines = [f"{p.name} {p.version} [{p.build_string}]: {p.status} ({p.seconds:.1f}s) → {p.file}" for p in summary.packages]
-    lines.append(f"next: python -m resolver channel publish --to DIR_OR_URL (adds {project.channel}'s packages)")
-    out.result(data, "\n".join(lines))
+    entries = record.matrix(manifest, package_names())
+    data = {"include": entries}
+    human = json.dumps(data, indent=None) if not out.quiet else ""
+    lines = [f"{len(entries)} kernel variant(s) to build, each once:"]
+    lines += [f"  {e['variant']:<48} {e['archs']:<24} runs-on {e['runs-on']}" for e in entries]
+    lines += ["", "matrix (for strategy.matrix in GitHub Actions; `--json` prints it alone):", human]
+    out.result(data, "\n".join(lines), versioned=False)  # GitHub reads every key of it as a matrix dimension
     return 0

@@ -53,7 +53,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     if facts.torch:
         _check_toolkit_matches_torch(facts, tk_mm)
     archs = _requested_archs(project, options, backend, tk_mm) if backend != "cpu" else ()
-    overlay = _overlay(project, env, options, facts, toolkit)
+    overlay = Path(options.rocm_overlay) if options.rocm_overlay else None
     cores, free = machine_resources()
     summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json() if toolkit else None, archs, None,
                            str(project.channel))
@@ -69,17 +69,42 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
 
 
 def build_for_plan(project: ProjectPaths, plan, env, out=None, *, fleet_channel: str | None = None,
-                   fetch_variant=None) -> dict[str, Any]:
-    """Entry for ``setup``: build what the plan asks for into ``env`` (progress through ``out``); on a fleet's
-    node, ``fleet_channel`` is where the variants come from (fetched, never compiled)."""
-    options = BuildOptions(env_name=env.name if env is not None else plan.env_name,
-                           plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
-                           plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel,
-                           fetch_variant=fetch_variant,
-                           # a fleet's variants are compiled in CI (build --variant, never from an upstream wheel):
-                           # the node's key must not depend on whether it can reach that wheel
-                           prebuilt="never" if fleet_channel else "auto")
-    return build(project, options, out).to_json()
+                   fetch_variant=None, rocm_overlay: Path | None = None) -> dict[str, Any]:
+    """Build what the plan asks for into ``env`` (progress through ``out``); on a fleet's node, ``fleet_channel`` is
+    where the variants come from (fetched, never compiled). ``rocm_overlay`` is the header overlay's include folder
+    the patch stage made for :func:`rocm_root` (None: no overlay)."""
+    return build(project, options_for_plan(plan, env.name if env is not None else plan.env_name,
+                                           fleet_channel=fleet_channel, fetch_variant=fetch_variant,
+                                           rocm_overlay=rocm_overlay), out).to_json()
+
+
+def options_for_plan(plan, env_name: str, *, fleet_channel: str | None = None, fetch_variant=None,
+                     rocm_overlay: Path | None = None) -> BuildOptions:
+    """The build a plan asks for, into environment ``env_name``."""
+    return BuildOptions(env_name=env_name, plan_archs=tuple(plan.kernels.arch_list), plan_strategy=plan.kernels.strategy,
+                        plan_toolkit=plan.kernels.toolkit, fleet_channel=fleet_channel, fetch_variant=fetch_variant,
+                        rocm_overlay=rocm_overlay,
+                        # a fleet's variants are compiled in CI (build --variant, never from an upstream wheel):
+                        # the node's key must not depend on whether it can reach that wheel
+                        prebuilt="never" if fleet_channel else "auto")
+
+
+def rocm_root(project: ProjectPaths, env_name: str | None) -> Path | None:
+    """The ROCm installation a build into environment ``env_name`` compiles against, for the patch stage to make
+    the header overlay for; None when the build compiles for CUDA or for the host, or cannot start (the build then
+    says why itself)."""
+    from resolver.core.errors import ResolverError
+    from resolver.install.environment import Environment
+    from resolver.kernels.toolkit import find_toolkit
+
+    try:
+        env = Environment.find(project, env_name)
+        facts = probe_environment(env, project.env_facts_record(env.name))
+        if (facts.backend if facts.torch else _toolkit_backend()) != "rocm":
+            return None
+        return Path(find_toolkit("rocm", prefix=env.path).home)
+    except ResolverError:
+        return None
 
 
 def _one(ctx: BuildContext, package: KernelRecipe, summary: BuildSummary) -> PackageOutcome:
@@ -234,25 +259,6 @@ def archs_of(profile) -> tuple[str, ...]:
     if profile.amd:
         archs += [str(g.gfx_arch) for g in profile.amd.gpus]
     return tuple(dict.fromkeys(archs))
-
-
-def _overlay(project, env, options: BuildOptions, facts: EnvFacts, toolkit) -> Path | None:
-    """The ROCm header overlay's include folder (resolver.patch), first on the include path.
-
-    None on CUDA, and on ROCm versions whose headers need no fix (the patching stage decides, by
-    version and checksum). A needed but missing overlay is created once, as ``setup`` would.
-    """
-    if options.rocm_overlay:
-        return Path(options.rocm_overlay)
-    if facts.backend != "rocm" or toolkit is None:
-        return None
-    from resolver import patch as patching
-
-    try:
-        return patching.overlay_include_dir(project, Path(toolkit.home))
-    except EnvironmentProblem:
-        patching.ensure_overlay(project, env, rocm_root=Path(toolkit.home))
-        return patching.overlay_include_dir(project, Path(toolkit.home))
 
 
 def _prebuilt_wheel(project, package: KernelRecipe, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:

@@ -29,7 +29,7 @@ class BuildOptions:
     plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
     plan_strategy: str | None = None
     plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
-    rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0); found via resolver.patch if None
+    rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0): the patch stage's, handed in; None: none
     fleet_channel: str | None = None  # a fleet's shared channel: a variant missing here is fetched, never compiled
     # how a variant is fetched from it: (file name, local channel, variant=what it is for) -> the file; the fleet
     # stage hands it in (resolver.fleet.channel.fetch_package), so this stage imports nothing of the fleet

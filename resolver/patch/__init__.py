@@ -1,8 +1,8 @@
 """ROCm header fixes without root: the registry (``patches/``), the transformation, the overlay,
 in-place application with backup + record, and revert.
 
-The kernel build asks :func:`overlay_include_dir` for the folder to put first on the include path;
-``setup`` runs :func:`ensure_overlay`; ``python -m resolver patch`` runs :func:`run_patches`.
+The workflows' chain runs :func:`ensure_overlay` and asks :func:`overlay_include_dir` for the folder it hands the
+kernel build to put first on the include path; ``python -m resolver patch`` runs :func:`run_patches`.
 """
 
 from __future__ import annotations

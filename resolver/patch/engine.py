@@ -98,7 +98,7 @@ def overlay_include_dir(project: ProjectPaths, rocm_root: Path | None = None, *,
 
 def ensure_overlay(project: ProjectPaths, env: object | None = None, *, rocm_root: Path | None = None,
                    registry: Registry | None = None) -> dict[str, Any]:
-    """Apply every needed fix into the default overlay (what ``setup`` runs); the JSON report.
+    """Apply every needed fix into the default overlay (the chain's patch step); the JSON report.
 
     ``env`` is accepted for the pipeline's signature; the overlay belongs to the ROCm root, not to
     an environment. Raises the refusal when a header is unknown.

@@ -236,7 +236,7 @@ RECORD_KINDS = {
     "plan-record": "ProjectPaths.plan_record (resolver.plan.planning)",
     "lock-check": "ProjectPaths.lock_check_stamp (resolver.lock.current)",
     "upgrade-state": "ProjectPaths.upgrade_state (resolver.workflows.upgrade.journey)",
-    "step-stamp": "ProjectPaths.step_stamps/<step>.json (resolver.workflows.setup.pipeline)",
+    "step-stamp": "ProjectPaths.step_stamps/<step>.json (resolver.workflows.steps)",
     "sources": "ProjectPaths.sources_record (resolver.project.sources)",
     "patch-record": "ProjectPaths.patch_records/<id>-in-place-<key>.json (resolver.patch.engine)",
     "overlay-record": "ProjectPaths.overlay(<version>)/resolver-overlay.json (resolver.patch.engine)",

@@ -11,7 +11,7 @@ installed) is reported, never counted as a pass or a failure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from resolver.core.errors import ExitCode
 from resolver.verify.inenv.answers import EnvironmentFacts, TorchBuild, VerifyReport, to_data
@@ -41,31 +41,10 @@ def exit_code(report: VerifyReport | Mapping) -> int:
     return int(ExitCode.CHECK_FAILED) if report.with_status("fail") or not report.ok else int(ExitCode.OK)
 
 
-def diagnoses(report: VerifyReport | Mapping, env_name: str) -> list[dict]:
-    """Failed checks and errors run through doctor's signatures: the known cause and the fix command."""
-    from resolver.doctor.context import build_context
-    from resolver.doctor.signatures import load_signatures, match_log
-
-    report = VerifyReport.of(report)
-    facts = report.facts or EnvironmentFacts()
-    texts = [c.detail or "" for c in report.with_status("fail")]
-    texts += [str(e.get("error", "")) + "\n" + str(e.get("traceback", "")) for e in report.errors]
-    texts += [str(report.fatal)] if report.fatal else []
-    texts += [e.error for e in facts.extensions.values() if e.error]
-    ctx = build_context(env_name, report.facts, None)
-    out, seen = [], set()
-    signatures = load_signatures()
-    for text in texts:
-        for m in match_log(text, signatures)[:1]:
-            if m.signature.id not in seen:
-                seen.add(m.signature.id)
-                out.append({"id": m.signature.id, "title": m.signature.title, "cause": ctx.render(m.signature.cause, m.groups),
-                            "fix": ctx.render(m.signature.fix, m.groups), "sources": list(m.signature.sources)})
-    return out
-
-
-def document(report: VerifyReport | Mapping, *, env_name: str, wall_s: float, driver: dict) -> dict:
-    """The stable JSON shape of `verify --json` (keys documented in docs/verify-doctor.md)."""
+def document(report: VerifyReport | Mapping, *, env_name: str, wall_s: float, driver: dict,
+             diagnoses: Sequence[dict] = ()) -> dict:
+    """The stable JSON shape of `verify --json` (keys documented in docs/verify-doctor.md); ``diagnoses`` are the
+    known causes of its failures, as the caller's diagnosis found them (:mod:`resolver.doctor.verify_diagnoses`)."""
     report = VerifyReport.of(report)
     facts = report.facts or EnvironmentFacts()
     torch = facts.torch or TorchBuild()
@@ -86,7 +65,7 @@ def document(report: VerifyReport | Mapping, *, env_name: str, wall_s: float, dr
         "results": to_data(report.results),
         "errors": to_data(report.errors) + ([{"where": "in-env", "error": report.fatal}] if report.fatal else []),
         "warnings": to_data(report.warnings),
-        "diagnoses": diagnoses(report, env_name),
+        "diagnoses": list(diagnoses),
         "timings": {**to_data(report.timings), "wall_s": round(wall_s, 3)},
     }
 

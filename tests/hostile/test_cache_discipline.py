@@ -380,7 +380,7 @@ class StepStamp(Kind):
         return {"inputs": SHA, "result": {"ok": True}, "at": time.time()}
 
     def use(self) -> Any:
-        from resolver.workflows.setup.pipeline import Stamps
+        from resolver.workflows.steps import Stamps
 
         return Stamps(self.project.step_stamps).is_current("verify", SHA)
 

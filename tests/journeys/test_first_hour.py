@@ -156,7 +156,7 @@ def test_no_help_text_says_pip_where_uv_runs():
 # ---- caveats are visible -----------------------------------------------------------------------
 def test_a_step_with_a_caveat_is_not_ticked_and_the_summary_repeats_it_with_its_fix(tmp_path, capsys):
     from resolver.workflows.setup import SetupResult, summary_text
-    from resolver.workflows.setup.pipeline import Caveat, StepLog, StepReport
+    from resolver.workflows.steps import Caveat, StepLog, StepReport
 
     log = StepLog(log_file=tmp_path / "setup.log")
     caveat = Caveat.from_note("pixi.lock records x.whl at a path of this machine. Fix: run `python -m resolver lock`")

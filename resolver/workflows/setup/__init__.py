@@ -1,7 +1,7 @@
 """``setup``: probe → plan → lock (if stale) → install → patch → build → verify, resumable.
 
 Every step is skipped when its inputs hash matches the stamp left by its last success
-(:mod:`resolver.workflows.setup.pipeline`), so a second run is near-instant. A plan for hardware that is not here
+(:mod:`resolver.workflows.steps`), so a second run is near-instant. A plan for hardware that is not here
 (``--target rocm6.0`` on a laptop, or a ``--profile`` of another machine) stops after the lock and
 says what remains to be done on the target machine.
 """
@@ -14,26 +14,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from resolver.core.errors import CheckFailed, EnvironmentProblem, ResolverError
+from resolver.core.errors import EnvironmentProblem, ResolverError
 from resolver.core.model import Plan, Request
 from resolver.core.ui import Output
 from resolver.core.versions import DottedVersion
-from resolver.install.environment import READY_MARKER, Environment
+from resolver.install.environment import Environment
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.paths import ProjectPaths
-from resolver.verify.inenv.answers import VerifyReport
-from resolver.workflows.setup.pipeline import (
+from resolver.workflows.chain import Chain, ChainOptions, step_names
+from resolver.workflows.steps import (
     Caveat,
     Stamps,
     StepLog,
     StepReport,
     append_to_log,
-    digest,
     jsonable,
     project_lock,
 )
 
-STEPS = ("probe", "plan", "lock", "install", "patch", "build", "verify")
+NAMES = {"kernels": "build"}  # the chain's steps as setup's step list names them
+STEPS = ("probe", "plan", "lock", *step_names(NAMES))
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,6 @@ class Setup:
         self.log = log
         self.out = out
         self.stamps = Stamps(project.step_stamps)
-        self.kernel_modules: tuple[str, ...] = ()  # what the build installed, for verify to load
         self.kernel_channel: str | None = None  # a fleet node's: kernels are fetched from it, not compiled
         self.fleet_class: str | None = None  # the fleet class this node set up, when pixi.toml records a fleet
         self.result = SetupResult(steps=log.reports, log_file=log.log_file)
@@ -93,17 +92,22 @@ class Setup:
         here = plan.runnable_here and self.options.profile_file is None
         self._lock(plan)
         if not here:
-            for name in ("install", "patch", "build", "verify"):
+            for name in step_names(NAMES):
                 self.log.add(StepReport(name, "deferred", "runs on the target machine"))
             self.result.remaining = self._remaining_on_target(plan)
             return self.result
         self._check_fallback(plan, profile)
-        env = self._install(plan)
-        self.result.environment = env.path if env else None
-        self._patch(plan, env)
-        self._build(plan, env)
-        self._verify(plan, env)
+        chain = Chain(self.project, plan, ChainOptions(
+            dry_run=self.options.dry_run, force=self.options.force, stamps=self.stamps,
+            relock_pending=self._would_run("lock"), kernel_channel=self.kernel_channel, sources=self._sources),
+            self._record, detail=self._detail, out=self.out)
+        chain.run()
+        self.result.environment = chain.env.path if chain.env else None
+        self.result.verify = chain.verify_report
         return self.result
+
+    def _record(self, name: str, step) -> StepReport:
+        return self.log.timed(NAMES.get(name, name), lambda: step().parts())
 
     # -- steps --------------------------------------------------------------------------------
     def _probe(self) -> HardwareProfile:
@@ -205,94 +209,6 @@ class Setup:
                 raise missing_compiler(plan, profile, because=f"environment {plan.env_name} is a fallback without "
                                                               "its own CUDA toolkit (no conda channel answered)")
 
-    def _install(self, plan: Plan) -> Environment | None:
-        from resolver import install as installing
-
-        name = plan.env_name
-        inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
-                        self.project.env(name) / READY_MARKER)
-
-        def action():
-            env_path = self.project.env(name)
-            if self.options.dry_run and self._would_run("lock"):
-                return "would-run", f"after the new lock, if it changes environment {name}", None
-            if not self.options.force and (env_path / READY_MARKER).is_file() and self.stamps.is_current("install", inputs):
-                return "skipped", f"{env_path} matches pixi.lock", None
-            if self.options.dry_run:
-                return "would-run", f"environment {name} is missing or differs from pixi.lock", None
-            summary = installing.install_environment(self.project, name, info=self._detail("install"),
-                                                     progress=self.out.progress, sources=self._sources())
-            new_inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
-                                env_path / READY_MARKER)
-            self.stamps.write("install", new_inputs, jsonable(summary))
-            return "done", f"installed {name} at {env_path}", jsonable(summary)
-        self.log.timed("install", action)
-        if self.options.dry_run and not (self.project.env(name) / READY_MARKER).is_file():
-            return None
-        return Environment.find(self.project, name)
-
-    def _patch(self, plan: Plan, env: Environment | None) -> None:
-        def action():
-            if not plan.patches:
-                return "not-needed", _patch_reason(plan), None
-            from resolver import patch as patching
-
-            ids = ", ".join(p.id for p in plan.patches)
-            if self.options.dry_run:
-                return "would-run", f"apply {ids} into the overlay", None
-            report = patching.ensure_overlay(self.project, env)
-            return "done", f"{ids}: {report.get('status', 'applied')}", report
-        self.log.timed("patch", action)
-
-    def _build(self, plan: Plan, env: Environment | None) -> None:
-        def action():
-            if plan.kernels.strategy == "none":
-                return "not-needed", "CPU plan: the reference path needs no kernels", None
-            if self.options.dry_run:
-                return "would-run", f"{plan.kernels.strategy} kernels for {', '.join(plan.kernels.arch_list)}", None
-            from resolver.kernels import build_for_plan
-
-            fetch = None
-            if self.kernel_channel:
-                from functools import partial
-
-                from resolver.fleet.channel import fetch_package
-
-                fetch = partial(fetch_package, self.kernel_channel)
-            summary = build_for_plan(self.project, plan, env, self.out, fleet_channel=self.kernel_channel,
-                                     fetch_variant=fetch)
-            self.kernel_modules = tuple(m for p in summary.get("packages", ()) for m in p.get("imports_ok", ()))
-            compiled = sum(1 for p in summary.get("packages", ()) if p.get("status") == "built")
-            return "done", (f"kernels for {', '.join(plan.kernels.arch_list)} ({plan.kernels.strategy}; "
-                            f"{compiled} compiled, {len(summary.get('packages', ())) - compiled} from the channel)"), \
-                jsonable(summary), tuple(Caveat.from_note(w) for w in summary.get("warnings", ()))
-        self.log.timed("build", action)
-
-    def _verify(self, plan: Plan, env: Environment | None) -> None:
-        env_marker = self.project.env(plan.env_name) / READY_MARKER
-        inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
-
-        def action():
-            if self.options.dry_run and self._would_run("install"):
-                return "would-run", "after the new install: load a Mamba checkpoint and compare against the reference", \
-                    None
-            if not self.options.force and self.stamps.is_current("verify", inputs):
-                previous = (self.stamps.read("verify") or {}).get("result")
-                self.result.verify = previous
-                return "skipped", "verified earlier with the same environment and kernels", previous
-            if self.options.dry_run:
-                return "would-run", "load a Mamba checkpoint and compare against the reference", None
-            report = verify_environment(self.project, env,
-                                        expect_archs=plan.kernels.arch_list if self.kernel_modules else ())
-            self.result.verify = report
-            verdict = VerifyReport.from_json(report)  # the `verify --json` document, read for ok and summary
-            if not verdict.ok:
-                raise CheckFailed(f"verify found problems: {verdict.summary or 'see the report'}",
-                                    fix=f"run `python -m resolver doctor --env {plan.env_name}`")
-            self.stamps.write("verify", inputs, report)
-            return "done", verdict.summary or "passed", report
-        self.log.timed("verify", action)
-
     def _would_run(self, step: str) -> bool:
         return any(s.name == step and s.status == "would-run" for s in self.result.steps)
 
@@ -331,33 +247,6 @@ def missing_compiler(plan: Plan, profile: HardwareProfile, because: str | None =
         fix=f"{channel}install the {'CUDA' if name == 'nvcc' else 'ROCm'} {major} toolkit (or point {home} at one){other}")
 
 
-def channel_digest(channel: Path) -> str:
-    """What the local kernel channel holds, cheaply: its indexes list every package with its sha256,
-    so hashing them stands for hashing the packages (tens of MB) on every warm run."""
-    return digest(*sorted(channel.glob("*/repodata.json")))
-
-
-def verify_environment(project: ProjectPaths, env: Environment, *, expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Run ``verify`` on the default checkpoint inside ``env``: the kernel modules must load and carry
-    exactly ``expect_archs``; its JSON document plus a one-line summary."""
-    from resolver.verify import report as rep
-    from resolver.verify.in_env import resolve_model, run_in_env
-
-    extra = ["--expect-archs", ",".join(expect_archs)] if expect_archs else []
-    result = run_in_env(env, resolve_model(project, None), extra)
-    report = result.report
-    doc = rep.document(report, env_name=env.name, wall_s=result.wall_s, driver=rep.host_driver())
-    passed = len(report.with_status("pass"))
-    skipped = len(report.with_status("skip"))
-    failed = [c.name for c in report.with_status("fail")]
-    library = (report.library or {}).get("name", "no library")
-    path = "kernels" if (report.library or {}).get("uses_kernels") else "reference path, no kernels"
-    doc["summary"] = (f"{passed} checks passed" + (f", {skipped} skipped (cannot run here)" if skipped else "")
-                      + f" through {library} and our reference ({path}) in {doc['timings']['wall_s']:.1f} s"
-                      + (f"; failed: {', '.join(failed)}" if failed else ""))
-    return doc
-
-
 def describe_profile(profile: HardwareProfile) -> str:
     parts = []
     if profile.nvidia and profile.nvidia.gpus:
@@ -377,12 +266,6 @@ def describe_profile(profile: HardwareProfile) -> str:
 def _variant_words(plan: Plan) -> str:
     """The build of torch in words that do not repeat the backend ("cpu build", "cu130 build")."""
     return f"{plan.torch.variant} build"
-
-
-def _patch_reason(plan: Plan) -> str:
-    if plan.backend != "rocm":
-        return f"no ROCm header fix applies to a {plan.backend} plan"
-    return f"ROCm {plan.backend_version} needs no header fix"
 
 
 def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = False, json_mode: bool = False,

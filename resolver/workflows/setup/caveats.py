@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 from resolver.core.errors import ResolverError
 from resolver.core.model import Plan
 from resolver.project.paths import ProjectPaths
-from resolver.workflows.setup.pipeline import Caveat
+from resolver.workflows.steps import Caveat
 
 RELOCK = "`python -m resolver lock`"
 

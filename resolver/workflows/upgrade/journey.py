@@ -31,6 +31,7 @@ from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths, project_lock
 from resolver.project.pixi_toml import read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
+from resolver.workflows.chain import Chain
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
 from resolver.workflows.upgrade.step import UpgradeStep, Wanted, plan_step
 
@@ -124,8 +125,7 @@ class _Journey:
             self.result.remaining = _remaining_on_target(step)
             self.result.report_files = write_reports(self.project, self.result, options)
             return self.result
-        env = self._timed("install", lambda: self._install(step))
-        self._timed("kernels", lambda: self._kernels(step, env))
+        env = self._ready(step)
         proof_inputs = self._proof_inputs(step, options.proof)
         if previous.get("proof_inputs") == proof_inputs and previous.get("proof") and previous["proof"].get("ok"):
             self.result.proof = _proof_from_json(previous["proof"])
@@ -230,40 +230,40 @@ class _Journey:
                             "manifest_changed": before_manifest != project.manifest.read_bytes(),
                             "lock_changed": before_lock != after}
 
-    def _install(self, step: UpgradeStep) -> Environment:
-        from resolver import install as installing
+    def _ready(self, step: UpgradeStep) -> Environment:
+        """Install, patch and build the kernels of the new environment; its proof is the upgrade's verify."""
         from resolver.project.sources import Sources
+        from resolver.workflows.chain import ChainOptions
 
-        sources = Sources.load(self.project.root, flags=self.options.source_flags)
-        summary = installing.install_environment(self.project, step.new.environment, info=self.out.info,
-                                                 progress=self.out.progress, sources=sources)
-        self.result.install = summary.to_json()
-        return Environment.find(self.project, step.new.environment)
+        options = ChainOptions(steps=("install", "patch", "kernels"),
+                               sources=lambda: Sources.load(self.project.root, flags=self.options.source_flags))
+        chain = Chain(self.project, step.new.plan, options, lambda name, run: self._step(step, chain, name, run),
+                      env_name=step.new.environment, detail=lambda name: self.out.info, out=self.out)
+        return chain.run().env
 
-    def _kernels(self, step: UpgradeStep, env: Environment) -> None:
+    def _step(self, step: UpgradeStep, chain: Chain, name: str, run) -> None:
+        """One step of the chain, timed: the patch counts with the kernels, which are said before they build."""
         plan = step.new.plan
-        if plan.patches:
-            from resolver import patch as patching
-
-            patching.ensure_overlay(self.project, env)
-        if plan.kernels.strategy == "none":
-            self.result.kernels = {"status": "not-needed", "why": "a CPU plan: the reference path needs no kernels"}
-            return
-        from resolver.kernels import build_for_plan
-
-        self.out.info(f"kernels for {', '.join(plan.kernels.arch_list)} into '{env.name}' (cached by build key) ...")
-        self.result.kernels = build_for_plan(self.project, plan, env, self.out)
+        if name == "kernels" and plan.kernels.strategy != "none":
+            self.out.info(f"kernels for {', '.join(plan.kernels.arch_list)} into '{step.new.environment}' "
+                          "(cached by build key) ...")
+        outcome = self._timed("kernels" if name == "patch" else name, run)
+        if name == "install":
+            self.result.install = outcome.result
+        elif name == "kernels":
+            self.result.kernels = chain.build_summary.to_json() if outcome.status == "done" else \
+                {"status": "not-needed", "why": "a CPU plan: the reference path needs no kernels"}
 
     def _timed(self, name: str, action):
         started = time.monotonic()
         try:
             return action()
         finally:
-            self.result.seconds[name] = time.monotonic() - started
+            self.result.seconds[name] = self.result.seconds.get(name, 0.0) + time.monotonic() - started
 
     # -- state --------------------------------------------------------------------------------
     def _proof_inputs(self, step: UpgradeStep, options: ProofOptions) -> str:
-        from resolver.workflows.setup.pipeline import digest
+        from resolver.workflows.steps import digest
 
         channel = sorted(self.project.channel.glob("*/repodata.json"))
         envs = [self.project.env(step.current.environment), self.project.env(step.new.environment)]

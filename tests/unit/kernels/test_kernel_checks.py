@@ -123,8 +123,8 @@ def test_doctor_names_the_same_fix_for_kernels_built_for_another_gpu():
 
 def test_verify_arch_failure_arrives_with_the_no_kernel_image_diagnosis_and_fix():
     """The failed arch check verify writes (instead of calling the kernel) runs through doctor's signatures."""
+    from resolver.doctor.verify_diagnoses import diagnoses
     from resolver.verify.inenv.kernel_checks import arch_mismatch
-    from resolver.verify.report import diagnoses
 
     detail, fix = arch_mismatch("causal_conv1d_cuda", ["sm_80"], "sm_90", "guard")
     assert fix == "python -m resolver build --env guard --arch 9.0" and fix in detail and "sm_80" in detail

@@ -379,7 +379,7 @@ def test_setup_says_why_it_relocks(tmp_path):
     """setup's lock step skips a current lock and names the reason of a stale one (a dry run: nothing solved)."""
     from resolver.core.ui import Output
     from resolver.workflows.setup import Setup, SetupOptions
-    from resolver.workflows.setup.pipeline import StepLog
+    from resolver.workflows.steps import StepLog
 
     paths = project(tmp_path)
 

@@ -8,7 +8,7 @@ import pytest
 
 from resolver.core.errors import Busy
 from resolver.core.fs import tree_digest
-from resolver.workflows.setup.pipeline import Stamps, digest, project_lock
+from resolver.workflows.steps import Stamps, digest, project_lock
 
 
 def test_stamps_current_only_after_write(tmp_path):
@@ -49,7 +49,7 @@ def _holder(state: Path, seconds: float) -> subprocess.Popen:
     code = textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from resolver.workflows.setup.pipeline import project_lock
+        from resolver.workflows.steps import project_lock
         with project_lock(Path({str(state)!r})):
             print("held", flush=True)
             time.sleep({seconds})

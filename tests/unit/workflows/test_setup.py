@@ -68,7 +68,7 @@ def test_rocm60_without_a_mirror_says_the_index_is_out_of_reach(tmp_path):
 def test_concurrent_setup_waits_or_refuses(tmp_path):
     project = _project(tmp_path)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from resolver.workflows.setup.pipeline import project_lock\n"
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from resolver.workflows.steps import project_lock\n"
                                f"with project_lock(Path({str(project / '.resolver' / 'state')!r})):\n"
                                "    print('held', flush=True); time.sleep(3)"],
         stdout=subprocess.PIPE, text=True)

@@ -1,4 +1,4 @@
-"""setup's step runner (resolver/workflows/setup/pipeline.py): what makes a step current, what its report says, in detail."""
+"""setup's step runner (resolver/workflows/steps.py): what makes a step current, what its report says, in detail."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from resolver.core.errors import BadInput
-from resolver.workflows.setup.pipeline import (
+from resolver.workflows.steps import (
     Caveat,
     Stamps,
     StepLog,
