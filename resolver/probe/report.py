@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from resolver.errors import BadInput
 from resolver.fs import read_bytes_bounded
-from resolver.probe import amd_parse, host, nvidia_parse
+from resolver.probe import amd_parse, host, nvidia_parse, paste_forms
 from resolver.probe.amd import AmdFacts
 from resolver.probe.collect_env import CollectEnv, parse_collect_env
 from resolver.probe.findings import Findings
@@ -34,6 +34,7 @@ from resolver.probe.name_table import NameTable
 from resolver.probe.nvidia import NvidiaFacts
 from resolver.probe.nvidia_parse import GpuSeen, NvidiaReading
 from resolver.probe.profile import AmdInfo, HardwareProfile, NvidiaInfo
+from resolver.probe.tolerant import PasteFacts, read_facts
 from resolver.versions import DottedVersion
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -122,12 +123,17 @@ class _Host:
     wsl: bool
 
 
-def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findings) -> NvidiaInfo | None:
+def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
+            paste: PasteFacts) -> NvidiaInfo | None:
     plain = nvidia_parse.read_smi_plain(text)
     proc = nvidia_parse.parse_proc_version(text)
     collect = NvidiaReading(driver=env.nvidia_driver, gpus=tuple(GpuSeen(n) for n in env.nvidia_gpus)) if env else None
     readings = (  # richest first: the csv names compute capabilities; the table's names may be cut short
         (nvidia_parse.read_query_csv_with_header(text), "nvidia-smi --query-gpu (csv)"),
+        (paste_forms.read_device_query(text), "deviceQuery"),
+        (paste_forms.read_check_env(text), "sglang check_env"),
+        (paste_forms.read_device_properties(text)[1], "torch.cuda.get_device_properties"),
+        (paste_forms.read_clinfo(text)[1], "clinfo"),
         (NvidiaReading(plain.driver, plain.cuda), "nvidia-smi"),
         (nvidia_parse.read_smi_details(text), "nvidia-smi -q"),
         (nvidia_parse.read_smi_list(text), "nvidia-smi -L"),
@@ -150,7 +156,19 @@ def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findi
         if devices:
             forms.append("lspci -n")
             facts.take(NvidiaReading(gpus=gpus_from_ids(devices)), "report: lspci -n (PCI ids)", findings)
+    _check_gpu_count(len(paste.gpus("nvidia")))
+    if not facts.gpus and (seen := paste.gpus("nvidia")):
+        forms.append("tolerant reader")
+        facts.take(NvidiaReading(gpus=tuple(GpuSeen(g.value, g.arch) for g in seen)),
+                   f"report, read where it stands: {_where(seen)}", findings)
+    driver = paste.first("driver")
+    if facts.driver is None and driver and (facts.gpus or facts.cuda):
+        facts.set_driver(driver.value, f"report, read where it stands: {driver.where()}", findings)
     return facts.info(findings, NameTable())
+
+
+def _where(facts) -> str:
+    return "; ".join(f"{f.value!r} on {f.where()}" for f in facts[:8]) + (" …" if len(facts) > 8 else "")
 
 
 def _check_gpu_count(count: int) -> None:
@@ -160,7 +178,7 @@ def _check_gpu_count(count: int) -> None:
 
 
 def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
-         assumed: dict[str, str]) -> AmdInfo | None:
+         assumed: dict[str, str], paste: PasteFacts) -> AmdInfo | None:
     facts = AmdFacts()
     version = amd_parse.parse_amd_smi_rocm_version(text)
     if version:
@@ -172,13 +190,22 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
                 (amd_parse.parse_amd_smi_table(text), "amd-smi"),
                 (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
                 (amd_parse.parse_rocm_smi_json(text), "rocm-smi --json"),
+                (paste_forms.read_rocm_smi_csv(text), "rocm-smi --csv"),
+                (paste_forms.read_hipinfo(text), "hipInfo"),
+                (paste_forms.read_clinfo(text)[0], "clinfo"),
+                (paste_forms.read_device_properties(text)[0], "torch.cuda.get_device_properties"),
                 (collect, "collect_env"),
-                (_amd_on_bus(text), "lspci -n"))
+                (_amd_on_bus(text), "lspci -n"),
+                ([amd_parse.AmdAgent(g.value, g.arch) for g in paste.gpus("amd")], "tolerant reader"))
     _check_gpu_count(max(len(agents) for agents, _ in readings))
     for agents, form in readings:
         if any(agent.name or agent.gfx or agent.pci_device for agent in agents):  # `amd-smi metric` prints "GPU: 0" too
             forms.append(form)
-            facts.take_agents(agents, f"report: {form}")
+            facts.take_agents(agents, f"report: {form}" if form != "tolerant reader" else
+                              f"report, read where it stands: {_where(paste.gpus('amd'))}")
+    if facts.version is None and (rocm := paste.first("rocm")):
+        forms.append("tolerant reader")
+        facts.take_version(rocm.value, f"report, read where it stands: {rocm.where()}")
     gpus = facts.gpus(findings, NameTable())
     if gpus and facts.agents_source == "report: collect_env":
         findings.note("collect_env names only the GPU PyTorch was using; the machine may have more AMD GPUs")
@@ -252,14 +279,18 @@ def _profile(text: str) -> HardwareProfile:
     env = parse_collect_env(text)
     if env is not None:
         forms.append("collect_env")
-    nvidia = _nvidia(text, env, forms, findings)
-    amd = _amd(text, env, forms, findings, assumed)
+    paste = read_facts(text)
+    nvidia = _nvidia(text, env, forms, findings, paste)
+    amd = _amd(text, env, forms, findings, assumed, paste)
     nvcc = _NVCC.search(text)
     cuda_toolkit = nvcc.group(1) if nvcc else (env.cuda_toolkit if env else None)
     hip = amd_parse.parse_hipcc_version(text)
     for found, form in ((nvcc, "nvcc --version"), (hip, "hipcc --version")):
         if found:
             forms.append(form)
+    for form in paste_forms.forms_naming_no_gpu(text):
+        forms.append(form)
+        findings.note(f"{form} names no GPU model: paste nvidia-smi or rocm-smi --showproductname for that")
     if not forms:
         raise BadInput("the report holds no output the probe can read", fix=_FIX)
     machine = _host(text, env, forms, findings, assumed)
