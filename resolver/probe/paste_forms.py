@@ -48,18 +48,18 @@ def read_device_query(text: str) -> NvidiaReading:
     gpus: list[GpuSeen] = []
     cuda = None
     name: str | None = None
-    for line in text.splitlines():
-        device = _DQ_DEVICE.search(line)
-        if device:
-            name = device.group(2).strip()
-            continue
-        version = _DQ_CUDA.search(line)
-        if version and cuda is None:
-            cuda = version.group(1)
-        capability = _DQ_CC.search(line)
-        if capability and name:
-            gpus.append(GpuSeen(name, f"{capability.group(1)}.{capability.group(2)}"))
-            name = None
+    for line in text.splitlines():  # in the order they stand, also on one line (a flattened paste)
+        events = sorted([(m.start(), "device", m) for m in _DQ_DEVICE.finditer(line)] +
+                        [(m.start(), "cuda", m) for m in _DQ_CUDA.finditer(line)] +
+                        [(m.start(), "cc", m) for m in _DQ_CC.finditer(line)], key=lambda e: e[0])
+        for _, kind, found in events:
+            if kind == "device":
+                name = found.group(2).strip()
+            elif kind == "cuda":
+                cuda = cuda or found.group(1)
+            elif name:
+                gpus.append(GpuSeen(name, f"{found.group(1)}.{found.group(2)}"))
+                name = None
     return NvidiaReading(cuda=cuda, gpus=tuple(gpus)) if gpus else NvidiaReading()
 
 

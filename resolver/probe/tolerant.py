@@ -31,6 +31,7 @@ from resolver.probe.name_table import NameTable
 
 MAX_LINE = 4096
 MAX_LOOKUPS = 512  # name-table look-ups in one paste; a machine is named in far fewer lines
+MAX_FACTS = 4096
 
 _NV_BRAND = re.compile(r"\b(?:NVIDIA|GeForce|Tesla|Quadro|TITAN|Jetson|Orin|Xavier)\b")
 _AMD_BRAND = re.compile(r"\b(?:AMD|Radeon|Instinct|Navi ?\d{2}|FirePro|Vega)\b")
@@ -48,6 +49,9 @@ _ROCM = re.compile(r"(?<![+.\w-])ROCm(?: version)?\s{0,20}[:=]?\s{0,20}(?:ROCm )
                    re.IGNORECASE)
 _NAME_END = re.compile(r"[\"'{}|,;(]|\s\w{1,20}=|\s{3}")  # where a product name printed in a line ends
 _SHAPE = re.compile(r"[0-9a-fA-F]*\d[0-9a-fA-F]*")
+# a line holding none of these states no fact the reader knows, and is skipped after one scan
+_TRIGGERS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "amd", "radeon", "instinct",
+             "navi", "firepro", "vega", "10de:", "1002:", "device", "gpu id", "gfx", "driver", "rocm")
 _MARKUP = re.compile(r"```\w*|`|\*\*|</?(?:details|summary|code|pre|p|br)\s*/?>")
 
 
@@ -84,9 +88,20 @@ class PasteFacts:
         for shapes in by_arch.values():
             said = [f for facts in shapes.values() for f in facts]
             named = min(said, key=lambda f: (f.how != "name", f.how == "gfx target", f.line))
-            most = max(shapes.values(), key=len)
+            most = max((run for facts in shapes.values() for run in _runs(facts)), key=len)
             gpus.extend(Fact(f.kind, named.value, f.line, f.how, f.arch, f.shape) for f in most)
         return tuple(sorted(gpus, key=lambda f: f.line))
+
+
+def _runs(facts: list[Fact]) -> list[list[Fact]]:
+    """The facts in runs of near lines (a list of GPUs is printed together; a log repeating a name is not a list)."""
+    runs: list[list[Fact]] = []
+    for fact in facts:
+        if runs and fact.line - runs[-1][-1].line <= 2:
+            runs[-1].append(fact)
+        else:
+            runs.append([fact])
+    return runs
 
 
 def clean_line(line: str) -> str:
@@ -106,10 +121,23 @@ class _Reader:
         self.table = table
         self.lookups = 0
         self.facts: list[Fact] = []
+        self._seen: set[tuple[str, int, str | None]] = set()
+        self._shape = (0, "")
+        self._placed: dict[tuple[str, str], object] = {}  # each PCI id is placed once per paste
+
+    def identify(self, vendor: str, device: str):
+        from resolver.probe.pci import identify
+
+        if (vendor, device) not in self._placed:
+            self._placed[vendor, device] = identify(vendor, device)
+        return self._placed[vendor, device]
 
     def add(self, kind: str, value: str, number: int, how: str, arch: str | None, shape: str) -> None:
-        if not any(f.kind == kind and f.line == number and f.arch == arch for f in self.facts):
-            self.facts.append(Fact(kind, value, number, how, arch, shape))
+        if (kind, number, arch) not in self._seen and len(self.facts) < MAX_FACTS:
+            self._seen.add((kind, number, arch))
+            if self._shape[0] != number:
+                self._shape = (number, " ".join(_SHAPE.sub("#", shape).split()))
+            self.facts.append(Fact(kind, value, number, how, arch, self._shape[1]))
 
     def names(self, line: str, number: int, shape: str) -> None:
         for brand, kind in ((_NV_BRAND, "nvidia"), (_AMD_BRAND, "amd")):
@@ -124,8 +152,7 @@ class _Reader:
                     self.add(kind, segment, number, "name", arch, shape)
 
     def ids(self, line: str, number: int, shape: str, amd_context: bool) -> None:
-        from resolver.probe.pci import identify
-
+        identify = self.identify
         seen = [(m.group(1).lower(), m.group(2).lower(), f"PCI id {m.group(1)}:{m.group(2)}") for m in _PCI.finditer(line)]
         for m in _VENDOR_DEVICE.finditer(line):
             vendor = "10de" if m.group(1).startswith("NVIDIA") else "1002"
@@ -136,7 +163,7 @@ class _Reader:
                 seen.append((placed[0], bare.group(1).lower(), f"PCI device {bare.group(1)}"))
         if amd_context and (labelled := _AMD_ID.search(line)):
             seen.append(("1002", labelled.group(1).lower(), f"device id 0x{labelled.group(1)}"))
-        for vendor, device, how in seen:
+        for vendor, device, how in dict.fromkeys(seen):
             gpu = identify(vendor, device)
             if gpu is not None and gpu.arch:
                 kind = "nvidia" if vendor == "10de" else "amd"
@@ -161,10 +188,13 @@ def read_facts(text: str, table: NameTable | None = None) -> PasteFacts:
     reader = _Reader(table or NameTable())
     amd_context = bool(_AMD_CONTEXT.search(text)) and not _NV_BRAND.search(text)
     for number, raw in enumerate(text.split("\n"), start=1):
+        low = raw[:MAX_LINE].lower()
+        if not any(word in low for word in _TRIGGERS):
+            continue
         line = clean_line(raw)
         if not line or line.startswith("Subsystem"):  # lspci's subsystem names the board maker's ids
             continue
-        shape = " ".join(_SHAPE.sub("#", line).split())
+        shape = line  # the shape is made from it only when a fact is taken
         reader.names(line, number, shape)
         reader.ids(line, number, shape, amd_context)
         reader.gfx(line, number, shape)
