@@ -40,6 +40,7 @@ def facts(text: str) -> dict:
             "gpus": [(g.name, str(g.gfx_arch)) for g in amd.gpus],
         },
         "cuda_toolkit": str(profile.cuda_toolkit) if profile.cuda_toolkit else None,
+        "platform": profile.platform,
     }
 
 
@@ -75,6 +76,8 @@ def mismatches(name: str, got: dict) -> list[str]:
             pass  # a ROCm version the paste does not state may only be the one PyTorch names (assumed, and said)
         elif g["rocm"] is None or not (g["rocm"] + ".").startswith(w["rocm"] + "."):
             wrong.append(f"ROCm {g['rocm']} (expected {w['rocm']})")
+    if want.get("platform") and got["platform"] != want["platform"]:
+        wrong.append(f"platform {got['platform']} (expected {want['platform']})")
     if want.get("cuda_toolkit") and got["cuda_toolkit"] != want["cuda_toolkit"]:
         wrong.append(f"nvcc {got['cuda_toolkit']} (expected {want['cuda_toolkit']})")
     return wrong

@@ -230,7 +230,7 @@ def _amd_on_bus(text: str) -> list[amd_parse.AmdAgent]:
 
 
 def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
-          assumed: dict[str, str]) -> _Host:
+          assumed: dict[str, str], jetson: str | None = None) -> _Host:
     python = env.python if env else None
     if python is None:
         python = ASSUMED_PYTHON
@@ -248,7 +248,10 @@ def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Finding
             ("Linux", uname[1] if uname else None),
             ("Linux", nvidia_parse.parse_proc_machine(text))]
     system, machine = next(((s, m) for s, m in said if s and m), (env.system if env else None, None))
-    if system is None:
+    if system is None and jetson:  # every Jetson is an aarch64 Linux machine
+        system, machine = "Linux", "aarch64"
+        findings.note(f"platform not in the report: linux-aarch64, the platform of every Jetson ({jetson!r})")
+    elif system is None:
         system, machine = ASSUMED_PLATFORM
         assumed["platform"] = "platform not in the report: assumed linux-64"
     elif machine is None:
@@ -293,7 +296,11 @@ def _profile(text: str) -> HardwareProfile:
         findings.note(f"{form} names no GPU model: paste nvidia-smi or rocm-smi --showproductname for that")
     if not forms:
         raise BadInput("the report holds no output the probe can read", fix=_FIX)
-    machine = _host(text, env, forms, findings, assumed)
+    from resolver.probe.nvidia import is_tegra
+
+    jetson = next((g.name for g in (nvidia.gpus if nvidia else ()) if is_tegra(g.name)),
+                  "tegrastats" if "tegrastats" in forms else None)
+    machine = _host(text, env, forms, findings, assumed, jetson)
     platform = host.conda_subdir(machine.system, machine.machine)
     if platform is None:
         raise BadInput(f"the report describes a {machine.system} {machine.machine} machine, which has no conda platform",
