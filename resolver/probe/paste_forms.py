@@ -37,6 +37,7 @@ _CL_NV_NAME = re.compile(r"Device Name\s{1,80}(NVIDIA \S.{0,120})$")
 _CL_NV_DRIVER = re.compile(r"Driver Version\s{1,80}(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\b")
 _PROPS = re.compile(r"_CudaDeviceProperties\(name='([^'\n]{1,120})', major=(\d{1,2}), minor=(\d{1,2})"
                     r"(?:, gcnArchName='(gfx[0-9a-f]{3,4}[^'\n]{0,40})')?")
+_AMD_NAME = re.compile(r"\b(?:AMD|Radeon|Instinct)\b")
 _NVCC_ARCH = re.compile(r"^compute_\d{2,3}[a-z]?$")
 _TEGRASTATS = re.compile(r"\bRAM \d{1,7}/\d{1,7}MB\b.{0,400}\bGR3D_FREQ\b")
 _TOPO = re.compile(r"^\s*GPU0\s+X\s")
@@ -154,7 +155,7 @@ def read_device_properties(text: str) -> tuple[list[AmdAgent], NvidiaReading]:
         for found in _PROPS.finditer(line):
             if found.group(4):
                 agents.append(AmdAgent(found.group(1), found.group(4).split(":")[0]))
-            else:
+            elif not _AMD_NAME.search(found.group(1)):  # a ROCm GPU's major/minor (wrapped away from its gfx)
                 gpus.append(GpuSeen(found.group(1), f"{found.group(2)}.{found.group(3)}"))
     return agents, NvidiaReading(gpus=tuple(gpus))
 

@@ -4,9 +4,11 @@ A report is untrusted text holding any mix of: nvidia-smi (``--query-gpu`` csv w
 plain table in both header generations, ``-q``, ``-L``), ``/proc/driver/nvidia/version``, rocminfo (or
 an excerpt), amd-smi (plain, ``version``, ``static --asic``), ``rocm-smi --showproductname``,
 ``nvcc --version``, ``hipcc --version``, ``ldd --version``, ``uname -a`` and ``python -m
-torch.utils.collect_env``. Each form is read by the probe's own parsers and merged the probe's way
-(richest source first, each fact with its source). It is read, never executed; control characters
-are escaped before anything of it can be printed back.
+torch.utils.collect_env``, and the forms only pastes hold (``paste_forms``: deviceQuery, sglang check_env,
+rocm-smi --csv, hipInfo, clinfo, get_device_properties prints). Each form is read by its parser and merged
+the probe's way (richest source first, each fact with its source); under them the tolerant reader
+(``tolerant``) fills what no form gave from the facts the text states wherever they stand, each with its
+line. It is read, never executed; control characters are escaped before anything of it can be printed back.
 
 What the report does not say is a note; where planning needs a value (Python, the platform, the
 ROCm of a ROCm GPU) the profile records the assumption in ``assumed`` and ``plan`` repeats it.
@@ -46,7 +48,7 @@ MAX_GPUS = 64  # one machine (an 8- or 16-GPU server; a report lists one machine
 ASSUMED_PYTHON = "3.12"
 ASSUMED_PLATFORM = ("Linux", "x86_64")
 FORMS = ("nvidia-smi (plain, -q, -L or --query-gpu csv), /proc/driver/nvidia/version, rocminfo, amd-smi, "
-         "rocm-smi --showproductname (also --json), `lspci -nn` or `python -m torch.utils.collect_env`")
+         "rocm-smi (--showproductname, -a, --csv or --json), deviceQuery, `lspci -nn` or `python -m torch.utils.collect_env`")
 _FIX = f"paste what one of these printed on the machine: {FORMS}"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # C0/C1 controls other than tab and newline, the Unicode line and paragraph separators (so that a line is

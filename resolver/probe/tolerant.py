@@ -26,12 +26,14 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
+from itertools import islice
 
 from resolver.probe.name_table import NameTable
 
 MAX_LINE = 4096
 MAX_LOOKUPS = 512  # name-table look-ups in one paste; a machine is named in far fewer lines
 MAX_FACTS = 4096
+MAX_NAMES_A_LINE = 16
 
 _NV_BRAND = re.compile(r"\b(?:NVIDIA|GeForce|Tesla|Quadro|TITAN|Jetson|Orin|Xavier)\b")
 _AMD_BRAND = re.compile(r"\b(?:AMD|Radeon|Instinct|Navi ?\d{2}|FirePro|Vega)\b")
@@ -50,6 +52,8 @@ _ROCM = re.compile(r"(?<![+.\w-])ROCm(?: version)?\s{0,20}[:=]?\s{0,20}(?:ROCm )
 _NAME_END = re.compile(r"[\"'{}|,;(]|\s\w{1,20}=|\s{3}")  # where a product name printed in a line ends
 _SHAPE = re.compile(r"[0-9a-fA-F]*\d[0-9a-fA-F]*")
 # a line holding none of these states no fact the reader knows, and is skipped after one scan
+_BRANDS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "amd", "radeon", "instinct",
+           "navi", "firepro", "vega")
 _TRIGGERS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "amd", "radeon", "instinct",
              "navi", "firepro", "vega", "10de:", "1002:", "device", "gpu id", "gfx", "driver", "rocm")
 _MARKUP = re.compile(r"```\w*|`|\*\*|</?(?:details|summary|code|pre|p|br)\s*/?>")
@@ -123,6 +127,7 @@ class _Reader:
         self.facts: list[Fact] = []
         self._seen: set[tuple[str, int, str | None]] = set()
         self._shape = (0, "")
+        self._named: dict[tuple[str, str], str | None] = {}  # each name is looked up once per paste
         self._placed: dict[tuple[str, str], object] = {}  # each PCI id is placed once per paste
 
     def identify(self, vendor: str, device: str):
@@ -141,20 +146,25 @@ class _Reader:
 
     def names(self, line: str, number: int, shape: str) -> None:
         for brand, kind in ((_NV_BRAND, "nvidia"), (_AMD_BRAND, "amd")):
-            for found in brand.finditer(line):
-                if self.lookups >= MAX_LOOKUPS:
-                    return
-                self.lookups += 1
+            for count, found in enumerate(brand.finditer(line)):
+                if count == MAX_NAMES_A_LINE:  # a flattened listing names a few GPUs a line, not hundreds
+                    break
                 segment = _NAME_END.split(line[found.start():found.start() + _SEGMENT], maxsplit=1)[0]
                 segment = segment.rstrip(" .:([")
-                arch, _ = self.table.compute_capability(segment) if kind == "nvidia" else self.table.gfx(segment)
+                if (kind, segment) not in self._named:
+                    if self.lookups >= MAX_LOOKUPS:
+                        return
+                    self.lookups += 1
+                    self._named[kind, segment] = (self.table.compute_capability(segment) if kind == "nvidia"
+                                                  else self.table.gfx(segment))[0]
+                arch = self._named[kind, segment]
                 if arch and not segment.endswith("..."):
                     self.add(kind, segment, number, "name", arch, shape)
 
     def ids(self, line: str, number: int, shape: str, amd_context: bool) -> None:
         identify = self.identify
-        seen = [(m.group(1).lower(), m.group(2).lower(), f"PCI id {m.group(1)}:{m.group(2)}") for m in _PCI.finditer(line)]
-        for m in _VENDOR_DEVICE.finditer(line):
+        seen = [(m.group(1).lower(), m.group(2).lower(), f"PCI id {m.group(1)}:{m.group(2)}") for m in islice(_PCI.finditer(line), MAX_NAMES_A_LINE)]
+        for m in islice(_VENDOR_DEVICE.finditer(line), MAX_NAMES_A_LINE):
             vendor = "10de" if m.group(1).startswith("NVIDIA") else "1002"
             seen.append((vendor, m.group(2).lower(), f"PCI device {m.group(2)}"))
         if bare := _BARE_DEVICE.search(line):
@@ -171,7 +181,11 @@ class _Reader:
                 self.add(kind, name, number, how, gpu.arch, shape)
 
     def gfx(self, line: str, number: int, shape: str) -> None:
-        targets = {m.group(0).lower() for m in _GFX.finditer(line)}
+        targets = set()
+        for found in _GFX.finditer(line):
+            targets.add(found.group(0).lower())
+            if len(targets) > 1:
+                return
         if len(targets) == 1 and not _GFX_LIST_HINT.search(line):  # several, or after "arch": a list of targets
             target = targets.pop()
             self.add("amd", f"AMD GPU {target}", number, "gfx target", target, shape)
@@ -195,8 +209,13 @@ def read_facts(text: str, table: NameTable | None = None) -> PasteFacts:
         if not line or line.startswith("Subsystem"):  # lspci's subsystem names the board maker's ids
             continue
         shape = line  # the shape is made from it only when a fact is taken
-        reader.names(line, number, shape)
-        reader.ids(line, number, shape, amd_context)
-        reader.gfx(line, number, shape)
-        reader.versions(line, number)
+        # each pattern only where its words stand: a substring test is far cheaper than a pattern's scan
+        if any(word in low for word in _BRANDS):
+            reader.names(line, number, shape)
+        if "10de" in low or "1002" in low or "device" in low or "gpu id" in low:
+            reader.ids(line, number, shape, amd_context)
+        if "gfx" in low:
+            reader.gfx(line, number, shape)
+        if "driver" in low or "rocm" in low:
+            reader.versions(line, number)
     return PasteFacts(tuple(reader.facts))
