@@ -27,8 +27,12 @@ import html
 import re
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from resolver.probe.name_table import NameTable
+
+if TYPE_CHECKING:  # the PCI ID table loads on first use, as the name table does
+    from resolver.knowledge.pci_ids import PciGpu
 
 MAX_LINE = 4096
 MAX_LOOKUPS = 512  # name-table look-ups in one paste; a machine is named in far fewer lines
@@ -54,8 +58,7 @@ _SHAPE = re.compile(r"[0-9a-fA-F]*\d[0-9a-fA-F]*")
 # a line holding none of these states no fact the reader knows, and is skipped after one scan
 _BRANDS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "amd", "radeon", "instinct",
            "navi", "firepro", "vega")
-_TRIGGERS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "amd", "radeon", "instinct",
-             "navi", "firepro", "vega", "10de:", "1002:", "device", "gpu id", "gfx", "driver", "rocm")
+_TRIGGERS = (*_BRANDS, "10de", "1002", "device", "gpu id", "gfx", "driver", "rocm")
 _MARKUP = re.compile(r"```\w*|`|\*\*|</?(?:details|summary|code|pre|p|br)\s*/?>")
 
 
@@ -77,6 +80,8 @@ class Fact:
 
 @dataclass(frozen=True)
 class PasteFacts:
+    """The facts of one paste, in the order they stand."""
+
     facts: tuple[Fact, ...] = ()
 
     def first(self, kind: str) -> Fact | None:
@@ -127,24 +132,25 @@ class _Reader:
         self.facts: list[Fact] = []
         self._seen: set[tuple[str, int, str | None]] = set()
         self._shape = (0, "")
+        self._versions: set[str] = set()
         self._named: dict[tuple[str, str], str | None] = {}  # each name is looked up once per paste
-        self._placed: dict[tuple[str, str], object] = {}  # each PCI id is placed once per paste
+        self._placed: dict[tuple[str, str], PciGpu | None] = {}  # each PCI id is placed once per paste
 
-    def identify(self, vendor: str, device: str):
+    def identify(self, vendor: str, device: str) -> PciGpu | None:
         from resolver.probe.pci import identify
 
         if (vendor, device) not in self._placed:
             self._placed[vendor, device] = identify(vendor, device)
         return self._placed[vendor, device]
 
-    def add(self, kind: str, value: str, number: int, how: str, arch: str | None, shape: str) -> None:
+    def add(self, kind: str, value: str, number: int, how: str, arch: str | None, line: str) -> None:
         if (kind, number, arch) not in self._seen and len(self.facts) < MAX_FACTS:
             self._seen.add((kind, number, arch))
-            if self._shape[0] != number:
-                self._shape = (number, " ".join(_SHAPE.sub("#", shape).split()))
+            if self._shape[0] != number:  # made only for a line a fact is taken from
+                self._shape = (number, " ".join(_SHAPE.sub("#", line).split()))
             self.facts.append(Fact(kind, value, number, how, arch, self._shape[1]))
 
-    def names(self, line: str, number: int, shape: str) -> None:
+    def names(self, line: str, number: int) -> None:
         for brand, kind in ((_NV_BRAND, "nvidia"), (_AMD_BRAND, "amd")):
             for count, found in enumerate(brand.finditer(line)):
                 if count == MAX_NAMES_A_LINE:  # a flattened listing names a few GPUs a line, not hundreds
@@ -159,11 +165,12 @@ class _Reader:
                                                   else self.table.gfx(segment))[0]
                 arch = self._named[kind, segment]
                 if arch and not segment.endswith("..."):
-                    self.add(kind, segment, number, "name", arch, shape)
+                    self.add(kind, segment, number, "name", arch, line)
 
-    def ids(self, line: str, number: int, shape: str, amd_context: bool) -> None:
+    def ids(self, line: str, number: int, amd_context: bool) -> None:
         identify = self.identify
-        seen = [(m.group(1).lower(), m.group(2).lower(), f"PCI id {m.group(1)}:{m.group(2)}") for m in islice(_PCI.finditer(line), MAX_NAMES_A_LINE)]
+        seen = [(m.group(1).lower(), m.group(2).lower(), f"PCI id {m.group(1)}:{m.group(2)}")
+                for m in islice(_PCI.finditer(line), MAX_NAMES_A_LINE)]
         for m in islice(_VENDOR_DEVICE.finditer(line), MAX_NAMES_A_LINE):
             vendor = "10de" if m.group(1).startswith("NVIDIA") else "1002"
             seen.append((vendor, m.group(2).lower(), f"PCI device {m.group(2)}"))
@@ -178,9 +185,9 @@ class _Reader:
             if gpu is not None and gpu.arch:
                 kind = "nvidia" if vendor == "10de" else "amd"
                 name = f"NVIDIA {gpu.name}" if kind == "nvidia" else f"AMD {gpu.name}"
-                self.add(kind, name, number, how, gpu.arch, shape)
+                self.add(kind, name, number, how, gpu.arch, line)
 
-    def gfx(self, line: str, number: int, shape: str) -> None:
+    def gfx(self, line: str, number: int) -> None:
         targets = set()
         for found in _GFX.finditer(line):
             targets.add(found.group(0).lower())
@@ -188,12 +195,15 @@ class _Reader:
                 return
         if len(targets) == 1 and not _GFX_LIST_HINT.search(line):  # several, or after "arch": a list of targets
             target = targets.pop()
-            self.add("amd", f"AMD GPU {target}", number, "gfx target", target, shape)
+            self.add("amd", f"AMD GPU {target}", number, "gfx target", target, line)
 
     def versions(self, line: str, number: int) -> None:
-        if driver := _DRIVER.search(line):
+        """The first driver and ROCm version stated (a later mention is most often an older one quoted)."""
+        if "driver" not in self._versions and (driver := _DRIVER.search(line)):
+            self._versions.add("driver")
             self.facts.append(Fact("driver", driver.group(1), number, "driver version label"))
-        if "used to build" not in line and (rocm := _ROCM.search(line)):
+        if "rocm" not in self._versions and "used to build" not in line and (rocm := _ROCM.search(line)):
+            self._versions.add("rocm")
             self.facts.append(Fact("rocm", rocm.group(1), number, "ROCm version label"))
 
 
@@ -208,14 +218,13 @@ def read_facts(text: str, table: NameTable | None = None) -> PasteFacts:
         line = clean_line(raw)
         if not line or line.startswith("Subsystem"):  # lspci's subsystem names the board maker's ids
             continue
-        shape = line  # the shape is made from it only when a fact is taken
         # each pattern only where its words stand: a substring test is far cheaper than a pattern's scan
         if any(word in low for word in _BRANDS):
-            reader.names(line, number, shape)
+            reader.names(line, number)
         if "10de" in low or "1002" in low or "device" in low or "gpu id" in low:
-            reader.ids(line, number, shape, amd_context)
+            reader.ids(line, number, amd_context)
         if "gfx" in low:
-            reader.gfx(line, number, shape)
+            reader.gfx(line, number)
         if "driver" in low or "rocm" in low:
             reader.versions(line, number)
     return PasteFacts(tuple(reader.facts))
