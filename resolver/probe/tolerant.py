@@ -39,13 +39,16 @@ MAX_LOOKUPS = 512  # name-table look-ups in one paste; a machine is named in far
 MAX_FACTS = 4096
 MAX_NAMES_A_LINE = 16
 
-_NV_BRAND = re.compile(r"\b(?:NVIDIA|GeForce|Tesla|Quadro|TITAN|Jetson|Orin|Xavier)\b")
+_NV_BRAND = re.compile(r"\b(?:NVIDIA|Nvidia|GeForce|Tesla|Quadro|TITAN|Jetson|Orin|Xavier|RTX|GTX)")
+_BARE_GEFORCE = re.compile(r"(?:NVIDIA\s+)?((?:RTX|GTX)\s\d{3,4}\b.*)", re.IGNORECASE)
+_GLUED = re.compile(r"\b(RTX|GTX)(\d)", re.IGNORECASE)  # "RTX3080 TI" as people type it
 _AMD_BRAND = re.compile(r"\b(?:AMD|Radeon|Instinct|Navi ?\d{2}|FirePro|Vega)\b")
 _SEGMENT = 90  # characters of a line after a brand word that a product name can span
 _GFX = re.compile(r"(?<![\w-])gfx(\d[0-9a-f]{2}|\d{2}[0-9a-f]{2})(?![\w-])", re.IGNORECASE)
 _GFX_LIST_HINT = re.compile(r"\b(?:archs?|targets?|offload-arch|supported)\b|_ARCH|arch=", re.IGNORECASE)
 _PCI = re.compile(r"(?<![0-9A-Fa-f])(?:0x)?(10de|1002):(?:0x)?([0-9a-fA-F]{4})(?![0-9A-Fa-f])", re.IGNORECASE)
 _VENDOR_DEVICE = re.compile(r"(NVIDIA Corporation|\[AMD/ATI\]|Advanced Micro Devices,? Inc\.?) Device ([0-9a-fA-F]{4})\b")
+_SMI_DEVICE_ID = re.compile(r"Device Id\s{0,40}:\s{0,4}0x([0-9A-Fa-f]{4})10DE\b")  # nvidia-smi -q: device, vendor
 _BARE_DEVICE = re.compile(r"GPU models and configuration\s?:\s{0,40}Device ([0-9a-fA-F]{4})\b")
 _AMD_ID = re.compile(r"\b(?:GPU ID|Device ID|DEVICE_ID)\"?\s{0,20}[:=]\s{0,20}\"?0x([0-9a-fA-F]{4})\b", re.IGNORECASE)
 _AMD_CONTEXT = re.compile(r"\b(?:AMD|Radeon|ROCm|rocm-smi|amd-smi|amdgpu|card\d)\b", re.IGNORECASE)
@@ -56,8 +59,8 @@ _ROCM = re.compile(r"(?<![+.\w-])ROCm(?: version)?\s{0,20}[:=]?\s{0,20}(?:ROCm )
 _NAME_END = re.compile(r"[\"'{}|,;(]|\s\w{1,20}=|\s{3}")  # where a product name printed in a line ends
 _SHAPE = re.compile(r"[0-9a-fA-F]*\d[0-9a-fA-F]*")
 # a line holding none of these states no fact the reader knows, and is skipped after one scan
-_BRANDS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "amd", "radeon", "instinct",
-           "navi", "firepro", "vega")
+_BRANDS = ("nvidia", "geforce", "tesla", "quadro", "titan", "jetson", "orin", "xavier", "rtx", "gtx", "amd", "radeon",
+           "instinct", "navi", "firepro", "vega")
 _TRIGGERS = (*_BRANDS, "10de", "1002", "device", "gpu id", "gfx", "driver", "rocm")
 _MARKUP = re.compile(r"```\w*|`|\*\*|</?(?:details|summary|code|pre|p|br)\s*/?>")
 
@@ -156,16 +159,24 @@ class _Reader:
                 if count == MAX_NAMES_A_LINE:  # a flattened listing names a few GPUs a line, not hundreds
                     break
                 segment = _NAME_END.split(line[found.start():found.start() + _SEGMENT], maxsplit=1)[0]
-                segment = segment.rstrip(" .:([")
+                segment = _GLUED.sub(r"\1 \2", segment.rstrip(" .:(["))
                 if (kind, segment) not in self._named:
                     if self.lookups >= MAX_LOOKUPS:
                         return
                     self.lookups += 1
-                    self._named[kind, segment] = (self.table.compute_capability(segment) if kind == "nvidia"
-                                                  else self.table.gfx(segment))[0]
+                    self._named[kind, segment] = self._place(kind, segment)
                 arch = self._named[kind, segment]
                 if arch and not segment.endswith("..."):
                     self.add(kind, segment, number, "name", arch, line)
+
+    def _place(self, kind: str, name: str) -> str | None:
+        if kind == "amd":
+            return self.table.gfx(name)[0]
+        arch = self.table.compute_capability(name)[0]
+        bare = _BARE_GEFORCE.match(name)
+        if arch is None and bare:  # "RTX 3080 Ti" is the GeForce RTX 3080 Ti; the table names it so
+            arch = self.table.compute_capability(f"GeForce {bare.group(1)}")[0]
+        return arch
 
     def ids(self, line: str, number: int, amd_context: bool) -> None:
         identify = self.identify
@@ -174,6 +185,8 @@ class _Reader:
         for m in islice(_VENDOR_DEVICE.finditer(line), MAX_NAMES_A_LINE):
             vendor = "10de" if m.group(1).startswith("NVIDIA") else "1002"
             seen.append((vendor, m.group(2).lower(), f"PCI device {m.group(2)}"))
+        if smi := _SMI_DEVICE_ID.search(line):
+            seen.append(("10de", smi.group(1).lower(), f"device id 0x{smi.group(1)}"))
         if bare := _BARE_DEVICE.search(line):
             placed = [v for v in ("10de", "1002") if identify(v, bare.group(1).lower()) is not None]
             if len(placed) == 1:
