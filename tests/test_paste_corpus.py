@@ -83,10 +83,14 @@ def mismatches(name: str, got: dict) -> list[str]:
     return wrong
 
 
-def test_every_paste_has_its_source() -> None:
+def test_every_paste_has_its_own_source_not_used_before() -> None:
     assert len(NAMES) >= 40
-    for name in NAMES:
-        assert expected(name)["source"].startswith("https://github.com/"), name
+    sources = [expected(name)["source"] for name in NAMES]
+    assert all(source.startswith("https://github.com/") for source in sources)
+    assert len(set(sources)) == len(sources), "one paste a thread"
+    here = Path(__file__).parent  # the machine corpus and the parser tests cite the threads they used
+    cited = " ".join(path.read_text() for path in [*(here / "machines").rglob("*.md"), *here.glob("test_probe_*.py")])
+    assert [source for source in sources if source in cited] == []
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,5 +1,5 @@
 """Forms and wrappings the paste corpus has no public thread for, each in the shape its tool prints:
-``hipInfo``, ``rocm-smi -a`` (``GPU ID``), Windows ``nvidia-smi`` (WDDM), ``nvidia-smi topo -m``,
+``hipInfo``, ``rocm-smi -a`` (``GPU ID``) and ``--csv``, Windows ``nvidia-smi`` (WDDM), ``nvidia-smi topo -m``,
 ``nvcc --list-gpu-arch``, a prompt and timestamps, HTML escapes, and what must never be read as a GPU."""
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ GPU[0]          : Card Vendor:          Advanced Micro Devices, Inc. [AMD/ATI]
 GPU[1]          : Card Vendor:          Advanced Micro Devices, Inc. [AMD/ATI]
 """
 
+ROCM_SMI_CSV = """\
+$ rocm-smi --showproductname --csv
+device,Card series,Card model,Card vendor,Card SKU
+card0,Aldebaran/MI200 [Instinct MI250X/MI250],0x0b0c,Advanced Micro Devices Inc. [AMD/ATI],D65201
+card1,Aldebaran/MI200 [Instinct MI250X/MI250],0x0b0c,Advanced Micro Devices Inc. [AMD/ATI],D65201
+"""
+
 WDDM = """\
 PS C:\\Users\\me> nvidia-smi
 +-----------------------------------------------------------------------------------------+
@@ -61,6 +68,10 @@ def test_hipinfo_names_each_device_and_its_target() -> None:
 
 def test_rocm_smi_a_gpu_id_places_each_card() -> None:
     assert [arch for _, arch in gpus(ROCM_SMI_A)] == ["gfx942", "gfx942"]
+
+
+def test_rocm_smi_csv_one_gpu_a_card_row() -> None:
+    assert [arch for _, arch in gpus(ROCM_SMI_CSV)] == ["gfx90a", "gfx90a"]
 
 
 def test_windows_nvidia_smi_wddm() -> None:
