@@ -127,3 +127,11 @@ def test_a_paste_stating_nothing_is_refused_in_one_sentence_with_the_fix() -> No
 def test_a_log_repeating_a_name_is_one_gpu() -> None:
     log = "".join(f"step {i}: loss 0.{i}\n[rank0] running on NVIDIA A100-SXM4-80GB\n\n\n" for i in range(30))
     assert [g.arch for g in read_facts(log).gpus("nvidia")] == ["8.0"]
+
+
+def test_a_form_wins_over_a_long_log_naming_its_gpu() -> None:
+    text = ("|   0  NVIDIA H100 80GB HBM3          On  | 00000000:18:00.0 Off |                    0 |\n"
+            + "".join(f"[rank{i}] device NVIDIA H100 80GB HBM3\n" for i in range(128)))
+    profile = profile_from_report(text)
+    assert [str(g.compute_capability) for g in profile.nvidia.gpus] == ["9.0"]
+    assert "report: tolerant reader" not in profile.sources

@@ -158,8 +158,8 @@ def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findi
         if devices:
             forms.append("lspci -n")
             facts.take(NvidiaReading(gpus=gpus_from_ids(devices)), "report: lspci -n (PCI ids)", findings)
-    _check_gpu_count(len(paste.gpus("nvidia")))
     if not facts.gpus and (seen := paste.gpus("nvidia")):
+        _check_gpu_count(len(seen))
         forms.append("tolerant reader")
         facts.take(NvidiaReading(gpus=tuple(GpuSeen(g.value, g.arch) for g in seen)),
                    f"report, read where it stands: {_where(seen)}", findings)
@@ -197,14 +197,17 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
                 (paste_forms.read_clinfo(text)[0], "clinfo"),
                 (paste_forms.read_device_properties(text)[0], "torch.cuda.get_device_properties"),
                 (collect, "collect_env"),
-                (_amd_on_bus(text), "lspci -n"),
-                ([amd_parse.AmdAgent(g.value, g.arch) for g in paste.gpus("amd")], "tolerant reader"))
+                (_amd_on_bus(text), "lspci -n"))
     _check_gpu_count(max(len(agents) for agents, _ in readings))
     for agents, form in readings:
         if any(agent.name or agent.gfx or agent.pci_device for agent in agents):  # `amd-smi metric` prints "GPU: 0" too
             forms.append(form)
-            facts.take_agents(agents, f"report: {form}" if form != "tolerant reader" else
-                              f"report, read where it stands: {_where(paste.gpus('amd'))}")
+            facts.take_agents(agents, f"report: {form}")
+    if not facts.agents and (seen := paste.gpus("amd")):
+        _check_gpu_count(len(seen))
+        forms.append("tolerant reader")
+        facts.take_agents([amd_parse.AmdAgent(g.value, g.arch) for g in seen],
+                          f"report, read where it stands: {_where(seen)}")
     if facts.version is None and (rocm := paste.first("rocm")):
         forms.append("tolerant reader")
         facts.take_version(rocm.value, f"report, read where it stands: {rocm.where()}")
