@@ -2,7 +2,8 @@
 was, or as less of it: never a GPU, driver, CUDA or ROCm version the original does not give.
 
 Run over every paste of the corpus (tests/data/pastes), derandomised so that a run is the same every
-time. Wrapping breaks lines between words, as an issue form or a mail client does.
+time. Wrapping breaks lines between words, as an issue form or a mail client does, or hard at the 80th
+column, as a terminal does; a cut keeps the lines before it, or those after it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def wrapped(text: str) -> str:
                      for part in (textwrap.wrap(line, 80, break_long_words=False, break_on_hyphens=False) or [""]))
 
 
+def hard_wrapped(text: str) -> str:
+    return "\n".join(line[i:i + 80] for line in text.split("\n") for i in range(0, max(len(line), 1), 80))
+
+
 def assert_no_new_facts(original: dict, changed: dict) -> None:
     assert not changed["gpus"] - original["gpus"], (changed["gpus"], original["gpus"])
     for key in ("driver", "cuda", "rocm"):
@@ -70,15 +75,16 @@ def original(name: str) -> dict:
 @pytest.mark.parametrize("name", NAMES)
 def test_flattened_and_wrapped_read_the_same_or_less(name: str) -> None:
     text = (PASTES / f"{name}.txt").read_text()
-    for changed in (flattened(text), wrapped(text), wrapped(flattened(text))):
+    for changed in (flattened(text), wrapped(text), wrapped(flattened(text)), hard_wrapped(text)):
         assert_no_new_facts(original(name), read(changed))
 
 
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=6, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cut=st.floats(min_value=0.0, max_value=1.0), flatten=st.booleans())
-def test_cut_at_any_line_reads_the_same_or_less(name: str, cut: float, flatten: bool) -> None:
+@given(cut=st.floats(min_value=0.0, max_value=1.0), head=st.booleans(), flatten=st.booleans())
+def test_cut_at_any_line_reads_the_same_or_less(name: str, cut: float, head: bool, flatten: bool) -> None:
     lines = (PASTES / f"{name}.txt").read_text().split("\n")
-    kept = "\n".join(lines[:round(cut * len(lines))])
+    at = round(cut * len(lines))
+    kept = "\n".join(lines[:at] if head else lines[at:])
     assert_no_new_facts(original(name), read(flattened(kept) if flatten else kept))
