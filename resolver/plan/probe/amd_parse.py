@@ -177,7 +177,7 @@ def _rocm_smi_card(fields: dict[str, str]) -> AmdAgent | None:
     Older rocm-smi put the device id in ``Card series`` (``0x738c``, MI100) or ``Card model``; from ROCm
     6.1 ``Device Name`` / ``Device ID`` hold the PCI ID Repository's name and the id."""
     names = [fields.get(k, "") for k in ("device name", "card series", "card model")]
-    ids = [hex_text for hex_text in (fields.get("device id"), *names) if hex_text and re.fullmatch(r"0x[0-9a-fA-F]{1,4}", hex_text.strip())]
+    ids = [hex_text for hex_text in (fields.get("device id"), fields.get("gpu id"), *names) if hex_text and re.fullmatch(r"0x[0-9a-fA-F]{1,4}", hex_text.strip())]
     name = next((n for n in names if n and not re.fullmatch(r"0x[0-9a-fA-F]+", n.strip())), None)
     gfx = fields.get("gfx version") or None
     device = ids[0].strip().lower()[2:].zfill(4) if ids else None

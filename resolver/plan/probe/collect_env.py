@@ -90,9 +90,11 @@ def _nvidia_gpu(line: str) -> str | None:
 
 def _amd_gpu(line: str) -> tuple[str, str] | None:
     """``AMD Instinct MI210 (gfx90a:sramecc+:xnack-)`` → (name, gcnArchName)."""
-    line = line.rstrip()
+    line = line.strip()
     if not line.endswith(")"):
         return None
+    if line.startswith("(gfx") and (bare := _AMD_GPU.fullmatch(line)):  # newer layouts may print no name
+        return "", bare.group(1)
     name_from = len(line) - len(line.lstrip())
     start = line.find("(", line.rfind(")", 0, len(line) - 1) + 1)  # the name ends at the first "(" that opens it
     while start > 0:

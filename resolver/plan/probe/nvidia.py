@@ -17,6 +17,8 @@ holds only plain ``nvidia-smi`` (or ``-q``, or ``-L``) still shows its GPUs.
 
 from __future__ import annotations
 
+import re
+
 from resolver.core.versions import ComputeCapability, DottedVersion
 from resolver.plan.probe import nvidia_parse as parse
 from resolver.plan.probe.collect_env import captured_collect_env
@@ -33,6 +35,7 @@ MODULE_VERSION = "/sys/module/nvidia/version"
 PROC_GPUS = "/proc/driver/nvidia/gpus/*/information"
 WSL_SMI = "/usr/lib/wsl/lib/nvidia-smi"
 WSL_DXG = "/dev/dxg"
+_TEGRA = re.compile(r"\b(?:nvgpu|Orin|Xavier|Jetson|Tegra|Thor)\b", re.IGNORECASE)
 
 
 class NvidiaFacts:
@@ -80,7 +83,11 @@ class NvidiaFacts:
             return None
         table = table or NameTable()
         derived = False
-        if self.cuda is None and self.driver is not None:
+        tegra = [gpu.name for gpu in self.gpus if is_tegra(gpu.name)]
+        if self.cuda is None and self.driver is not None and tegra:
+            findings.note(f"NVIDIA: {tegra[0]!r} is a Jetson (Tegra) GPU: the desktop driver table does not say "
+                          "which CUDA its driver runs, and nothing stated it")
+        elif self.cuda is None and self.driver is not None:
             self.cuda, why = table.driver_cuda(self.driver)
             derived = self.cuda is not None
             if derived:
@@ -118,6 +125,15 @@ class NvidiaFacts:
             unidentified_gpus=tuple(unidentified),
             cuda_driver_version_derived=derived,
         )
+
+
+def is_tegra(name: str) -> bool:
+    """Whether a GPU name is a Jetson's integrated (Tegra) GPU, whose driver is not a desktop driver.
+
+    >>> is_tegra("Orin (nvgpu)"), is_tegra("NVIDIA Jetson AGX Xavier"), is_tegra("NVIDIA GeForce RTX 4090")
+    (True, True, False)
+    """
+    return bool(_TEGRA.search(name))
 
 
 def gpus_from_ids(devices: list[PciDevice]) -> tuple[GpuSeen, ...]:

@@ -38,11 +38,11 @@ _BUS_ID = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 # then the PCI bus id. Names longer than the column are cut and end in "...".
 _TABLE_MODES = ("On", "Off", "WDDM", "TCC", "MCDM", "N/A")
 _TABLE_INDEX = re.compile(r"\s*(\d+)\s+")
-_TABLE_BUS = re.compile(rf"\s*{_BUS_ID}")
+_TABLE_BUS = re.compile(rf"\s*(?:{_BUS_ID}|N/A\s)")  # a Jetson (nvgpu) has no PCI bus id
 _TABLE_MEMORY = re.compile(r"(?<!\d)(\d{1,9})\s*MiB\s*/\s*(\d{1,9})\s*MiB")
 _VERSION_CELL = re.compile(r"\d{1,6}(?:\.\d{1,6}){1,3}")  # a driver version as a csv cell holds it
 _LIST_HEAD = re.compile(r"GPU\s+(\d+):\s+")
-_LIST_UUID = re.compile(r"\(UUID:\s*(GPU-[0-9A-Fa-f-]+)\)")
+_LIST_UUID = re.compile(r"\(UUID:\s*(GPU-[0-9A-Fa-f-]+|\[[a-z ]{1,20}\])\)")  # a paste may redact it
 _DETAIL_KEY = re.compile(r"[A-Za-z][A-Za-z0-9 ./()-]*")
 _DETAIL_GPU = re.compile(rf"GPU\s+{_BUS_ID}")
 
@@ -248,7 +248,7 @@ def read_smi_list(text: str) -> NvidiaReading:
             continue
         name = line[head.end():uuid.start()].strip()
         if name:
-            gpus.append(GpuSeen(name, uuid=uuid.group(1)))
+            gpus.append(GpuSeen(name, uuid=uuid.group(1) if uuid.group(1).startswith("GPU-") else None))
     return NvidiaReading(gpus=tuple(gpus))
 
 

@@ -4,9 +4,11 @@ A report is untrusted text holding any mix of: nvidia-smi (``--query-gpu`` csv w
 plain table in both header generations, ``-q``, ``-L``), ``/proc/driver/nvidia/version``, rocminfo (or
 an excerpt), amd-smi (plain, ``version``, ``static --asic``), ``rocm-smi --showproductname``,
 ``nvcc --version``, ``hipcc --version``, ``ldd --version``, ``uname -a`` and ``python -m
-torch.utils.collect_env``. Each form is read by the probe's own parsers and merged the probe's way
-(richest source first, each fact with its source). It is read, never executed; control characters
-are escaped before anything of it can be printed back.
+torch.utils.collect_env``, and the forms only pastes hold (``paste_forms``: deviceQuery, sglang check_env,
+rocm-smi --csv, hipInfo, clinfo, get_device_properties prints). Each form is read by its parser and merged
+the probe's way (richest source first, each fact with its source); under them the tolerant reader
+(``tolerant``) fills what no form gave from the facts the text states wherever they stand, each with its
+line. It is read, never executed; control characters are escaped before anything of it can be printed back.
 
 What the report does not say is a note; where planning needs a value (Python, the platform, the
 ROCm of a ROCm GPU) the profile records the assumption in ``assumed`` and ``plan`` repeats it.
@@ -27,7 +29,7 @@ from typing import BinaryIO
 from resolver.core.errors import BadInput
 from resolver.core.fs import read_bytes_bounded
 from resolver.core.versions import DottedVersion
-from resolver.plan.probe import amd_parse, host, nvidia_parse
+from resolver.plan.probe import amd_parse, host, nvidia_parse, paste_forms
 from resolver.plan.probe.amd import AmdFacts
 from resolver.plan.probe.collect_env import CollectEnv, parse_collect_env
 from resolver.plan.probe.findings import Findings
@@ -35,6 +37,7 @@ from resolver.plan.probe.name_table import NameTable
 from resolver.plan.probe.nvidia import NvidiaFacts
 from resolver.plan.probe.nvidia_parse import GpuSeen, NvidiaReading
 from resolver.plan.probe.profile import AmdInfo, HardwareProfile, NvidiaInfo
+from resolver.plan.probe.tolerant import PasteFacts, read_facts
 
 MAX_BYTES = 4 * 1024 * 1024
 # What is read of a report: the tools' outputs fill a few thousand lines of at most a few hundred characters
@@ -45,7 +48,7 @@ MAX_GPUS = 64  # one machine (an 8- or 16-GPU server; a report lists one machine
 ASSUMED_PYTHON = "3.12"
 ASSUMED_PLATFORM = ("Linux", "x86_64")
 FORMS = ("nvidia-smi (plain, -q, -L or --query-gpu csv), /proc/driver/nvidia/version, rocminfo, amd-smi, "
-         "rocm-smi --showproductname (also --json), `lspci -nn` or `python -m torch.utils.collect_env`")
+         "rocm-smi (--showproductname, -a, --csv or --json), deviceQuery, `lspci -nn` or `python -m torch.utils.collect_env`")
 _FIX = f"paste what one of these printed on the machine: {FORMS}"
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # C0/C1 controls other than tab and newline, the Unicode line and paragraph separators (so that a line is
@@ -122,12 +125,17 @@ class _Host:
     wsl: bool
 
 
-def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findings) -> NvidiaInfo | None:
+def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
+            paste: PasteFacts) -> NvidiaInfo | None:
     plain = nvidia_parse.read_smi_plain(text)
     proc = nvidia_parse.parse_proc_version(text)
     collect = NvidiaReading(driver=env.nvidia_driver, gpus=tuple(GpuSeen(n) for n in env.nvidia_gpus)) if env else None
     readings = (  # richest first: the csv names compute capabilities; the table's names may be cut short
         (nvidia_parse.read_query_csv_with_header(text), "nvidia-smi --query-gpu (csv)"),
+        (paste_forms.read_device_query(text), "deviceQuery"),
+        (paste_forms.read_check_env(text), "sglang check_env"),
+        (paste_forms.read_device_properties(text)[1], "torch.cuda.get_device_properties"),
+        (paste_forms.read_clinfo(text)[1], "clinfo"),
         (NvidiaReading(plain.driver, plain.cuda), "nvidia-smi"),
         (nvidia_parse.read_smi_details(text), "nvidia-smi -q"),
         (nvidia_parse.read_smi_list(text), "nvidia-smi -L"),
@@ -150,7 +158,19 @@ def _nvidia(text: str, env: CollectEnv | None, forms: list[str], findings: Findi
         if devices:
             forms.append("lspci -n")
             facts.take(NvidiaReading(gpus=gpus_from_ids(devices)), "report: lspci -n (PCI ids)", findings)
+    if not facts.gpus and (seen := paste.gpus("nvidia")):
+        _check_gpu_count(len(seen))
+        forms.append("tolerant reader")
+        facts.take(NvidiaReading(gpus=tuple(GpuSeen(g.value, g.arch) for g in seen)),
+                   f"report, read where it stands: {_where(seen)}", findings)
+    driver = paste.first("driver")
+    if facts.driver is None and driver and (facts.gpus or facts.cuda):
+        facts.set_driver(driver.value, f"report, read where it stands: {driver.where()}", findings)
     return facts.info(findings, NameTable())
+
+
+def _where(facts) -> str:
+    return "; ".join(f"{f.value!r} on {f.where()}" for f in facts[:8]) + (" …" if len(facts) > 8 else "")
 
 
 def _check_gpu_count(count: int) -> None:
@@ -160,7 +180,7 @@ def _check_gpu_count(count: int) -> None:
 
 
 def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
-         assumed: dict[str, str]) -> AmdInfo | None:
+         assumed: dict[str, str], paste: PasteFacts) -> AmdInfo | None:
     facts = AmdFacts()
     version = amd_parse.parse_amd_smi_rocm_version(text)
     if version:
@@ -172,6 +192,10 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
                 (amd_parse.parse_amd_smi_table(text), "amd-smi"),
                 (amd_parse.parse_rocm_smi_products(text), "rocm-smi --showproductname"),
                 (amd_parse.parse_rocm_smi_json(text), "rocm-smi --json"),
+                (paste_forms.read_rocm_smi_csv(text), "rocm-smi --csv"),
+                (paste_forms.read_hipinfo(text), "hipInfo"),
+                (paste_forms.read_clinfo(text)[0], "clinfo"),
+                (paste_forms.read_device_properties(text)[0], "torch.cuda.get_device_properties"),
                 (collect, "collect_env"),
                 (_amd_on_bus(text), "lspci -n"))
     _check_gpu_count(max(len(agents) for agents, _ in readings))
@@ -179,6 +203,14 @@ def _amd(text: str, env: CollectEnv | None, forms: list[str], findings: Findings
         if any(agent.name or agent.gfx or agent.pci_device for agent in agents):  # `amd-smi metric` prints "GPU: 0" too
             forms.append(form)
             facts.take_agents(agents, f"report: {form}")
+    if not facts.agents and (seen := paste.gpus("amd")):
+        _check_gpu_count(len(seen))
+        forms.append("tolerant reader")
+        facts.take_agents([amd_parse.AmdAgent(g.value, g.arch) for g in seen],
+                          f"report, read where it stands: {_where(seen)}")
+    if facts.version is None and (rocm := paste.first("rocm")):
+        forms.append("tolerant reader")
+        facts.take_version(rocm.value, f"report, read where it stands: {rocm.where()}")
     gpus = facts.gpus(findings, NameTable())
     if gpus and facts.agents_source == "report: collect_env":
         findings.note("collect_env names only the GPU PyTorch was using; the machine may have more AMD GPUs")
@@ -203,7 +235,7 @@ def _amd_on_bus(text: str) -> list[amd_parse.AmdAgent]:
 
 
 def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Findings,
-          assumed: dict[str, str]) -> _Host:
+          assumed: dict[str, str], jetson: str | None = None) -> _Host:
     python = env.python if env else None
     if python is None:
         python = ASSUMED_PYTHON
@@ -221,7 +253,10 @@ def _host(text: str, env: CollectEnv | None, forms: list[str], findings: Finding
             ("Linux", uname[1] if uname else None),
             ("Linux", nvidia_parse.parse_proc_machine(text))]
     system, machine = next(((s, m) for s, m in said if s and m), (env.system if env else None, None))
-    if system is None:
+    if system is None and jetson:  # every Jetson is an aarch64 Linux machine
+        system, machine = "Linux", "aarch64"
+        findings.note(f"platform not in the report: linux-aarch64, the platform of every Jetson ({jetson!r})")
+    elif system is None:
         system, machine = ASSUMED_PLATFORM
         assumed["platform"] = "platform not in the report: assumed linux-64"
     elif machine is None:
@@ -252,17 +287,25 @@ def _profile(text: str) -> HardwareProfile:
     env = parse_collect_env(text)
     if env is not None:
         forms.append("collect_env")
-    nvidia = _nvidia(text, env, forms, findings)
-    amd = _amd(text, env, forms, findings, assumed)
+    paste = read_facts(text)
+    nvidia = _nvidia(text, env, forms, findings, paste)
+    amd = _amd(text, env, forms, findings, assumed, paste)
     nvcc = _NVCC.search(text)
     cuda_toolkit = nvcc.group(1) if nvcc else (env.cuda_toolkit if env else None)
     hip = amd_parse.parse_hipcc_version(text)
     for found, form in ((nvcc, "nvcc --version"), (hip, "hipcc --version")):
         if found:
             forms.append(form)
+    for form in paste_forms.forms_naming_no_gpu(text):
+        forms.append(form)
+        findings.note(f"{form} names no GPU model: paste nvidia-smi or rocm-smi --showproductname for that")
     if not forms:
         raise BadInput("the report holds no output the probe can read", fix=_FIX)
-    machine = _host(text, env, forms, findings, assumed)
+    from resolver.plan.probe.nvidia import is_tegra
+
+    jetson = next((g.name for g in (nvidia.gpus if nvidia else ()) if is_tegra(g.name)),
+                  "tegrastats" if "tegrastats" in forms else None)
+    machine = _host(text, env, forms, findings, assumed, jetson)
     platform = host.conda_subdir(machine.system, machine.machine)
     if platform is None:
         raise BadInput(f"the report describes a {machine.system} {machine.machine} machine, which has no conda platform",
