@@ -12,22 +12,33 @@ from __future__ import annotations
 import re
 
 _LINE_LIMIT = 2000
-_TORCH = re.compile(r"torch\.__version__\s{0,20}=\s{0,20}(?P<v>\d{1,3}\.\d{1,3}(?:\.\d{1,3})?\S{0,40})"
-                    r"|\btorch[ =]=?=?\s{0,3}(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}\+(?:cu\d{2,4}|rocm[\d.]{1,12}|cpu))\b")
+# (the literal every match holds, the pattern read on the line that holds it)
+_TORCH = ("torch", re.compile(r"torch\.__version__\s{0,20}=\s{0,20}(?P<v>\d{1,3}\.\d{1,3}(?:\.\d{1,3})?\S{0,40})"
+                              r"|\btorch==(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}\+(?:cu\d{2,4}|rocm[\d.]{1,12}|cpu))\b"))
 _LOCAL_CUDA = re.compile(r"\+cu(\d{2,3})(\d)\b")
-_TORCH_CUDA = re.compile(r"torch\.version\.cuda\s{0,20}[=:]\s{0,20}'?(\d{1,2}\.\d{1,2})")
-_FOUND = re.compile(r"driver on your system is too old \(found version (\d{4,6})\)")
-_SMI_CUDA = re.compile(r"CUDA Version:\s{0,5}(\d{1,2}\.\d{1,2})")
+_TORCH_CUDA = ("torch.version.cuda", re.compile(r"torch\.version\.cuda\s{0,20}[=:]\s{0,20}'?(\d{1,2}\.\d{1,2})"))
+_FOUND = ("found version", re.compile(r"driver on your system is too old \(found version (\d{4,6})\)"))
+_SMI_CUDA = ("CUDA Version:", re.compile(r"CUDA Version:\s{0,5}(\d{1,2}\.\d{1,2})"))
+_LINES_TRIED = 10000  # lines holding the literal without the fact, read from the end: then the log does not say
 
 
-def _scan(text: str, pattern: re.Pattern) -> re.Match | None:
-    """The last match of ``pattern`` in any line's first characters (lines are untrusted: bounded)."""
-    found = None
-    for line in text.splitlines():
+def _scan(text: str, fact: tuple[str, re.Pattern]) -> re.Match | None:
+    """The last match in the log of a fact's pattern, read only on lines that hold its literal, each line's
+    first characters only (lines are untrusted: bounded)."""
+    literal, pattern = fact
+    end = len(text)
+    for _ in range(_LINES_TRIED):
+        at = text.rfind(literal, 0, end)
+        if at < 0:
+            return None
+        start = text.rfind("\n", 0, at) + 1
+        stop = text.find("\n", at)
+        line = text[start:stop if stop >= 0 else len(text)]
         match = pattern.search(line, 0, _LINE_LIMIT)
         if match:
-            found = match
-    return found
+            return match
+        end = start
+    return None
 
 
 def driver_cuda_of(found: str) -> str:

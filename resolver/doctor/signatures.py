@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resolver.doctor.needles import Haystack
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -107,24 +109,25 @@ def _line_at(text: str, offset: int) -> tuple[int, str]:
 
 
 def match_log(text: str, signatures: tuple[Signature, ...]) -> list[Match]:
-    """Every signature that matches ``text``, most specific first, then by position in the log."""
+    """Every signature that matches ``text``, most specific first, then by position in the log. Each
+    pattern runs from the first place its leading literal stands (resolver/doctor/needles.py), so a log
+    costs one substring search per pattern wherever the pattern cannot match."""
     found: list[Match] = []
+    hay = Haystack(text)
     tail = _tail_start(text)
     for sig in signatures:
+        required = [hay.search(r) for r in sig.requires]
+        if not all(required):
+            continue
         hit = None
         for pattern in sig.patterns:
-            for m in pattern.finditer(text):
-                if sig.at_end and m.start() < tail:
-                    continue
-                hit = m
-                break
+            hit = next(hay.finditer(pattern, tail if sig.at_end else 0), None)
             if hit:
                 break
-        if hit is None or not all(r.search(text) for r in sig.requires):
+        if hit is None:
             continue
         groups = {k: v for k, v in hit.groupdict().items() if v}
-        for r in sig.requires:
-            m = r.search(text)
+        for m in required:
             groups.update({k: v for k, v in m.groupdict().items() if v})
         line_no, line = _line_at(text, hit.start())
         found.append(Match(sig, line_no, line.strip()[:400], groups))
