@@ -171,16 +171,17 @@ def test_a_log_that_matches_nothing_names_its_closest_families():
 ], ids=["prefixed", "wrapped", "short"])
 def test_a_64_mib_log_is_read_in_linear_time(line):
     """Every pattern runs from the literal it starts with; normalising is two substitutions anchored at
-    newlines: 64 MiB of any of these shapes is read, matched and reported well within 10 s."""
+    newlines: 64 MiB of any of these shapes is read, matched and reported well within 10 s (about 2 s
+    here), counted in this process's CPU seconds so that other work on a shared machine does not count."""
     text = line * ((64 << 20) // len(line)) + "nvcc fatal   : Unsupported gpu architecture 'compute_120'\n"
-    started = time.perf_counter()
+    started = time.process_time()
     normalised = normalise_log(decode_log(text.encode()))
     found = [m.signature.id for m in match_log(normalised, SIGNATURES)]
     closest_families(normalised, SIGNATURES)
     log_facts(normalised)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert "nvcc-unsupported-arch" in found
-    assert elapsed < 10, f"{elapsed:.1f} s for 64 MiB"
+    assert elapsed < 10, f"{elapsed:.1f} CPU s for 64 MiB"
 
 
 def test_every_pattern_starts_with_a_literal():

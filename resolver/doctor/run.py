@@ -169,11 +169,12 @@ def _entry(project, m, ctx, env, profile, outside, facts: dict, text: str) -> di
         named = env_in_log(text, project.root)
         if named in installed or chosen:
             fix_ctx = replace(fix_ctx, env=named if named in installed else chosen)
-        elif want and needs_gpu:
-            note = why or ""  # a GPU here and only CPU environments: the log may be from here, its fix is not
+        elif want and needs_gpu:  # a GPU here and only CPU environments: the log may be from here, its fix is not
+            note = why or (f"this project has no {want.upper()} environment yet: make one first with "
+                           "`python -m resolver lock --target auto && python -m resolver install`")
         else:
             # no environment of this project can have written this log (none fits its GPU, none is named)
-            foreign = "another machine or environment (none of this project's environments fits it)"
+            foreign = "another machine or environment, as none of this project's environments fits it"
             fix_ctx = replace(fix_ctx, arch=UNKNOWN["arch"], cuda=UNKNOWN["cuda"], torch="the installed torch",
                               target="auto")
     if fix_ctx.env in installed and fix_ctx.cuda == UNKNOWN["cuda"]:  # the log alone: the environment's install says
@@ -191,7 +192,7 @@ def _entry(project, m, ctx, env, profile, outside, facts: dict, text: str) -> di
         note = (note + "; " if note else "") + f"no environment is installed in this project yet; setup makes one, then: {fix}"
         fix = "python -m resolver setup"
     elif foreign:
-        note = f"the log came from {foreign}: there, `python -m resolver setup` makes an environment, then: {fix}" + \
+        note = f"the log came from {foreign}; there, `python -m resolver setup` makes an environment, then: {fix}" + \
             (f"; {note}" if note else "")
         fix = "python -m resolver setup"
     return {"id": sig.id, "title": sig.title, "line": m.line, "excerpt": m.excerpt, "details": m.groups,
