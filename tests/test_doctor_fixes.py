@@ -64,6 +64,7 @@ EXPECTED = {
     'changemamba-41-msvc-required.log': ('msvc-missing', 'python -m resolver plan'),
     'flash-attention-966-undefined-symbol.log': ('flash-attn-abi', 'python -m resolver verify --env cuda13'),
     'minference-51-flash-attn-ampere.log': ('flash-attn-needs-ampere', 'python -m resolver verify --env cuda13'),
+    'mamba-386-triton-kernel-image-invalid.log': ('triton-kernel-image-invalid', 'python -m resolver lock --target auto && python -m resolver install --env cuda13'),
 }
 
 
