@@ -156,6 +156,9 @@ def test_console_prefixes_come_off_and_wrapped_words_join():
     assert normalise_log("short\nline") == "short\nline"
     assert normalise_log("#3 0.1 a\n[stderr] b\n2024-01-02 03:04:05 c\nWARNING x") == "a\nb\nc\nWARNING x"
     assert normalise_log(f"{long}.\nnext") == f"{long}.\nnext"
+    assert normalise_log(f"{long} nvcc fatal : Unsupported gpu \narchitecture 'compute_120'").endswith(
+        "Unsupported gpu architecture 'compute_120'")
+    assert normalise_log(f"{long}  \n  indented") == f"{long}  \n  indented"
 
 
 def test_a_log_that_matches_nothing_names_its_closest_families():
@@ -192,3 +195,9 @@ def test_every_pattern_starts_with_a_literal():
     for sig in SIGNATURES:
         for pattern in sig.patterns + sig.requires:
             assert needles(pattern.pattern)[0], (sig.id, pattern.pattern)
+
+
+@pytest.mark.parametrize("sig", [s for s in SIGNATURES], ids=[s.id for s in SIGNATURES])
+def test_normalising_keeps_each_seed_log_in_its_family(sig):
+    for log in sig.logs:
+        assert _first_family(decode_log((SEEDS / log).read_bytes())) == sig.id, log

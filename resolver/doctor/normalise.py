@@ -27,9 +27,10 @@ _KINDS = (
 )
 _PREFIX = re.compile("|".join(pattern for _, pattern in _KINDS))
 _WRAP_MIN = 64  # a line shorter than this was not wrapped by a window or a form
-# a newline after at least _WRAP_MIN characters of one line, the last inside a word, the next line going on
-# with it; it starts with the newline, so the engine's literal search finds its candidates
-_CUT_WORD = re.compile(r"\n(?<=[^\n]{%d}[^\W_]\n)(?=[a-z0-9])" % (_WRAP_MIN - 1))
+# a newline after at least _WRAP_MIN characters of one line, the last inside a word (or the blank a window
+# cut after), the next line going on with it; it starts with the newline, so the engine's literal search
+# finds its candidates
+_CUT_WORD = re.compile(r"\n(?<=[^\n]{%d}(?:[^\W_]| )\n)(?=[a-z0-9])" % (_WRAP_MIN - 1))
 _PREFIX_WINDOW = 300  # prefixes sit at the start: never scan further into a line for them
 _MAX_PREFIXES = 4
 _SAMPLE = 1 << 18  # the prefixes a log carries are read off its first and last lines
