@@ -30,7 +30,7 @@ CORPUS = REPO / "tests" / "data" / "logs"
 SEEDS = REPO / "tests" / "logs"
 SIGNATURES = load_signatures()
 CPU_MACHINE = REPO / "tests" / "machines" / "cpu-only-ubuntu2410"
-HOLE = re.compile(r"\{\w*\}|\bX\.Y\b|\bNAME\b|\bARCH\b|\[\[|\]\]")
+HOLE = re.compile(r"\{\w*\}|\bX\.Y\b|\bNAME\b|\bARCH\b|\[\[|\]\]|\((?:X|Y)\)|_XX?Y?\b|<GPU>|than N\b|\.xx\b")
 CORPUS_LOGS = sorted(p.name for p in CORPUS.glob("*.log"))
 ALL_LOGS = [SEEDS / n for n in sorted(p.name for p in SEEDS.glob("*.log"))] + [CORPUS / n for n in CORPUS_LOGS]
 
