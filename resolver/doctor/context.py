@@ -3,12 +3,15 @@
 >>> ctx = FixContext(env="cuda13", arch="9.0", torch="2.14.1+cu130", cuda="13.0", target="cuda13.0")
 >>> ctx.render("python -m resolver build --env {env} --arch {arch} # {unknown}")
 'python -m resolver build --env cuda13 --arch 9.0 # {unknown}'
+>>> FixContext().render("lock --target {target} && install --env {env} # torch's CUDA[[ ({cuda})]]")
+"lock --target auto && install # torch's CUDA"
 >>> target_of({"cuda": "12.8", "hip": None})
 'cuda12.8'
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
@@ -19,6 +22,13 @@ from resolver.verify.inenv.answers import EnvironmentFacts, TorchBuild
 class _Keep(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
+
+
+# what FixContext holds when a fact is not known; the text then leaves it out rather than print a hole
+UNKNOWN = {"env": "NAME", "arch": "ARCH", "cuda": "X.Y"}
+_DEFAULTS = {"driver_target": "auto"}  # the plan reads the driver where it runs
+_OPTIONAL = re.compile(r"\[\[(.*?)\]\]")
+_KEY = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
@@ -43,8 +53,18 @@ class FixContext:
         values = _Keep(asdict(self))
         values["package_flag"] = f" --package {self.package}" if self.package else ""
         values["rocm"] = self.rocm or "the installed ROCm"
-        values.update(groups or {})
-        return (template if self.arch_known else without_arch(template)).format_map(values)
+        values.update(_DEFAULTS)
+        values.update({k: v for k, v in (groups or {}).items() if v})
+        unknown = {k for k, v in UNKNOWN.items() if values.get(k) == v}
+
+        def optional(segment: re.Match) -> str:
+            keys = _KEY.findall(segment.group(1))
+            return segment.group(1) if all(k in values and k not in unknown for k in keys) else ""
+
+        text = _OPTIONAL.sub(optional, template)
+        if "env" in unknown:
+            text = text.replace(" --env {env}", "")
+        return (text if self.arch_known else without_arch(text)).format_map(values)
 
 
 def target_of(torch_facts: TorchBuild | Mapping | None) -> str:

@@ -47,6 +47,23 @@ def where_log_ran(text: str, project_root: Path | None) -> str | None:
     return outside[0] if outside and len(outside) == len(prefixes) else None
 
 
+def env_in_log(text: str, project_root: Path | None) -> str | None:
+    """The environment of this project whose folder the log's paths name (``<root>/.resolver/envs/<name>/``),
+    the last one named; None when it names none.
+
+    >>> env_in_log("  File \\"/p/.resolver/envs/cu126/lib/python3.12/site-packages/x.py\\"", Path("/p"))
+    'cu126'
+    """
+    if project_root is None:
+        return None
+    marker = str(project_root / ".resolver" / "envs") + "/"
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    name = text[at + len(marker):at + len(marker) + 200].split("/", 1)[0]
+    return name if name and not _NOT_IN_PATH.search(name) else None
+
+
 def _site_prefix(line: str) -> str | None:
     """The POSIX prefix before the first ``/lib/python3.X/site-packages/`` of ``line``: from the first ``/``
     of the path that ends there (a path holds no blank, quote or colon).

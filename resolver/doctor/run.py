@@ -98,29 +98,39 @@ def diagnose(project, request: DoctorRequest, info=lambda text: None) -> Diagnos
 
 
 def _log(project, name: str, text: str, ctx, env, profile=None) -> tuple[dict, list[str], bool]:
-    from resolver.doctor.context import applies, target_of
-    from resolver.doctor.fixes import HOW_TO_GET_ARCH, cuda_of, env_torch, gpu_env, package_in_log, where_log_ran
-    from resolver.doctor.signatures import load_signatures, match_log, rocm_in_log
+    from resolver.doctor.context import applies
+    from resolver.doctor.fixes import package_in_log, where_log_ran
+    from resolver.doctor.logfacts import log_facts
+    from resolver.doctor.normalise import normalise_log
+    from resolver.doctor.signatures import closest_families, load_signatures, match_log, rocm_in_log
 
+    text = normalise_log(text)
     ctx = replace(ctx, package=package_in_log(text))
     log_rocm = rocm_in_log(text)
+    facts = log_facts(text)
+    signatures = load_signatures()
     matches = []
-    for m in match_log(text, load_signatures()):
-        if log_rocm:
-            m = replace(m, groups={**m.groups, "log_rocm": log_rocm})
+    for m in match_log(text, signatures):
+        m = replace(m, groups={**{k: v for k, v in facts.items() if k.startswith("driver_")}, **m.groups,
+                               **({"log_rocm": log_rocm} if log_rocm else {})})
         if applies(m, ctx):
             matches.append(m)
     outside = where_log_ran(text, project.root)
-    doc: dict = {"file": name, "lines": text.count("\n") + 1, "python": outside, "recognised": bool(matches)}
+    doc: dict = {"file": name, "lines": text.count("\n") + 1, "python": outside, "recognised": bool(matches),
+                 "facts": facts}
     lines: list[str] = []
     if not matches:
         tail = [line for line in text.splitlines() if line.strip()][-3:]
+        near = closest_families(text, signatures)
         doc["matches"] = []
+        doc["closest"] = [{"id": s.id, "title": s.title} for s in near]
         doc["unmatched_tail"] = tail
         doc["next_step"] = (f"python -m resolver setup (makes a known-good environment here); {REPORT_HOW}")
         lines.append(f"log {name}: no error doctor knows is in it, so it names no cause and no fix; next: "
                      f"`python -m resolver setup` makes a known-good environment here, and {REPORT_HOW}. Its last lines:")
         lines += [f"  | {line[:200]}" for line in tail]
+        if near:
+            lines.append("  closest known families (none matched): " + "; ".join(s.title for s in near))
         return doc, lines, False
     doc["matches"] = []
     lines.append(f"log {name}: {len(matches)} known error{'s' if len(matches) > 1 else ''}")
@@ -128,47 +138,64 @@ def _log(project, name: str, text: str, ctx, env, profile=None) -> tuple[dict, l
         lines.append(f"  the log came from a Python outside this project ({outside}): on that machine, "
                      "`python -m resolver setup` makes an environment with these fixes applied")
     for i, m in enumerate(matches):
-        sig = m.signature
-        fix_ctx = ctx
-        note = ""
-        needs_gpu = sig.category in ("runtime", "abi", "rocm") or "build" in sig.fix or "--arch" in sig.fix
-        installed = sorted(p.name for p in project.envs.iterdir() if p.is_dir()) if project.envs.is_dir() else []
-        if not outside:
-            want = "rocm" if profile is not None and profile.amd and profile.amd.gpus else \
-                "cuda" if profile is not None and profile.nvidia and profile.nvidia.gpus else None
-            chosen, why = gpu_env(project, env.name if env is not None else None, want)
-            if needs_gpu and chosen:
-                fix_ctx = replace(fix_ctx, env=chosen)
-            elif needs_gpu and why:
-                note = why
-            elif env is None and (chosen or installed):
-                fix_ctx = replace(fix_ctx, env=chosen or installed[0])
-            if fix_ctx.env in installed and fix_ctx.cuda == "X.Y":  # the log alone: the environment's install says
-                torch = env_torch(project.env(fix_ctx.env))
-                if torch:
-                    fix_ctx = replace(fix_ctx, torch=torch, cuda=cuda_of(torch) or fix_ctx.cuda,
-                                      target=target_of({"cuda": cuda_of(torch), "version": torch}))
-        if "{arch}" in sig.fix and not fix_ctx.arch_known:
-            note = (note + "; " if note else "") + f"the GPU's architecture is not known here: {HOW_TO_GET_ARCH}"
-        fix = fix_ctx.render(sig.fix, m.groups)
-        if not outside and not installed:
-            then = fix.replace(" --env NAME", "")
-            note = (note + "; " if note else "") + f"no environment is installed in this project yet; setup makes one, then: {then}"
-            fix = "python -m resolver setup"
-        if outside:
-            fix = "python -m resolver setup"
-            note = (f"on the machine the log came from; there, if the environment exists already: "
-                    f"{fix_ctx.render(sig.fix, m.groups)}")
-        entry = {"id": sig.id, "title": sig.title, "line": m.line, "excerpt": m.excerpt, "details": m.groups,
-                 "cause": fix_ctx.render(sig.cause, m.groups), "fix": fix, "fix_note": note,
-                 "fix_detail": fix_ctx.render(sig.fix_detail, m.groups), "category": sig.category,
-                 "sources": list(sig.sources), "env": fix_ctx.env}
+        entry = _entry(project, m, ctx, env, profile, outside, facts, text)
         doc["matches"].append(entry)
         lines += [f"  {'->' if i == 0 else '  '} {entry['title']} (line {entry['line']}: {entry['excerpt'][:160]})",
                   f"     cause: {entry['cause']}", f"     fix:   {entry['fix']}"]
-        if note:
-            lines.append(f"            ({note})")
+        if entry["fix_note"]:
+            lines.append(f"            ({entry['fix_note']})")
         if entry["fix_detail"]:
             lines.append(f"            {entry['fix_detail']}")
         lines.append(f"     seen in: {', '.join(entry['sources'][:3])}")
     return doc, lines, True
+
+
+def _entry(project, m, ctx, env, profile, outside, facts: dict, text: str) -> dict:
+    """One match as doctor reports it, its fix shaped for the machine and environment the log came from."""
+    from resolver.doctor.context import UNKNOWN, target_of
+    from resolver.doctor.fixes import HOW_TO_GET_ARCH, cuda_of, env_in_log, env_torch, gpu_env
+
+    sig = m.signature
+    needs_gpu = sig.category in ("runtime", "abi", "rocm", "driver") or "build" in sig.fix or "--arch" in sig.fix
+    installed = sorted(p.name for p in project.envs.iterdir() if p.is_dir()) if project.envs.is_dir() else []
+    want = "rocm" if profile is not None and profile.amd and profile.amd.gpus else \
+        "cuda" if profile is not None and profile.nvidia and profile.nvidia.gpus else None
+    note, foreign = "", None
+    fix_ctx = replace(ctx, env=UNKNOWN["env"])
+    if outside:
+        foreign = f"a Python outside this project ({outside})"
+    elif installed:
+        chosen, why = gpu_env(project, env.name if env is not None else None, want)
+        named = env_in_log(text, project.root)
+        if named in installed or chosen:
+            fix_ctx = replace(fix_ctx, env=named if named in installed else chosen)
+        elif want and needs_gpu:  # a GPU here and only CPU environments: the log may be from here, its fix is not
+            note = why or (f"this project has no {want.upper()} environment yet: make one first with "
+                           "`python -m resolver lock --target auto && python -m resolver install`")
+        else:
+            # no environment of this project can have written this log (none fits its GPU, none is named)
+            foreign = "another machine or environment, as none of this project's environments fits it"
+            fix_ctx = replace(fix_ctx, arch=UNKNOWN["arch"], cuda=UNKNOWN["cuda"], torch="the installed torch",
+                              target="auto")
+    if fix_ctx.env in installed and fix_ctx.cuda == UNKNOWN["cuda"]:  # the log alone: the environment's install says
+        torch = env_torch(project.env(fix_ctx.env))
+        if torch:
+            fix_ctx = replace(fix_ctx, torch=torch, cuda=cuda_of(torch) or fix_ctx.cuda,
+                              target=target_of({"cuda": cuda_of(torch), "version": torch}))
+    elif fix_ctx.env not in installed and facts.get("torch"):  # the log's own torch speaks for its machine
+        fix_ctx = replace(fix_ctx, torch=facts["torch"], cuda=facts.get("cuda", fix_ctx.cuda),
+                          target=facts.get("target", fix_ctx.target))
+    if "{arch}" in sig.fix and not fix_ctx.arch_known:
+        note = (note + "; " if note else "") + f"the GPU's architecture is not known here: {HOW_TO_GET_ARCH}"
+    fix = fix_ctx.render(sig.fix, m.groups)
+    if not outside and not installed:
+        note = (note + "; " if note else "") + f"no environment is installed in this project yet; setup makes one, then: {fix}"
+        fix = "python -m resolver setup"
+    elif foreign:
+        note = f"the log came from {foreign}; there, `python -m resolver setup` makes an environment, then: {fix}" + \
+            (f"; {note}" if note else "")
+        fix = "python -m resolver setup"
+    return {"id": sig.id, "title": sig.title, "line": m.line, "excerpt": m.excerpt, "details": m.groups,
+            "cause": fix_ctx.render(sig.cause, m.groups), "fix": fix, "fix_note": note,
+            "fix_detail": fix_ctx.render(sig.fix_detail, m.groups), "category": sig.category,
+            "sources": list(sig.sources), "env": fix_ctx.env if fix_ctx.env in installed else None}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.core.toml import parse_toml
+from resolver.doctor.needles import Haystack
 
 DATA_FILE = Path(__file__).resolve().parent / "signatures.toml"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -84,40 +85,47 @@ def decode_log(data: bytes) -> str:
 
 
 def _tail_start(text: str) -> int:
-    """Offset where the last few non-empty lines begin."""
-    lines = text.splitlines(keepends=True)
-    seen, offset = 0, len(text)
-    for line in reversed(lines):
-        offset -= len(line)
-        if line.strip():
+    """Offset where the last few non-empty lines begin (read from the end: a huge log costs its tail)."""
+    seen, end = 0, len(text)
+    while end > 0:
+        start = text.rfind("\n", 0, end - 1) + 1 if text[end - 1:end] == "\n" else text.rfind("\n", 0, end) + 1
+        if text[start:end].strip():
             seen += 1
             if seen == _TAIL_LINES:
-                break
-    return max(offset, 0)
+                return start
+        end = start
+    return 0
+
+
+def _line_at(text: str, offset: int) -> tuple[int, str]:
+    """The 1-based number and the text of the line holding ``offset``."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return text.count("\n", 0, offset) + 1, text[start:end if end >= 0 else len(text)]
 
 
 def match_log(text: str, signatures: tuple[Signature, ...]) -> list[Match]:
-    """Every signature that matches ``text``, most specific first, then by position in the log."""
+    """Every signature that matches ``text``, most specific first, then by position in the log. Each
+    pattern runs from the first place its leading literal stands (resolver/doctor/needles.py), so a log
+    costs one substring search per pattern wherever the pattern cannot match."""
     found: list[Match] = []
+    hay = Haystack(text)
     tail = _tail_start(text)
     for sig in signatures:
+        required = [hay.search(r) for r in sig.requires]
+        if not all(required):
+            continue
         hit = None
         for pattern in sig.patterns:
-            for m in pattern.finditer(text):
-                if sig.at_end and m.start() < tail:
-                    continue
-                hit = m
-                break
+            hit = next(hay.finditer(pattern, tail if sig.at_end else 0), None)
             if hit:
                 break
-        if hit is None or not all(r.search(text) for r in sig.requires):
+        if hit is None:
             continue
         groups = {k: v for k, v in hit.groupdict().items() if v}
-        for r in sig.requires:
-            m = r.search(text)
+        for m in required:
             groups.update({k: v for k, v in m.groupdict().items() if v})
-        line_no = text.count("\n", 0, hit.start()) + 1
-        line = text.splitlines()[line_no - 1] if text else ""
+        line_no, line = _line_at(text, hit.start())
         found.append(Match(sig, line_no, line.strip()[:400], groups))
     found.sort(key=lambda m: (-m.signature.specificity, m.line))
     return found
@@ -138,3 +146,26 @@ def rocm_in_log(text: str) -> str | None:
         for match in _ROCM_IN_LOG.finditer(line[:4000]):
             found = next(g for g in match.groups() if g)
     return found
+
+
+_WORD = re.compile(r"[a-z][a-z0-9_+]{3,}")
+_COMMON = frozenset("this that with from when than there their then were your have does into only other same what "
+                    "which error file line python the found version module".split())
+_CLOSEST_WINDOW = 1 << 16  # the end of a log holds its error: the words of its last 64 KiB are compared
+
+
+def closest_families(text: str, signatures: tuple[Signature, ...], limit: int = 3) -> tuple[Signature, ...]:
+    """The signatures whose titles share the most words with the end of a log none of them matched
+    (two words at least): what a reader should compare the log with.
+
+    >>> [s.id for s in closest_families("nvcc warning: gpu architecture sm_35 deprecated", load_signatures())][:1]
+    ['nvcc-unsupported-arch']
+    """
+    words = set(_WORD.findall(text[-_CLOSEST_WINDOW:].lower())) - _COMMON
+    scored = []
+    for sig in signatures:
+        shared = set(_WORD.findall(sig.title.lower())) - _COMMON
+        score = len(shared & words)
+        if score >= 2:
+            scored.append((-score, sig.id, sig))
+    return tuple(sig for _, _, sig in sorted(scored)[:limit])

@@ -114,7 +114,7 @@ def _dispatch(ctx: Context) -> Plan:
     from resolver.plan.decide import explain
     from resolver.plan.decide.cpu import cpu_plan
     from resolver.plan.decide.cuda import cuda_plan, cuda_plan_elsewhere
-    from resolver.plan.decide.rocm import rocm_plan
+    from resolver.plan.decide.rocm import no_rocm_build_text, rocm_plan, unserved_gfx
 
     profile, target = ctx.profile, ctx.request.target
     nvidia, amd = ctx.nvidia_gpus(), ctx.amd_gpus()
@@ -157,6 +157,11 @@ def _dispatch(ctx: Context) -> Plan:
         return cuda_plan(ctx, nvidia)
     if amd:
         rocm = profile.amd.rocm_version if profile.amd else None
+        unserved = unserved_gfx(ctx, amd)
+        if rocm is None and len(unserved) == len(amd):  # installing ROCm would not help: say so, not "install ROCm"
+            ctx.step("backend", "cpu", no_rocm_build_text(unserved))
+            ctx.warn(f"{no_rocm_build_text(unserved)}: CPU plan")
+            return cpu_plan(ctx, "no ROCm build for the GPU")
         if rocm is None:
             ctx.step("backend", "cpu", "AMD GPU(s) found but no ROCm installation")
             ctx.warn("AMD GPU found but ROCm is not installed: CPU plan. Install ROCm 6.1 or newer "

@@ -22,8 +22,27 @@ from resolver.plan.decide.search import Candidate, newest_first
 from resolver.plan.knowledge import TorchRelease, TorchVariant
 
 
+def unserved_gfx(ctx: Context, gpus: list[Gpu]) -> list[Gpu]:
+    """The GPUs whose gfx target no PyTorch ROCm build of any release in the tables carries (confirmed or
+    not): no ROCm version, installed or not, gives them kernels."""
+    served = {arch for release in ctx.k.releases_newest_first() for v in release.variants if v.backend == "rocm"
+              for arch in (*v.archs, *v.unconfirmed_archs)}
+    return [g for g in gpus if g.gfx is not None and str(g.gfx) not in served]
+
+
+def no_rocm_build_text(gpus: list[Gpu]) -> str:
+    names = ", ".join(f"{g.gfx} ({g.short})" for g in gpus)
+    return (f"no PyTorch ROCm build has kernels for {names}: no release in the tables carries "
+            f"{'that gfx target' if len(gpus) == 1 else 'those gfx targets'}, so no ROCm version would help")
+
+
 def rocm_plan(ctx: Context, gpus: list[Gpu]) -> Plan:
     glibc_note(ctx)
+    unserved = unserved_gfx(ctx, gpus)
+    if gpus and len(unserved) == len(gpus):
+        ctx.step("arch-coverage", "refused", no_rocm_build_text(unserved))
+        raise Refusal(no_rocm_build_text(unserved), fix="use --target cpu",
+                      because=f"no ROCm build carries {unserved[0].gfx}")
     target = ctx.request.target
     wanted = target.version  # a rocm target names its version; auto comes here only with ROCm installed
     installed = ctx.profile.amd.rocm_version if ctx.profile.amd else None

@@ -56,6 +56,16 @@ EXPECTED = {
     'brokenhill-12-build-isolation-no-torch.log': ('build-isolation-no-torch', 'python -m resolver build --env cuda13'),
     'mamba-706-libcudart-12.log': ('cuda-runtime-library-missing', 'python -m resolver build --env cuda13 --no-prebuilt'),
     'mamba-725-segmentation-fault.log': ('segmentation-fault', 'python -m resolver verify --env cuda13'),
+    'block-sparse-attention-15-compute-120.log': ('nvcc-unsupported-arch', 'python -m resolver build --env cuda13 --arch 9.0'),
+    'yolo34py-140-unsupported-gnu.log': ('host-compiler-too-new', 'python -m resolver build --env cuda13'),
+    'mamba-634-sdist-missing-csrc.log': ('sdist-missing-csrc', 'python -m resolver build --env cuda13'),
+    'llama-cpp-python-1840-glibc.log': ('glibc-too-old', 'python -m resolver build --env cuda13 --no-prebuilt'),
+    'flash-attention-304-cuda-bf16-missing.log': ('cuda-bf16-header-missing', 'python -m resolver build --env cuda13'),
+    'knn-cuda-14-ninja-required.log': ('ninja-missing', 'python -m resolver build --env cuda13'),
+    'changemamba-41-msvc-required.log': ('msvc-missing', 'python -m resolver plan'),
+    'flash-attention-966-undefined-symbol.log': ('flash-attn-abi', 'python -m resolver verify --env cuda13'),
+    'minference-51-flash-attn-ampere.log': ('flash-attn-needs-ampere', 'python -m resolver verify --env cuda13'),
+    'mamba-386-triton-kernel-image-invalid.log': ('triton-kernel-image-invalid', 'python -m resolver lock --target auto && python -m resolver install --env cuda13'),
 }
 
 

@@ -9,31 +9,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from support.decisions import K, outcome, refusal
 from support.profiles import GTX1080TI, H100, MI250X, MI300X, RTX5090, T4, V100, amd, cpu, nvidia
 
-from resolver.core.model import Request, Target
-from resolver.core.versions import DottedVersion
-from resolver.plan.decide import decide
-from resolver.plan.knowledge import Knowledge
-from resolver.plan.probe.profile import HardwareProfile
-
-K = Knowledge.load()
 GB200 = ("NVIDIA GB200", "10.0")
 GH200 = ("NVIDIA GH200 480GB", "9.0")
 GTX680 = ("NVIDIA GeForce GTX 680", "3.0")  # Kepler sm_30: no torch wheel of the tables carries it
-
-
-def outcome(machine: dict, target: str = "auto", *, python: str | None = None, torch: str | None = None,
-            knowledge: Knowledge = K):
-    request = Request(Target.parse(target), DottedVersion.parse(python) if python else None,
-                      DottedVersion.parse(torch) if torch else None)
-    return decide(HardwareProfile.from_json(machine), request, knowledge)
-
-
-def refusal(machine: dict, target: str = "auto", **kwargs) -> tuple[str, str | None, str]:
-    result = outcome(machine, target, **kwargs)
-    assert result.plan is None, result.plan and result.plan.summary
-    return result.refusal.message, result.refusal.fix, result.refusal.because
 
 
 # ------------------------------------------------------------------------------------ unidentified GPUs
