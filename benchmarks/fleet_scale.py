@@ -44,12 +44,12 @@ def machine_profiles(kind: str) -> list[dict]:
     from resolver.plan.probe import probe_machine
 
     if kind == "machines":
-        folders = sorted(p for p in (REPO / "tests" / "machines").iterdir() if p.is_dir())
+        folders = sorted(p for p in (REPO / "tests" / "data" / "machines").iterdir() if p.is_dir())
         return [probe_machine(sysroot=folder).to_json() for folder in folders]
     out = []
     for name in ("h100-1x-driver580", "a100-t4-driver580"):
         probed = subprocess.run([sys.executable, "-m", "resolver", "probe", "--json"], capture_output=True, text=True,
-                                check=True, env=dict(os.environ, RESOLVER_SYSROOT=str(REPO / "tests" / "doubles" / name)))
+                                check=True, env=dict(os.environ, RESOLVER_SYSROOT=str(REPO / "tests" / "data" / "doubles" / name)))
         out.append(json.loads(probed.stdout))
     return out
 

@@ -82,8 +82,8 @@ def builds_for_driver(driver_cuda: str, knowledge=None) -> tuple[str, str]:
     >>> builds_for_driver("11.4")[0], builds_for_driver("6.5")[0]
     ('cuda11.8', 'cpu')
     """
-    from resolver.knowledge import Knowledge
-    from resolver.versions import DottedVersion, driver_text
+    from resolver.core.versions import DottedVersion, driver_text
+    from resolver.plan.knowledge import Knowledge
 
     k = knowledge or Knowledge.load()
     driver = DottedVersion.parse(driver_cuda)
