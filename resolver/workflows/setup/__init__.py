@@ -119,8 +119,7 @@ class Setup:
 
     def _plan(self, profile: HardwareProfile) -> Plan:
         def action():
-            from resolver.plan.decide import decide
-            from resolver.plan.knowledge import Knowledge
+            from resolver.plan.planning import plan_of
 
             request, chosen = self.options.request, None
             if self.options.profile_file is None and request == Request():
@@ -128,10 +127,7 @@ class Setup:
 
                 chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
                 request = chosen.request() if chosen is not None else request
-            outcome = decide(profile, request, Knowledge.load())
-            if outcome.plan is None:
-                raise outcome.refusal
-            plan = outcome.plan
+            plan = plan_of(profile, request)
             fleet = ""
             if chosen is not None and chosen.environment != plan.env_name:
                 plan = replace(plan, environment=chosen.environment)
