@@ -90,7 +90,7 @@ def test_a_stored_plan_keeps_every_field_it_has():
     plan = Plan.from_json(data)
     assert plan.to_json() == {**data, "kernels": {**data["kernels"], "arch_list": ["8.0"]},
                               "torch": {**data["torch"]}}
-    assert plan.kernels.packages == (("causal-conv1d", "1.6.1"), ("mamba-ssm", "2.3.1"))
+    assert tuple((name, str(version)) for name, version in plan.kernels.packages) == (("causal-conv1d", "1.6.1"), ("mamba-ssm", "2.3.1"))
     assert plan.torch.local_version == "cu126" and plan.env_name == "cuda12-sm80"
 
 

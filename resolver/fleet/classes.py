@@ -100,7 +100,8 @@ def plan_fleet(nodes: Iterable[Node], request: Request | None = None, knowledge:
 
 def class_key(plan: Plan) -> str:
     """What nodes must agree on to share an environment (JSON, so it sorts and compares)."""
-    return json.dumps([plan.platform, plan.backend, plan.backend_version, plan.python, plan.torch.requirement,
+    backend_version = None if plan.backend_version is None else str(plan.backend_version)
+    return json.dumps([plan.platform, plan.backend, backend_version, str(plan.python), plan.torch.requirement,
                        plan.torch.variant, plan.torch.source.url, sorted(plan.conda_packages),
                        [p.id for p in plan.patches], plan.kernels.toolkit, plan.kernels.toolkit_source,
                        plan.kernels.strategy == "none"])
@@ -185,8 +186,8 @@ def class_names(plans: list[Plan]) -> list[str]:
     version where two classes would share a name (then a digest of what tells them apart).
     """
     bases = [_name([p.env_name, _platform_part(p.platform), *map(arch_tag, p.kernels.arch_list)]) for p in plans]
-    qualifiers = [lambda p: p.torch.variant.replace(".", ""), lambda p: "py" + p.python.replace(".", ""),
-                  lambda p: "v" + (p.backend_version or "").replace(".", "")]
+    qualifiers = [lambda p: p.torch.variant.replace(".", ""), lambda p: f"py{p.python.major}{p.python.minor}",
+                  lambda p: "v" + (str(p.backend_version).replace(".", "") if p.backend_version else "")]
     names = list(bases)
     for qualify in qualifiers:
         clashing = {n for n in names if names.count(n) > 1}

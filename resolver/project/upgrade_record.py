@@ -51,8 +51,8 @@ class Choice:
     @classmethod
     def of(cls, plan: Plan, environment: str | None = None) -> "Choice":
         """What plans ``plan`` again: its target, torch release and Python."""
-        torch = ".".join(plan.torch.version.split(".")[:2])
-        return cls(environment or plan.env_name, plan.target or "auto", torch, plan.python)
+        return cls(environment or plan.env_name, plan.target or "auto", str(plan.torch.version.truncate(2)),
+                   str(plan.python))
 
     def request(self) -> Request:
         from resolver.core.model import Request, Target

@@ -17,7 +17,6 @@ from typing import Any
 from resolver.core.errors import CheckFailed, EnvironmentProblem, ResolverError
 from resolver.core.model import Plan, Request
 from resolver.core.ui import Output
-from resolver.core.versions import DottedVersion
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.paths import ProjectPaths
@@ -196,8 +195,8 @@ class Setup:
         self.result.notes.append(locked.fallback_note)
         if self._builds_here(plan) and plan.kernels.toolkit_source == "environment":
             have = profile.cuda_toolkit
-            cuda = DottedVersion.parse(plan.backend_version or "0")
-            if have is None or have.major != cuda.major:
+            cuda = plan.backend_version
+            if have is None or cuda is None or have.major != cuda.major:
                 raise missing_compiler(plan, profile, because=f"environment {plan.env_name} is a fallback without "
                                                               "its own CUDA toolkit (no conda channel answered)")
 

@@ -93,7 +93,7 @@ def plan_step(project: ProjectPaths, wanted: Wanted, profile: HardwareProfile, *
                           "--profile FILE` (FILE from `python -m resolver probe --json` there), or run the upgrade there")
     name = new_environment_name(project, manifest, plan, current)
     new_plan = replace(plan, environment=name if name != plan.env_name else plan.environment)
-    new = Side(name, new_plan, Choice(name, str(request.target), _mm(new_plan.torch.version), new_plan.python))
+    new = Side(name, new_plan, Choice(name, str(request.target), str(new_plan.torch.version.truncate(2)), str(new_plan.python)))
     return UpgradeStep(current, new, changes(current.plan, new_plan, knowledge),
                        risks(current.plan, new_plan, profile, knowledge), here, tuple(notes))
 
@@ -141,8 +141,7 @@ def new_request(current: Side, wanted: Wanted, knowledge: Knowledge) -> Request:
         torch = _version_flag(wanted.torch, "--torch", "2.14")
     elif wanted.latest:
         torch = knowledge.releases_newest_first()[0].version
-    python = _version_flag(wanted.python, "--python", "3.11") if wanted.python else \
-        DottedVersion.parse(current.plan.python)
+    python = _version_flag(wanted.python, "--python", "3.11") if wanted.python else current.plan.python
     return Request(target=target, python=python, torch=torch)
 
 
@@ -175,11 +174,11 @@ def new_environment_name(project: ProjectPaths, manifest: Manifest, plan: Plan, 
                 _same_kernels(plan, locked.read(project, name)):
             return name
     family = plan.env_name
-    major, minor = plan.torch.version.split(".")[:2]
+    major, minor = str(plan.torch.version.major), str(plan.torch.version.minor)
     candidates = [family, _name([family, f"torch{major}", minor]),
                   _name([family, f"torch{major}", minor, plan.torch.variant.replace(".", "")]),
                   _name([family, f"torch{major}", minor, plan.torch.variant.replace(".", ""),
-                         "py" + plan.python.replace(".", "")])]
+                         f"py{plan.python.major}{plan.python.minor}"])]
     for name in candidates:
         if name not in names:
             return name
