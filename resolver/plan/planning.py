@@ -42,6 +42,7 @@ PACKAGE = Path(__file__).resolve().parents[1]  # the whole resolver package
 def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     """The plan for ``profile`` (default: this machine, as the probe reads it, machine doubles included);
     raises the :class:`~resolver.core.errors.Refusal` when there is none."""
+    from resolver.core.errors import ResolverError
     from resolver.core.model import Plan
 
     profile = profile if profile is not None else probe_here()
@@ -50,8 +51,8 @@ def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     if known is not None:
         try:
             return Plan.from_json(known)
-        except (ValueError, TypeError, KeyError):
-            pass
+        except (ResolverError, ValueError, TypeError, KeyError):
+            pass  # not a plan after all: decide again
     plan = plan_of(profile, request)
     memo.keep(plan.to_json())
     return plan
