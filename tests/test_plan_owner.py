@@ -1,12 +1,11 @@
 """Each fact about plans has one owner: ``planning.plan_of`` is the only caller of ``decide``; the plans
 behind pixi.lock are read and written by ``resolver.plan.locked`` alone; the kernel build takes the plan its
-environment was locked from and plans nothing itself; a ``Plan`` holds typed versions, and its JSON form
-reads back to the same bytes."""
+environment was locked from and plans nothing itself. (That a ``Plan`` holds typed versions and reads back
+from its JSON to the same bytes is tested with its other fields, in ``test_decide_plan_fields.py``.)"""
 
 from __future__ import annotations
 
 import ast
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import pytest
 
 from resolver.core.errors import BadInput
 from resolver.core.model import Plan, Request, Target
-from resolver.core.versions import DottedVersion, ReleaseVersion
 from resolver.kernels.driver import _requested_archs, _with_locked_plan
 from resolver.kernels.summary import BuildOptions
 from resolver.plan import locked
@@ -111,46 +109,6 @@ def test_building_without_a_locked_plan_or_arch_is_one_sentence_with_the_fix(tmp
         _requested_archs(options, "cuda12", "cuda", "12.6")
     assert refused.value.message == "environment 'cuda12' has no locked plan here to take the GPU architectures from"
     assert "lock --target cuda12" in refused.value.fix and "--arch" in refused.value.fix
-
-
-def _plans() -> list[Plan]:
-    cpu = plan_of(probe_machine(sysroot=MACHINES / "cpu-only-ubuntu2410"), Request())
-    cuda = plan_of(probe_machine(sysroot=MACHINES / "h100-8x-ubuntu2204"), Request())
-    rocm = plan_of(probe_machine(sysroot=MACHINES / "mi300x-rocm6.3-amdsmi"), Request())
-    other = plan_of(probe_machine(sysroot=MACHINES / "cpu-only-ubuntu2410"), Request(Target.parse("cuda12.6")))
-    return [cpu, cuda, rocm, other, replace(cuda, environment="cuda12-sm90")]
-
-
-@pytest.mark.parametrize("index", range(5))
-def test_a_plan_reads_back_from_its_json_byte_for_byte_with_typed_versions(index):
-    plan = _plans()[index]
-    text = json.dumps(plan.to_json())
-    again = Plan.from_json(json.loads(text))
-    assert json.dumps(again.to_json()) == text and again == plan
-    assert isinstance(again.python, DottedVersion) and isinstance(again.torch.version, DottedVersion)
-    assert again.backend_version is None if again.backend == "cpu" else isinstance(again.backend_version, DottedVersion)
-    assert all(isinstance(v, ReleaseVersion) for _, v in again.kernels.packages)
-    data = json.loads(text)
-    assert data["python"] == str(again.python) and data["torch"]["version"] == str(again.torch.version)
-
-
-def test_a_kernel_release_with_a_suffix_keeps_its_text():
-    plan = _plans()[1]
-    data = plan.to_json()
-    data["kernels"]["packages"] = {"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.2.post1"}
-    again = Plan.from_json(data)
-    assert dict(again.kernels.packages)["mamba-ssm"] == ReleaseVersion(DottedVersion((2, 3, 2)), ".post1")
-    assert again.to_json()["kernels"]["packages"] == data["kernels"]["packages"]
-
-
-@pytest.mark.parametrize("field,value", [("python", "3.11abc"), ("backend_version", "twelve"),
-                                         ("python", "v3.11"), ("backend_version", 12.6)])
-def test_a_stored_plan_whose_version_is_not_one_is_refused_as_malformed(field, value):
-    data = _plans()[1].to_json()
-    data[field] = value
-    with pytest.raises(BadInput) as refused:
-        Plan.from_json(data)
-    assert "stored plan is malformed" in refused.value.message
 
 
 def test_a_locked_plan_reads_back_as_it_was_saved(locked_for_another_machine):
