@@ -4,6 +4,9 @@ The JSON form of :class:`Plan` is a contract (``plan --json``): ``backend``, ``b
 ``python``, ``torch`` (``version``, ``variant``, ``source``, ``conda``), ``kernels`` (``strategy``,
 ``arch_list``, ``packages``), ``patches``, ``warnings`` and ``trace`` are always present.
 
+A plan holds its versions typed (:mod:`resolver.core.versions`): they are parsed once, when the plan is
+made or read back (the text forms are accepted and parsed there), and written back as the same text.
+
 >>> Target.parse("cuda12.6")
 Target(backend='cuda', version=DottedVersion(parts=(12, 6)))
 >>> str(Target.parse("rocm6.0"))
@@ -16,11 +19,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from resolver.core.errors import BadInput, Refusal, UsageError
-from resolver.core.versions import DottedVersion
+from resolver.core.versions import DottedVersion, ReleaseVersion
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 _TARGET = re.compile(r"^(auto|cpu|cuda(\d+(?:\.\d+)?)|rocm(\d+(?:\.\d+){0,2}))$")
@@ -120,12 +123,15 @@ class CondaChoice:
 
 @dataclass(frozen=True)
 class TorchChoice:
-    version: str  # "2.9.1"
+    version: DottedVersion  # 2.9.1 (its text form is accepted)
     variant: str  # "cpu" | "cu126" | "rocm6.2"
     source: TorchSource
     conda: CondaChoice | None = None  # None when conda-forge has no build for it (ROCm)
     cxx11_abi: bool = True
     local_version: str | None = None  # "+cu126" as it appears on the wheel
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "version", _exact(self.version, DottedVersion))
 
     @property
     def requirement(self) -> str:
@@ -134,7 +140,7 @@ class TorchChoice:
         return f"torch=={self.version}{suffix}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "variant": self.variant, "source": self.source.to_json(),
+        return {"version": str(self.version), "variant": self.variant, "source": self.source.to_json(),
                 "conda": self.conda.to_json() if self.conda else None, "cxx11_abi": self.cxx11_abi,
                 "requirement": self.requirement}
 
@@ -143,15 +149,20 @@ class TorchChoice:
 class KernelChoice:
     strategy: str  # "build" | "prebuilt" | "none"
     arch_list: tuple[str, ...] = ()  # compute capabilities ("8.6") or gfx names ("gfx90a")
-    packages: tuple[tuple[str, str], ...] = ()  # (name, version) for causal-conv1d and mamba-ssm
+    packages: tuple[tuple[str, ReleaseVersion], ...] = ()  # (name, version) for causal-conv1d and mamba-ssm
     toolkit: str | None = None  # "nvcc 12.6" / "hipcc 6.0" / None
     prebuilt_wheels: tuple[tuple[str, str], ...] = ()  # (name, wheel file name) when strategy == "prebuilt"
     # where ``toolkit`` comes from: "system" (found by the probe), "environment" (the environment's own
     # toolkit packages), "target" (a plan for another machine: its own), "missing" (nothing matches torch)
     toolkit_source: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "packages", tuple((name, _exact(version, ReleaseVersion))
+                                                   for name, version in self.packages))
+
     def to_json(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "arch_list": list(self.arch_list), "packages": dict(self.packages),
+        return {"strategy": self.strategy, "arch_list": list(self.arch_list),
+                "packages": {name: str(version) for name, version in self.packages},
                 "toolkit": self.toolkit, "toolkit_source": self.toolkit_source,
                 "prebuilt_wheels": dict(self.prebuilt_wheels)}
 
@@ -168,8 +179,8 @@ class PatchRef:
 @dataclass(frozen=True)
 class Plan:
     backend: str  # "cpu" | "cuda" | "rocm"
-    backend_version: str | None  # "12.6", "6.0.2", None for cpu
-    python: str  # "3.11"
+    backend_version: DottedVersion | None  # 12.6, 6.0.2, None for cpu (text forms accepted)
+    python: DottedVersion  # 3.11 (text form accepted)
     platform: str  # conda subdir of the target machine
     torch: TorchChoice
     kernels: KernelChoice
@@ -186,19 +197,27 @@ class Plan:
     # the environment's name when it is not the backend family's: a fleet class (``cuda12-sm80-sm90``)
     environment: str | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "python", _exact(self.python, DottedVersion))
+        if self.backend_version is not None:
+            object.__setattr__(self, "backend_version", _exact(self.backend_version, DottedVersion))
+
     @property
-    def env_name(self) -> str:
-        if self.environment:
-            return self.environment
+    def family(self) -> str:
+        """The environment family of the plan's backend: ``cpu``, ``cuda12``, ``rocm6`` …"""
         if self.backend == "cpu":
             return "cpu"
-        return f"{self.backend}{DottedVersion.parse(self.backend_version).major}"
+        return f"{self.backend}{self.backend_version.major}"
+
+    @property
+    def env_name(self) -> str:
+        return self.environment or self.family
 
     def to_json(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
-            "backend_version": self.backend_version,
-            "python": self.python,
+            "backend_version": None if self.backend_version is None else str(self.backend_version),
+            "python": str(self.python),
             "platform": self.platform,
             "target": self.target,
             "environment": self.env_name,
@@ -220,7 +239,7 @@ class Plan:
         try:
             torch = data["torch"]
             kernels = data["kernels"]
-            return cls(
+            plan = cls(
                 backend=data["backend"], backend_version=data["backend_version"], python=data["python"],
                 platform=data.get("platform", "linux-64"), target=data.get("target", "auto"),
                 torch=TorchChoice(
@@ -239,23 +258,29 @@ class Plan:
                 trace=tuple(TraceStep(**t) for t in data.get("trace", [])),
                 glibc=data.get("glibc"), cuda_driver=data.get("cuda_driver"),
                 runnable_here=data.get("runnable_here", True), summary=data.get("summary", ""),
-                conda_packages=tuple((data.get("conda_packages") or {}).items()),
-                environment=_environment(data))
+                conda_packages=tuple((data.get("conda_packages") or {}).items()))
+            name = data.get("environment")
         except (KeyError, TypeError) as exc:
             raise BadInput(f"stored plan is malformed (missing {exc})",
                            fix="run `python -m resolver plan` again") from None
+        except (ValueError, AttributeError) as exc:
+            raise BadInput(f"stored plan is malformed ({exc})", fix="run `python -m resolver plan` again") from None
+        if name is None or name == plan.family:
+            return plan
+        from resolver.core.names import check_env_name
+
+        return replace(plan, environment=check_env_name(name, where="the stored plan"))
 
 
-def _environment(data: dict[str, Any]) -> str | None:
-    """The stored environment name when it is not the backend family's (a fleet class), checked as pixi would."""
-    from resolver.core.names import check_env_name
-
-    name = data.get("environment")
-    if name is None:
-        return None
-    family = "cpu" if data["backend"] == "cpu" else \
-        f"{data['backend']}{DottedVersion.parse(str(data['backend_version'])).major}"
-    return None if name == family else check_env_name(name, where="the stored plan")
+def _exact(value: Any, kind: type) -> Any:
+    """``value`` as a ``kind`` (a version type of :mod:`resolver.core.versions`): its text form parsed, and
+    refused unless the version is the whole of it, so the text written back is the text read."""
+    if isinstance(value, kind):
+        return value
+    parsed = kind.parse(value)
+    if not isinstance(value, str) or str(parsed) != value:
+        raise ValueError(f"not a version: {value!r}")
+    return parsed
 
 
 def _local_from_requirement(requirement: str | None) -> str | None:

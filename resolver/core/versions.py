@@ -233,3 +233,29 @@ def python_release(text: str) -> DottedVersion:
     if version is None or len(version.parts) < 2 or version.major != 3:
         raise UsageError(f"--python {text!r} is not a Python version", fix="write it as X.Y, e.g. --python 3.11")
     return version.truncate(2)
+
+
+_RELEASE = re.compile(r"^(\d+(?:\.\d+)*)((?:a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$")
+
+
+@dataclass(frozen=True)
+class ReleaseVersion:
+    """A package release in PEP 440's normal form (``2.3.1``, ``2.3.2.post1``, ``1.0rc1``): its numbers as a
+    :class:`DottedVersion` and the pre-, post- or dev-release suffix; ``str()`` gives back the text parsed.
+
+    >>> ReleaseVersion.parse("2.3.2.post1").release.truncate(2), str(ReleaseVersion.parse("2.3.2.post1"))
+    (DottedVersion(parts=(2, 3)), '2.3.2.post1')
+    """
+
+    release: DottedVersion
+    suffix: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> "ReleaseVersion":
+        match = _RELEASE.match(str(text))
+        if not match:
+            raise ValueError(f"not a release version: {text!r}")
+        return cls(DottedVersion.parse(match.group(1)), str(text)[len(match.group(1)):])
+
+    def __str__(self) -> str:
+        return f"{self.release}{self.suffix}"

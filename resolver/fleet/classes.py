@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
+from resolver.core.errors import Refusal
 from resolver.core.fs import sha256_text
 from resolver.core.model import Plan, Request, TraceStep
 from resolver.core.names import ENV_NAME_MAX
@@ -61,7 +62,7 @@ class FleetPlan:
 
 def plan_fleet(nodes: Iterable[Node], request: Request | None = None, knowledge: Knowledge | None = None) -> FleetPlan:
     """The classes of ``nodes`` (read once, in any order) and the nodes no class can serve."""
-    from resolver.plan.decide import decide
+    from resolver.plan.planning import plan_of
 
     request = request or Request()
     knowledge = knowledge or Knowledge.load()
@@ -75,17 +76,20 @@ def plan_fleet(nodes: Iterable[Node], request: Request | None = None, knowledge:
             inputs = decision_inputs(node.profile)
             decided = by_value.get(inputs)
             if decided is None:
-                outcome = decide(inputs, request, knowledge)
-                decided = by_value[inputs] = (outcome, class_key(outcome.plan) if outcome.plan else None)
+                try:
+                    outcome: Plan | Refusal = plan_of(inputs, request, knowledge)
+                except Refusal as refusal:
+                    outcome = refusal
+                decided = by_value[inputs] = (outcome, class_key(outcome) if isinstance(outcome, Plan) else None)
             known = by_object[id(node.profile)] = (node.profile, *decided)  # the profile kept, so its id stays its own
         _, outcome, key = known
         if key is None:
-            unserved.append(Unserved(node.name, str(node.file), outcome.refusal.message, outcome.refusal.fix))
+            unserved.append(Unserved(node.name, str(node.file), outcome.message, outcome.fix))
             continue
         members = groups.get(key)
         if members is None:
             members = groups[key] = _Members()
-        members.add(node.name, outcome.plan)
+        members.add(node.name, outcome)
     merged = [members.merged() for _, members in sorted(groups.items())]
     names = class_names([plan for plan, _, _ in merged])
     classes = tuple(sorted((NodeClass(name, replace(plan, environment=name), nodes, why)
@@ -96,7 +100,8 @@ def plan_fleet(nodes: Iterable[Node], request: Request | None = None, knowledge:
 
 def class_key(plan: Plan) -> str:
     """What nodes must agree on to share an environment (JSON, so it sorts and compares)."""
-    return json.dumps([plan.platform, plan.backend, plan.backend_version, plan.python, plan.torch.requirement,
+    backend_version = None if plan.backend_version is None else str(plan.backend_version)
+    return json.dumps([plan.platform, plan.backend, backend_version, str(plan.python), plan.torch.requirement,
                        plan.torch.variant, plan.torch.source.url, sorted(plan.conda_packages),
                        [p.id for p in plan.patches], plan.kernels.toolkit, plan.kernels.toolkit_source,
                        plan.kernels.strategy == "none"])
@@ -181,8 +186,8 @@ def class_names(plans: list[Plan]) -> list[str]:
     version where two classes would share a name (then a digest of what tells them apart).
     """
     bases = [_name([p.env_name, _platform_part(p.platform), *map(arch_tag, p.kernels.arch_list)]) for p in plans]
-    qualifiers = [lambda p: p.torch.variant.replace(".", ""), lambda p: "py" + p.python.replace(".", ""),
-                  lambda p: "v" + (p.backend_version or "").replace(".", "")]
+    qualifiers = [lambda p: p.torch.variant.replace(".", ""), lambda p: f"py{p.python.major}{p.python.minor}",
+                  lambda p: "v" + (str(p.backend_version).replace(".", "") if p.backend_version else "")]
     names = list(bases)
     for qualify in qualifiers:
         clashing = {n for n in names if names.count(n) > 1}

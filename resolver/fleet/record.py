@@ -109,10 +109,10 @@ def write_fleet(manifest: Manifest, fleet: FleetPlan, kernel_channel: str | None
         if listed:
             entry["nodes"] = list(c.nodes)
         entry["torch"] = plan.torch.requirement
-        entry["python"] = plan.python
+        entry["python"] = str(plan.python)
         entry["platform"] = plan.platform
         entry["backend"] = plan.backend
-        entry["backend-version"] = plan.backend_version or ""
+        entry["backend-version"] = str(plan.backend_version) if plan.backend_version is not None else ""
         entry["toolkit"] = plan.kernels.toolkit or ""
         entry["toolkit-source"] = plan.kernels.toolkit_source or ""
         entry["strategy"] = plan.kernels.strategy

@@ -10,10 +10,12 @@ import os
 import shlex
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, InternalError
+from resolver.core.model import Target
 from resolver.core.versions import DottedVersion, major_minor
 from resolver.kernels.archs import apply_rules, parse_arch_list
 from resolver.kernels.cachekey import BuildKey
@@ -38,6 +40,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
 
     started = time.monotonic()
     env = Environment.find(project, options.env_name)
+    options = _with_locked_plan(project, options, env.name)
     packages = selected_packages(options.packages, options.recipe_dirs)
     facts = probe_environment(env, project.env_facts_record(env.name))
     needs_torch = any(p.needs_torch for p in packages)
@@ -52,7 +55,7 @@ def build(project: ProjectPaths, options: BuildOptions, out=None) -> BuildSummar
     tk_mm = toolkit.major_minor if toolkit else ""
     if facts.torch:
         _check_toolkit_matches_torch(facts, tk_mm)
-    archs = _requested_archs(project, options, backend, tk_mm) if backend != "cpu" else ()
+    archs = _requested_archs(options, env.name, backend, tk_mm) if backend != "cpu" else ()
     overlay = Path(options.rocm_overlay) if options.rocm_overlay else None
     cores, free = machine_resources()
     summary = BuildSummary(env.name, str(env.path), facts, toolkit.to_json() if toolkit else None, archs, None,
@@ -212,63 +215,38 @@ def _install(ctx: BuildContext, package: KernelRecipe, in_channel: Path, outcome
     outcome.installed = True
 
 
-def _requested_archs(project: ProjectPaths, options: BuildOptions, backend: str, toolkit: str) -> tuple[str, ...]:
+def _requested_archs(options: BuildOptions, env_name: str, backend: str, toolkit: str) -> tuple[str, ...]:
     if options.arch:
         return parse_arch_list(options.arch, backend=backend, toolkit=toolkit)
     if options.plan_archs:
         return parse_arch_list(",".join(options.plan_archs), backend=backend, toolkit=toolkit)
-    present = _archs_from_plan_or_probe(project)
-    if present:
-        return parse_arch_list(",".join(present), backend=backend, toolkit=toolkit)
-    raise BadInput("no GPU was found here to choose the architectures from",
-                   fix="name them with --arch, e.g. --arch 9.0 (H100/H200), --arch 8.6 (RTX 30xx), or --arch all")
+    arch_fix = "--arch 9.0 (H100/H200), --arch 8.6 (RTX 30xx), or --arch all"
+    if options.plan_strategy is None:
+        raise BadInput(f"environment '{env_name}' has no locked plan here to take the GPU architectures from",
+                       fix=f"lock it (`python -m resolver lock --target {Target.for_environment(env_name)}`), or name "
+                           f"the architectures with --arch, e.g. {arch_fix}")
+    raise BadInput(f"the plan of environment '{env_name}' builds kernels for no GPU architecture",
+                   fix=f"name the architectures with --arch, e.g. {arch_fix}")
 
 
-def _plan(project: ProjectPaths):
-    """This machine's plan (target ``auto``), or None when none can be made here (the probe or --arch
-    answer instead)."""
-    from resolver.core.errors import ResolverError
-    from resolver.core.model import Request
-    from resolver.plan.planning import plan_for
+def _with_locked_plan(project: ProjectPaths, options: BuildOptions, env_name: str) -> BuildOptions:
+    """``options`` with the architectures, strategy and toolkit of the plan environment ``env_name`` was locked
+    from, where the caller handed in no plan: the build plans nothing itself."""
+    if options.plan_strategy is not None:
+        return options
+    from resolver.plan import locked
 
-    try:
-        return plan_for(Request())
-    except ResolverError:
-        return None
-
-
-def _archs_from_plan_or_probe(project: ProjectPaths) -> tuple[str, ...]:
-    """The plan's arch list, else the GPUs the probe sees; () when none."""
-    plan = _plan(project)
-    if plan is not None and getattr(plan, "kernels", None) and plan.kernels.arch_list:
-        return tuple(plan.kernels.arch_list)
-    try:
-        from resolver.plan.probe import probe_machine
-
-        profile = probe_machine()
-    except Exception:  # noqa: BLE001 - no probe, no default: the caller asks for --arch
-        return ()
-    return archs_of(profile)
-
-
-def archs_of(profile) -> tuple[str, ...]:
-    """The architectures of the GPUs in a HardwareProfile, distinct, in probe order."""
-    archs: list[str] = []
-    if profile.nvidia:
-        archs += [str(g.compute_capability) for g in profile.nvidia.gpus]
-    if profile.amd:
-        archs += [str(g.gfx_arch) for g in profile.amd.gpus]
-    return tuple(dict.fromkeys(archs))
+    plan = locked.read(project, env_name)
+    if plan is None:
+        return options
+    return replace(options, plan_archs=plan.kernels.arch_list, plan_strategy=plan.kernels.strategy,
+                   plan_toolkit=plan.kernels.toolkit)
 
 
 def _prebuilt_wheel(project, package: KernelRecipe, facts: EnvFacts, toolkit, options: BuildOptions, out) -> Path | None:
     if options.prebuilt == "never" or not (package.wheel_name and package.wheel_url):
         return None
-    strategy = options.plan_strategy
-    if strategy is None:
-        plan = _plan(project)
-        strategy = plan.kernels.strategy if plan is not None and getattr(plan, "kernels", None) else None
-    if strategy != "prebuilt":
+    if options.plan_strategy != "prebuilt":
         return None
     from resolver.kernels.recipe_run import patchelf_available
 

@@ -20,13 +20,13 @@ from resolver.project.paths import ProjectPaths
 @dataclass(frozen=True)
 class BuildOptions:
     packages: tuple[str, ...] | None = None  # None: every known kernel package
-    arch: str | None = None  # --arch text; None = the GPUs of the plan / probe
+    arch: str | None = None  # --arch text; None = the architectures of the plan (handed in, else the locked one)
     env_name: str | None = None
     jobs: int | None = None  # cap on ninja jobs (--jobs / MAX_JOBS)
     prebuilt: str = "auto"  # "auto": use a reachable upstream wheel when the plan says so; "never"
     install: bool = True
     recipe_dirs: tuple[Path, ...] = ()  # explicit recipe folders (tests); overrides ``packages``
-    plan_archs: tuple[str, ...] = ()  # from a plan handed in by setup
+    plan_archs: tuple[str, ...] = ()  # from a plan handed in (setup, a fleet variant) or the environment's locked plan
     plan_strategy: str | None = None
     plan_toolkit: str | None = None  # "nvcc 13.0" / "hipcc 6.0": what the plan expects to find
     rocm_overlay: Path | None = None  # include folder to put first (ROCm 6.0): the patch stage's, handed in; None: none

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.core.errors import BadInput, SourceUnreachable
 from resolver.core.versions import major_minor
-from resolver.plan.planning import stored_plan as stored_plan  # the locked plans live in planning; importable here too
 from resolver.project.paths import ProjectPaths
 from resolver.tools.conda import solve
 
@@ -116,7 +115,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     from resolver.core.fs import sha256_text, write_text_atomic
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.carry import carry_over, compose_lock, existing_lock, held, locked_normally, realigned
-    from resolver.plan.planning import save_plan
+    from resolver.plan import locked
     from resolver.project.manifest import Manifest
     from resolver.project.sources import Sources
 
@@ -181,7 +180,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     if changed:
         manifest.save(project.manifest)
     for plan in wanted.values():
-        save_plan(project, plan, manifest, {e.platform.name: python for e in envs
+        locked.save(project, plan, manifest, {e.platform.name: python for e in envs
                                             if e.name == plan.env_name and (python := _conda_python(e))})
     carried = [name for name, _, _ in kept]
     sources.remember(project.root)

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from resolver.core.errors import BadInput
 from resolver.core.fs import read_bytes_bounded, sha256_bytes
 from resolver.lock import Info, LockSummary, _quiet, lock_plans
+from resolver.plan import locked
 from resolver.project.paths import ProjectPaths, project_lock
-
-PLAN_LIMIT = 1 << 20  # a stored plan is a few kB
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan
@@ -44,7 +43,7 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, r
     inputs = _inputs_digest(project, plans, pypi)
     if inputs is not None and inputs == _stamped(project):
         return reasons.LockStatus()
-    status = _status(project, stored_plans(project) if plans is None else plans, pypi)
+    status = _status(project, locked.read_all(project) if plans is None else plans, pypi)
     if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
         from resolver.core.records import write_record  # (unless an input changed while it was checked)
 
@@ -67,19 +66,19 @@ def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
     it was stale. ``plans``: None for the plans locked here before, or where there are none,
     ``plan_here()``'s (this machine's); ``sources``: how to load them (only a lock needs them)."""
     checking = not force and edit is None
-    if plans is None and plan_here is not None and not _plan_files(project):
+    if plans is None and plan_here is not None and not locked.files(project):
         plans = plan_here()  # nothing was locked here before
     status = None
     if checking:
         status = lock_status(project, plans, remember=True, pypi=not no_pypi)
         if status.current:
             for plan in plans or ():
-                _keep_plan(project, plan)
+                locked.keep(project, plan)
             return _up_to_date(project)
         info(f"pixi.lock is stale: {status.reasons[0].sentence}"
              + (f" (and {len(status.reasons) - 1} more)" if len(status.reasons) > 1 else ""))
     with project_lock(project.stamps, on_wait=on_wait):  # one writer of pixi.toml / pixi.lock at a time
-        summary = lock_plans(project, list(stored_plans(project) if plans is None else plans),
+        summary = lock_plans(project, list(locked.read_all(project) if plans is None else plans),
                              sources=sources() if sources else None, no_conda=no_conda, no_pypi=no_pypi, info=info,
                              edit=edit)
     return dataclasses.replace(summary, reasons=status.reasons if status else ())
@@ -101,45 +100,11 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
                  for name in ("staleness.py", "reasons.py")]
         manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
         lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="the lock file")
-        if plans is None:
-            planned: list[Any] = [[path.name, sha256_bytes(read_bytes_bounded(path, limit=PLAN_LIMIT, what="plan"))]
-                                  for path in _plan_files(project)]
-        else:
-            from resolver.plan.planning import plan_key
-
-            planned = [plan_key(plan) for plan in plans]
+        planned: list[Any] = locked.file_digests(project) if plans is None else [locked.plan_key(p) for p in plans]
     except (BadInput, OSError):
         return None
     return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
                                     sha256_bytes(lock), plans is None, planned, pypi], sort_keys=True).encode())
-
-
-def _plan_files(project: ProjectPaths) -> list[Path]:
-    """The stored plans' files, by name."""
-    if not project.plans.is_dir():
-        return []
-    return sorted(project.plans / entry.name for entry in os.scandir(project.plans) if entry.name.endswith(".json"))
-
-
-def stored_plans(project: ProjectPaths) -> list[Plan]:
-    """The plans the environments pixi.toml declares were locked from here."""
-    from resolver.plan.planning import stored_plan
-    from resolver.project.pixi_toml import read_pixi_toml
-
-    if not project.manifest.is_file() or not project.plans.is_dir():
-        return []
-    return [plan for name in read_pixi_toml(project.manifest).environment_names() if (plan := stored_plan(project, name))]
-
-
-def _keep_plan(project: ProjectPaths, plan: Plan) -> None:
-    """Store ``plan`` as the one its environment was locked from, unless it is stored already."""
-    from resolver.plan.planning import locked_plan_record, save_plan
-    from resolver.project.manifest import Manifest
-    from resolver.project.pixi_toml import read_pixi_toml
-
-    stored = locked_plan_record(project, plan.env_name)
-    if stored is None or stored["plan"] != json.loads(json.dumps(plan.to_json(), default=str)):
-        save_plan(project, plan, Manifest.view(read_pixi_toml(project.manifest)))
 
 
 def _stamped(project: ProjectPaths) -> str | None:

@@ -101,7 +101,7 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
         if conda.get(package) == wanted:
             continue
         if package == "python":
-            yield PythonChanged(environment=name, wanted=plan.python, found=conda.get(package), found_in=MANIFEST)
+            yield PythonChanged(environment=name, wanted=str(plan.python), found=conda.get(package), found_in=MANIFEST)
         else:
             yield DependencyChanged(environment=name, ecosystem="conda", package=package, wanted=wanted,
                                     found=conda.get(package), found_in=MANIFEST)

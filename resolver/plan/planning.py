@@ -1,6 +1,7 @@
-"""Getting a plan, in one place: probe this machine then decide, or take the plan an environment was
-locked from; and keeping those locked plans. Commands only render what this module hands them, and
-:mod:`resolver.plan.decide` stays a pure function of its inputs.
+"""Getting a plan, in one place: :func:`plan_of` is the one caller of :func:`resolver.plan.decide.decide`
+(a profile and a request in, a plan out); :func:`plan_for` probes this machine first; :func:`plans_for`
+takes the plans the project's environments were locked from (:mod:`resolver.plan.locked`) when no target
+is named. Commands only render what this module hands them, and decide stays a pure function of its inputs.
 
 Because deciding is pure, its answer is remembered (:class:`PlanMemo`, in the user's cache): the same
 profile, request and resolver give the same plan, so a second ``plan`` on a machine takes the
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan, Request
+    from resolver.plan.knowledge import Knowledge
     from resolver.plan.probe.profile import HardwareProfile
     from resolver.project.paths import ProjectPaths
 
@@ -40,6 +42,7 @@ PACKAGE = Path(__file__).resolve().parents[1]  # the whole resolver package
 def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     """The plan for ``profile`` (default: this machine, as the probe reads it, machine doubles included);
     raises the :class:`~resolver.core.errors.Refusal` when there is none."""
+    from resolver.core.errors import ResolverError
     from resolver.core.model import Plan
 
     profile = profile if profile is not None else probe_here()
@@ -48,9 +51,9 @@ def plan_for(request: Request, profile: HardwareProfile | None = None) -> Plan:
     if known is not None:
         try:
             return Plan.from_json(known)
-        except (ValueError, TypeError, KeyError):
-            pass
-    plan = _decide(profile, request)
+        except (ResolverError, ValueError, TypeError, KeyError):
+            pass  # not a plan after all: decide again
+    plan = plan_of(profile, request)
     memo.keep(plan.to_json())
     return plan
 
@@ -62,7 +65,7 @@ def plan_document(profile: HardwareProfile | None, target: str, python: str | No
     memo = PlanMemo(profile, target, python)
     known = memo.recall()
     if known is None:
-        known = _decide(profile, request_of(target, python)).to_json()
+        known = plan_of(profile, request_of(target, python)).to_json()
         memo.keep(known)
     return known
 
@@ -75,11 +78,16 @@ def request_of(target: str, python: str | None) -> Request:
     return Request(target=Target.parse(target), python=python_release(python) if python is not None else None)
 
 
-def _decide(profile: HardwareProfile, request: Request) -> Plan:
+def plan_of(profile: HardwareProfile, request: Request, knowledge: Knowledge | None = None) -> Plan:
+    """The plan ``decide`` makes for ``profile`` and ``request`` (with ``knowledge``, default the shipped
+    tables); raises the :class:`~resolver.core.errors.Refusal` when there is none."""
     from resolver.plan.decide import decide
-    from resolver.plan.knowledge import Knowledge
 
-    outcome = decide(profile, request, Knowledge.load())
+    if knowledge is None:
+        from resolver.plan.knowledge import Knowledge
+
+        knowledge = Knowledge.load()
+    outcome = decide(profile, request, knowledge)
     if outcome.plan is None:
         raise outcome.refusal
     return outcome.plan
@@ -99,11 +107,10 @@ def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | No
     from resolver.core.model import Request, Target
 
     if not targets and not (compute_capability or gfx):
-        if project.manifest.is_file() and profile_file is None:
-            from resolver.project.pixi_toml import read_pixi_toml
+        if profile_file is None:
+            from resolver.plan import locked
 
-            stored = [stored_plan(project, name) for name in read_pixi_toml(project.manifest).environment_names()]
-            stored = [p for p in stored if p is not None]
+            stored = locked.read_all(project)
             if stored:
                 return stored
     parsed = [Target.parse(t) for t in targets or ["auto"]]
@@ -197,65 +204,3 @@ def package_digest() -> str:
                     data = entry.path[len(str(PACKAGE)):].encode() + b"\0" + handle.read()
                 crc, adler, size = zlib.crc32(data, crc), zlib.adler32(data, adler), size + len(data)
     return f"{crc:08x}{adler:08x}{size:x}"
-
-
-# ------------------------------------------------------------------------------ the locked plans
-
-
-def plan_key(plan: Plan) -> dict[str, Any]:
-    """What in a plan decides the lock (trace, warnings and kernels do not)."""
-    return {"environment": plan.env_name, "platform": plan.platform, "python": plan.python,
-            "torch": plan.torch.requirement, "index": plan.torch.source.url,
-            "conda": dict(plan.conda_packages), "cuda": plan.backend_version if plan.backend == "cuda" else None}
-
-
-def manifest_env_digest(manifest, name: str) -> str:
-    """A digest of environment ``name``'s section of pixi.toml (a :class:`~resolver.project.manifest.Manifest`)."""
-    from resolver.core.fs import sha256_text
-
-    spec = manifest.environment(name)
-    return sha256_text(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
-                                   spec.index_url, spec.extra_index_urls, spec.find_links], default=str))
-
-
-def save_plan(project: ProjectPaths, plan: Plan, manifest, pythons: dict[str, str] | None = None) -> Path:
-    """Keep the plan behind an environment, the pixi.toml section it was locked with, and (``pythons``)
-    the conda python locked per platform."""
-    from resolver.core.fs import write_json_atomic
-
-    path = project.plan_record(plan.env_name)
-    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
-                             "manifest_env": manifest_env_digest(manifest, plan.env_name)}, label="plan")
-    return path
-
-
-def locked_plan_record(project: ProjectPaths, env_name: str) -> dict[str, Any] | None:
-    """What :func:`save_plan` kept for ``env_name`` (``plan``, ``key``, ``pythons``, ``manifest_env``), or
-    None when there is no such record."""
-    from resolver.core.records import Fields, MapOf, OfType, Text, read_record
-
-    shape = Fields({"plan": plan_shape(), "key": OfType(dict), "pythons": MapOf(Text(r"\d+(\.\d+)*", 32), Text(max_len=64)),
-                    "manifest_env": Text(r"[0-9a-f]{64}", 64)})
-    return read_record(project.plan_record(env_name), shape, limit=4 << 20)
-
-
-def stored_plan(project: ProjectPaths, env_name: str) -> Plan | None:
-    """The plan environment ``env_name`` was locked from here, or None."""
-    from resolver.core.errors import ResolverError
-    from resolver.core.model import Plan
-
-    record = locked_plan_record(project, env_name)
-    try:
-        return Plan.from_json(record["plan"]) if record is not None else None
-    except (ResolverError, KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
-def stored_pythons(project: ProjectPaths, names: list[str]) -> dict[tuple[str, str], str]:
-    """(environment, platform) -> the conda python the last lock of it solved (kept with its plan)."""
-    found = {}
-    for name in names:
-        record = locked_plan_record(project, name)
-        if record is not None:
-            found.update({(name, platform): python for platform, python in record["pythons"].items()})
-    return found

@@ -378,7 +378,7 @@ class Manifest:
         base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
         wanted = base or PixiPlatform(plan.platform, plan.platform)
         if plan.backend == "cuda":
-            wanted = wanted.with_cuda(int(str(plan.backend_version).split(".")[0]))
+            wanted = wanted.with_cuda(plan.backend_version.major)
             same = next((p for p in known.values() if p.identity == wanted.identity), None)
             if same is not None:
                 return same
@@ -405,14 +405,13 @@ class Manifest:
         if wanted.name in known:
             return known[wanted.name]
         base = next((p for p in known.values() if p.subdir == plan.platform and p.cuda is None), None)
-        major = str(plan.backend_version).split(".")[0]
         everyone = [*known.values(), wanted]
         gains = [env for env in keep if wanted.name in environment_platforms(
             self._restrictions(self._layers(env)), everyone, env)]
         if gains and plan.backend == "cuda" and base is not None:
             self.notes.append(
                 f"environment {plan.env_name} is locked on platform {base.name}: a new platform {wanted.name} "
-                f"declaring CUDA {major} would also be added to {', '.join(gains)} (their features name no platforms), "
+                f"declaring CUDA {plan.backend_version.major} would also be added to {', '.join(gains)} (their features name no platforms), "
                 "which pixi.lock holds as they are; declare it in [workspace] platforms and run `pixi lock` to have "
                 "pixi check the driver")
             return base

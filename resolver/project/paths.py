@@ -233,7 +233,7 @@ RECORD_KINDS = {
     "kernel-import": "ProjectPaths.kernel_import_record (resolver.kernels.into_env)",
     "env-facts": "ProjectPaths.env_facts_record (resolver.kernels.envfacts)",
     "verify-model": "ProjectPaths.verify_models/verify-model-<key> (resolver.verify.checkpoint)",
-    "plan-record": "ProjectPaths.plan_record (resolver.plan.planning)",
+    "plan-record": "ProjectPaths.plan_record (resolver.plan.locked)",
     "lock-check": "ProjectPaths.lock_check_stamp (resolver.lock.current)",
     "upgrade-state": "ProjectPaths.upgrade_state (resolver.workflows.upgrade.journey)",
     "step-stamp": "ProjectPaths.step_stamps/<step>.json (resolver.workflows.steps)",

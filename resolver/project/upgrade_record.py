@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from resolver.core.errors import BadInput
 from resolver.core.names import check_env_name
-from resolver.core.versions import major_minor
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan, Request
@@ -51,8 +50,8 @@ class Choice:
     @classmethod
     def of(cls, plan: Plan, environment: str | None = None) -> "Choice":
         """What plans ``plan`` again: its target, torch release and Python."""
-        torch = major_minor(plan.torch.version)
-        return cls(environment or plan.env_name, plan.target or "auto", torch, plan.python)
+        return cls(environment or plan.env_name, plan.target or "auto", str(plan.torch.version.truncate(2)),
+                   str(plan.python))
 
     def request(self) -> Request:
         from resolver.core.model import Request, Target

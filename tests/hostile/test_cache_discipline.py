@@ -305,7 +305,7 @@ class PlanRecord(Kind):
         return self.project.plan_record("cpu")
 
     def planted(self) -> Any:
-        from resolver.plan.planning import plan_key
+        from resolver.plan.locked import plan_key
 
         plan, _ = _plan()
         data = plan.to_json()
@@ -313,9 +313,9 @@ class PlanRecord(Kind):
         return {"plan": data, "key": plan_key(plan), "pythons": {"linux-64": "3.11.7"}, "manifest_env": SHA}
 
     def use(self) -> Any:
-        from resolver.plan.planning import stored_plan
+        from resolver.plan import locked
 
-        return stored_plan(self.project, "cpu")
+        return locked.read(self.project, "cpu")
 
 
 class LockCheck(Kind):

@@ -77,7 +77,7 @@ class Knowledge:
     # ---- torch
 
     def release(self, version: str | DottedVersion) -> TorchRelease | None:
-        wanted = DottedVersion.parse(str(version)).truncate(2)
+        wanted = (version if isinstance(version, DottedVersion) else DottedVersion.parse(version)).truncate(2)
         return next((r for r in self.releases if r.version == wanted), None)
 
     def releases_newest_first(self) -> tuple[TorchRelease, ...]:

@@ -17,7 +17,6 @@ from typing import Any
 from resolver.core.errors import EnvironmentProblem, ResolverError
 from resolver.core.model import Plan, Request
 from resolver.core.ui import Output
-from resolver.core.versions import DottedVersion
 from resolver.install.environment import Environment
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.paths import ProjectPaths
@@ -123,8 +122,7 @@ class Setup:
 
     def _plan(self, profile: HardwareProfile) -> Plan:
         def action():
-            from resolver.plan.decide import decide
-            from resolver.plan.knowledge import Knowledge
+            from resolver.plan.planning import plan_of
 
             request, chosen = self.options.request, None
             if self.options.profile_file is None and request == Request():
@@ -132,10 +130,7 @@ class Setup:
 
                 chosen = default_choice(self.project)  # pixi.toml names the default environment and its request
                 request = chosen.request() if chosen is not None else request
-            outcome = decide(profile, request, Knowledge.load())
-            if outcome.plan is None:
-                raise outcome.refusal
-            plan = outcome.plan
+            plan = plan_of(profile, request)
             fleet = ""
             if chosen is not None and chosen.environment != plan.env_name:
                 plan = replace(plan, environment=chosen.environment)
@@ -204,8 +199,8 @@ class Setup:
         self.result.notes.append(locked.fallback_note)
         if self._builds_here(plan) and plan.kernels.toolkit_source == "environment":
             have = profile.cuda_toolkit
-            cuda = DottedVersion.parse(plan.backend_version or "0")
-            if have is None or have.major != cuda.major:
+            cuda = plan.backend_version
+            if have is None or cuda is None or have.major != cuda.major:
                 raise missing_compiler(plan, profile, because=f"environment {plan.env_name} is a fallback without "
                                                               "its own CUDA toolkit (no conda channel answered)")
 

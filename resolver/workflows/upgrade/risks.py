@@ -80,7 +80,7 @@ def _kernels(plan: Plan) -> str:
 def _floor(plan: Plan, knowledge: Knowledge) -> str:
     if plan.backend != "cuda":
         return "none"
-    floor = knowledge.mvc_floor(DottedVersion.parse(plan.backend_version).major)
+    floor = knowledge.mvc_floor(plan.backend_version.major)
     return f">= {driver_text(floor)}" if floor else "unknown"
 
 
@@ -101,7 +101,7 @@ def changes(current: Plan, new: Plan, knowledge: Knowledge) -> tuple[Change, ...
         return f">= {release.glibc_min}" if release is not None else "unknown"
 
     rows = [("environment", current.env_name, new.env_name), ("torch", _torch(current), _torch(new)),
-            ("backend", _backend(current), _backend(new)), ("python", current.python, new.python),
+            ("backend", _backend(current), _backend(new)), ("python", str(current.python), str(new.python)),
             ("torch wheel architectures", archs(current), archs(new)),
             ("NVIDIA driver floor", _floor(current, knowledge), _floor(new, knowledge)),
             ("glibc floor", glibc(current), glibc(new)), ("C++ standard and ABI", abi(current), abi(new)),
@@ -128,8 +128,7 @@ def risks(current: Plan, new: Plan, profile: HardwareProfile | None, knowledge: 
     found: list[Risk] = []
     old_release, old_variant = rows_of(current, knowledge)
     new_release, new_variant = rows_of(new, knowledge)
-    old_torch = DottedVersion.parse(current.torch.version)
-    new_torch = DottedVersion.parse(new.torch.version)
+    old_torch, new_torch = current.torch.version, new.torch.version
     kernels = current.kernels.strategy != "none" or new.kernels.strategy != "none"
 
     if old_variant is not None and new_variant is not None and old_variant.backend == new_variant.backend != "cpu":
@@ -155,10 +154,10 @@ def risks(current: Plan, new: Plan, profile: HardwareProfile | None, knowledge: 
                                                                 if support and support.last else ""),
                               support.source if support else "cuda.toml [[arch]]"))
     if new.backend == "cuda":
-        new_cuda = DottedVersion.parse(new.backend_version)
+        new_cuda = new.backend_version
         floor = knowledge.mvc_floor(new_cuda.major)
         row = next((f for f in knowledge.mvc_floors if f.cuda_major == new_cuda.major), None)
-        old_floor = knowledge.mvc_floor(DottedVersion.parse(current.backend_version).major) \
+        old_floor = knowledge.mvc_floor(current.backend_version.major) \
             if current.backend == "cuda" else None
         if floor is not None and row is not None and floor != old_floor:
             driver = profile.nvidia.driver_version if profile is not None and profile.nvidia else None
@@ -214,7 +213,7 @@ def _nvcc(plan: Plan) -> DottedVersion | None:
         return None
     try:
         return DottedVersion.parse(plan.kernels.toolkit.split(" ", 1)[1]) if plan.kernels.toolkit else \
-            DottedVersion.parse(plan.backend_version).truncate(2)
+            plan.backend_version.truncate(2)
     except (ValueError, IndexError):
         return None
 

@@ -20,6 +20,7 @@ from resolver.core.errors import BadInput, Refusal, UsageError
 from resolver.core.model import Plan, Request, Target
 from resolver.core.versions import DottedVersion, major_minor, python_release
 from resolver.plan.knowledge import Knowledge
+from resolver.plan.planning import plan_of
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths
@@ -85,7 +86,7 @@ def plan_step(project: ProjectPaths, wanted: Wanted, profile: HardwareProfile, *
     notes: list[str] = []
     current = current_side(project, manifest, record, wanted.env, profile, knowledge, notes)
     request = new_request(current, wanted, knowledge)
-    plan = _decide(profile, request, knowledge, keep_python=wanted.python is None)
+    plan = _new_plan(profile, request, knowledge, keep_python=wanted.python is None)
     if here and not plan.runnable_here:
         fact = plan.warnings[0] if plan.warnings else f"--target {plan.target} needs hardware this machine does not have"
         raise Refusal(f"this machine cannot run the upgrade to {plan.target}: {fact}",
@@ -93,14 +94,14 @@ def plan_step(project: ProjectPaths, wanted: Wanted, profile: HardwareProfile, *
                           "--profile FILE` (FILE from `python -m resolver probe --json` there), or run the upgrade there")
     name = new_environment_name(project, manifest, plan, current)
     new_plan = replace(plan, environment=name if name != plan.env_name else plan.environment)
-    new = Side(name, new_plan, Choice(name, str(request.target), _mm(new_plan.torch.version), new_plan.python))
+    new = Side(name, new_plan, Choice(name, str(request.target), str(new_plan.torch.version.truncate(2)), str(new_plan.python)))
     return UpgradeStep(current, new, changes(current.plan, new_plan, knowledge),
                        risks(current.plan, new_plan, profile, knowledge), here, tuple(notes))
 
 
 def current_side(project: ProjectPaths, manifest: Manifest, record: UpgradeRecord, name: str | None,
                  profile: HardwareProfile, knowledge: Knowledge, notes: list[str]) -> Side:
-    from resolver import lock
+    from resolver.plan import locked
 
     declared = [n for n in manifest.environment_names() if n != "default" or _has_torch(manifest, n)]
     if name is None:
@@ -118,16 +119,17 @@ def current_side(project: ProjectPaths, manifest: Manifest, record: UpgradeRecor
     if name not in manifest.environment_names():
         raise UsageError(f"pixi.toml has no environment '{name}' to upgrade (it has: "
                          f"{', '.join(declared) or 'none'})", fix="choose one of them with --env NAME")
-    plan = lock.stored_plan(project, name)
+    plan = locked.read(project, name)
     choice = record.choice(name)
     if plan is None:
         pin = dict(manifest.environment(name).pypi).get("torch", {}).get("version", "")
         choice = choice or Choice(name, _family_target(name), _mm(pin.lstrip("=").split("+")[0]) if pin else None)
-        outcome = _decide_outcome(profile, choice.request(), knowledge)
-        if outcome.plan is None:
-            raise Refusal(f"the current environment '{name}' cannot be planned again here: {outcome.refusal.message}",
-                          fix=outcome.refusal.fix or f"run the upgrade where '{name}' was set up")
-        plan = replace(outcome.plan, environment=None if name == outcome.plan.env_name else name)
+        try:
+            planned = plan_of(profile, choice.request(), knowledge)
+        except Refusal as refusal:
+            raise Refusal(f"the current environment '{name}' cannot be planned again here: {refusal.message}",
+                          fix=refusal.fix or f"run the upgrade where '{name}' was set up") from None
+        plan = replace(planned, environment=None if name == planned.env_name else name)
         notes.append(f"no plan was stored for '{name}' on this machine: it is planned again from pixi.toml "
                      f"({choice.target}, torch {choice.torch or 'as decided'})")
     return Side(name, plan, choice or Choice.of(plan, name))
@@ -140,49 +142,44 @@ def new_request(current: Side, wanted: Wanted, knowledge: Knowledge) -> Request:
         torch = _version_flag(wanted.torch, "--torch", "2.14")
     elif wanted.latest:
         torch = knowledge.releases_newest_first()[0].version
-    python = python_release(wanted.python) if wanted.python else \
-        DottedVersion.parse(current.plan.python)
+    python = python_release(wanted.python) if wanted.python else current.plan.python
     return Request(target=target, python=python, torch=torch)
 
 
-def _decide(profile: HardwareProfile, request: Request, knowledge: Knowledge, *, keep_python: bool) -> Plan:
-    """decide's plan; the environment's own Python first, any Python the new torch supports when it cannot."""
-    outcome = _decide_outcome(profile, request, knowledge)
-    if outcome.plan is None and keep_python:
-        second = _decide_outcome(profile, replace(request, python=None), knowledge)
-        if second.plan is not None:
-            return second.plan
-    if outcome.plan is None:
-        raise outcome.refusal
-    return outcome.plan
-
-
-def _decide_outcome(profile: HardwareProfile, request: Request, knowledge: Knowledge):
-    from resolver.plan.decide import decide
-
-    return decide(profile, request, knowledge)
+def _new_plan(profile: HardwareProfile, request: Request, knowledge: Knowledge, *, keep_python: bool) -> Plan:
+    """The new plan; the environment's own Python first, any Python the new torch supports when it cannot."""
+    try:
+        return plan_of(profile, request, knowledge)
+    except Refusal as refusal:
+        if not keep_python:
+            raise
+        first = refusal
+    try:
+        return plan_of(profile, replace(request, python=None), knowledge)
+    except Refusal:
+        raise first from None
 
 
 def new_environment_name(project: ProjectPaths, manifest: Manifest, plan: Plan, current: Side) -> str:
     """The current environment's name when the plan is its own (nothing to upgrade); an environment pixi.toml
     already holds exactly as ``plan`` locks it; else the backend family (``cuda13``) when free, else the family
     with the torch release (``cpu-torch2-14``), qualified further only where that is taken."""
-    from resolver import lock
     from resolver.lock.current import holds
+    from resolver.plan import locked
 
     if _same_plan(plan, current.plan):
         return current.environment
     names = manifest.environment_names()
     for name in names:
         if name != "default" and holds(project, replace(plan, environment=name)) and \
-                _same_kernels(plan, lock.stored_plan(project, name)):
+                _same_kernels(plan, locked.read(project, name)):
             return name
     family = plan.env_name
-    major, minor = major_minor(plan.torch.version).split(".")
+    major, minor = str(plan.torch.version.major), str(plan.torch.version.minor)
     candidates = [family, _name([family, f"torch{major}", minor]),
                   _name([family, f"torch{major}", minor, plan.torch.variant.replace(".", "")]),
                   _name([family, f"torch{major}", minor, plan.torch.variant.replace(".", ""),
-                         "py" + plan.python.replace(".", "")])]
+                         f"py{plan.python.major}{plan.python.minor}"])]
     for name in candidates:
         if name not in names:
             return name
@@ -204,7 +201,7 @@ def _name(parts: list[str]) -> str:
 
 
 def _same_plan(a: Plan, b: Plan) -> bool:
-    from resolver.plan.planning import plan_key
+    from resolver.plan.locked import plan_key
 
     return {**plan_key(a), "environment": None} == {**plan_key(b), "environment": None} and _same_kernels(a, b)
 

@@ -94,7 +94,7 @@ def test_classes_are_deterministic_and_python_can_be_chosen_for_the_whole_fleet(
     from resolver.core.versions import DottedVersion
 
     one_python = plan_fleet(nodes, Request(python=DottedVersion.parse("3.12")))
-    assert {c.plan.python for c in one_python.classes} == {"3.12"}
+    assert {str(c.plan.python) for c in one_python.classes} == {"3.12"}
     assert len(one_python.classes) <= len(first.classes)
 
 

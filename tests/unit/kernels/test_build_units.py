@@ -367,17 +367,6 @@ def test_arch_all_on_rocm_asks_for_names():
     assert "gfx" in info.value.fix
 
 
-@pytest.mark.parametrize("machine,expected", [
-    ("h100-8x-ubuntu2204", ("9.0",)), ("gfx1100-rocm6.0.2-kfd", ("gfx1100",)), ("cpu-only-ubuntu2410", ()),
-])
-def test_default_archs_are_the_gpus_of_a_captured_machine(machine, expected):
-    from resolver.kernels.driver import archs_of
-    from resolver.plan.probe import probe_machine
-
-    profile = probe_machine(sysroot=DATA / "machines" / machine)
-    assert archs_of(profile) == expected
-
-
 def test_plan_toolkit_mismatch_is_a_warning_sentence():
     from resolver.kernels.driver import toolkit_mismatch
     from resolver.kernels.toolkit import Toolkit

@@ -565,7 +565,7 @@ def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_
                    "gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]},
         "amd": None, "cuda_toolkit": None}))
     plan = plan_for(Request(target=Target.parse("cuda13.0")), HardwareProfile.from_file(profile))
-    assert plan.backend == "cuda" and plan.backend_version == "13.0"
+    assert plan.backend == "cuda" and str(plan.backend_version) == "13.0"
     project = make_project(tmp_path / "p", served[1].url, conda_channel)
     version = plan.torch.requirement.split("==", 1)[1]
     cf.write_wheel(project.root / "wheels", "torch", version, {"torch/__init__.py": f'__version__ = "{version}"\n'})

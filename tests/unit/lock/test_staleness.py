@@ -16,7 +16,7 @@ from pathlib import Path
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, read_lock, render_lock
-from resolver.plan.planning import save_plan
+from resolver.plan import locked
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths
 from resolver.tools.conda import CondaRecord
@@ -362,7 +362,7 @@ def test_a_no_op_lock_answers_without_rattler_or_tomlkit(tmp_path):
     """An unchanged project: `lock` says so from the remembered answer, loading neither py-rattler nor
     tomlkit (most of what a full check costs)."""
     paths = project(tmp_path)
-    save_plan(paths, cpu_plan(), Manifest.load(paths.manifest))  # what an earlier lock of --target cpu left
+    locked.save(paths, cpu_plan(), Manifest.load(paths.manifest))  # what an earlier lock of --target cpu left
     done = cli(paths, "lock", "--json")  # a full check of the stored plan: current, remembered
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "up-to-date"

@@ -41,9 +41,9 @@ def test_decide(case: Case) -> None:
         return
     assert outcome.refusal is None, f"refused: {outcome.refusal}"
     plan = outcome.plan
-    checks = {"backend": plan.backend, "torch": plan.torch.version, "variant": plan.torch.variant,
+    checks = {"backend": plan.backend, "torch": str(plan.torch.version), "variant": plan.torch.variant,
               "strategy": plan.kernels.strategy, "arch_list": plan.kernels.arch_list,
-              "packages": dict(plan.kernels.packages), "patches": tuple(p.id for p in plan.patches),
+              "packages": {name: str(version) for name, version in plan.kernels.packages}, "patches": tuple(p.id for p in plan.patches),
               "runnable_here": plan.runnable_here, "toolkit": plan.kernels.toolkit,
               "source_kind": plan.torch.source.kind}
     for key, actual in checks.items():
@@ -60,7 +60,7 @@ def test_decide(case: Case) -> None:
         assert tuple(w for _, w in plan.kernels.prebuilt_wheels) == case.prebuilt
     # invariants of every plan
     expected_python = case.env_python or case.python or f"{profile.python.major}.{profile.python.minor}"
-    assert plan.summary and plan.python == expected_python
+    assert plan.summary and str(plan.python) == expected_python
     if plan.backend == "cpu":
         assert plan.kernels.strategy == "none" and not plan.kernels.packages
     else:
@@ -93,7 +93,7 @@ def test_unconfirmed_rows_only_on_explicit_target() -> None:
     but an explicit target that nothing confirmed satisfies may use it (with a warning)."""
     assert not next(v for v in KNOWLEDGE.release("2.14").variants if v.tag == "cpu").confirmed
     auto = decide(HardwareProfile.from_json(cpu()), Request(), KNOWLEDGE).plan
-    assert auto.torch.version == "2.13.0"
+    assert str(auto.torch.version) == "2.13.0"
     assert any("not confirmed" in t.because for t in auto.trace)
     rocm = decide(HardwareProfile.from_json(amd(MI300X, rocm="7.14.0")), Request(), KNOWLEDGE)
     assert rocm.plan is None and "unconfirmed" in str(rocm.refusal)

@@ -6,13 +6,14 @@ compiler a plan promises and the conda-forge build a plan for another machine na
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from support.profiles import A100, nvidia
 
 from resolver.core.errors import BadInput, UsageError
 from resolver.core.model import KernelChoice, Plan, Request, Target
-from resolver.core.versions import DottedVersion
+from resolver.core.versions import DottedVersion, ReleaseVersion
 from resolver.plan.decide import decide
 from resolver.plan.decide.explain import kernel_text
 from resolver.plan.knowledge import CondaForgeBuild, Knowledge
@@ -90,7 +91,7 @@ def test_a_stored_plan_keeps_every_field_it_has():
     plan = Plan.from_json(data)
     assert plan.to_json() == {**data, "kernels": {**data["kernels"], "arch_list": ["8.0"]},
                               "torch": {**data["torch"]}}
-    assert plan.kernels.packages == (("causal-conv1d", "1.6.1"), ("mamba-ssm", "2.3.1"))
+    assert tuple((name, str(version)) for name, version in plan.kernels.packages) == (("causal-conv1d", "1.6.1"), ("mamba-ssm", "2.3.1"))
     assert plan.torch.local_version == "cu126" and plan.env_name == "cuda12-sm80"
 
 
@@ -108,6 +109,65 @@ def test_a_stored_plan_without_a_field_every_plan_has_is_refused_as_malformed(mi
     with pytest.raises(BadInput, match=f"stored plan is malformed \\(missing '{missing}'\\)") as info:
         Plan.from_json(data)
     assert info.value.fix == "run `python -m resolver plan` again"
+
+
+# ------------------------------------------------------------------------------------ typed versions
+
+def _plans() -> list[Plan]:
+    """A plan of each backend, one for another machine, one for a fleet's class."""
+    from test_decide import H100, MI300X, cpu
+    from test_decide import amd as amd_profile
+
+    cpu_plan = decide(HardwareProfile.from_json(cpu()), Request(), K).plan
+    cuda = decide(HardwareProfile.from_json(nvidia(H100)), Request(), K).plan
+    rocm = decide(HardwareProfile.from_json(amd_profile(MI300X, rocm="6.3.1")), Request(), K).plan
+    other = decide(HardwareProfile.from_json(cpu()), Request(Target.parse("cuda12.6")), K).plan
+    return [cpu_plan, cuda, rocm, other, dataclasses.replace(cuda, environment="cuda12-sm90")]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_a_plan_reads_back_from_its_json_byte_for_byte_with_typed_versions(index):
+    plan = _plans()[index]
+    text = json.dumps(plan.to_json())
+    again = Plan.from_json(json.loads(text))
+    assert json.dumps(again.to_json()) == text and again == plan
+    assert isinstance(again.python, DottedVersion) and isinstance(again.torch.version, DottedVersion)
+    assert again.backend_version is None if again.backend == "cpu" else isinstance(again.backend_version, DottedVersion)
+    assert all(isinstance(v, ReleaseVersion) for _, v in again.kernels.packages)
+    data = json.loads(text)
+    assert data["python"] == str(again.python) and data["torch"]["version"] == str(again.torch.version)
+
+
+def test_a_kernel_release_with_a_suffix_keeps_its_text():
+    data = _plans()[1].to_json()
+    data["kernels"]["packages"] = {"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.2.post1"}
+    again = Plan.from_json(data)
+    assert dict(again.kernels.packages)["mamba-ssm"] == ReleaseVersion(DottedVersion((2, 3, 2)), ".post1")
+    assert again.to_json()["kernels"]["packages"] == data["kernels"]["packages"]
+
+
+@pytest.mark.parametrize("field,value", [("python", "3.11abc"), ("backend_version", "twelve"), ("python", "v3.11"),
+                                         ("backend_version", 12.6), ("torch", "2.13.0-cu126"),
+                                         ("kernels", "2.3.2-1")])
+def test_a_stored_plan_whose_version_is_not_one_is_refused_as_malformed(field, value):
+    data = _plans()[1].to_json()
+    if field == "torch":
+        data["torch"] = {**data["torch"], "version": value}
+    elif field == "kernels":
+        data["kernels"] = {**data["kernels"], "packages": {"mamba-ssm": value}}
+    else:
+        data[field] = value
+    with pytest.raises(BadInput) as refused:
+        Plan.from_json(data)
+    assert refused.value.message.startswith("stored plan is malformed (not a")
+    assert refused.value.fix == "run `python -m resolver plan` again"
+
+
+def test_a_plan_made_from_version_values_equals_one_made_from_their_text():
+    plan = _plans()[1]
+    typed = dataclasses.replace(plan, python=DottedVersion.parse(str(plan.python)),
+                                backend_version=DottedVersion.parse(str(plan.backend_version)))
+    assert typed == plan and typed.env_name == plan.env_name == "cuda13"
 
 
 # ------------------------------------------------------------------------------------ plan texts and choices

@@ -177,7 +177,7 @@ def test_a_torch_release_the_tables_do_not_know_is_refused_naming_the_ones_they_
 
 def test_a_requested_torch_release_is_the_only_candidate_and_the_trace_says_so():
     plan = outcome(nvidia(H100), torch="2.8").plan
-    assert plan.torch.version == "2.8.0"
+    assert str(plan.torch.version) == "2.8.0"
     assert [(t.rule, t.result, t.because) for t in plan.trace if t.rule == "torch-request"] == [
         ("torch-request", "torch 2.8", "requested: only this release's builds are candidates")]
 
@@ -186,7 +186,7 @@ def test_a_requested_release_that_lacks_the_machines_python_names_its_own_python
     """Python 3.13 here and torch 2.4 asked for: 2.4 stops at 3.12, so the environment gets 3.12."""
     plan = outcome(nvidia(H100, python="3.13.1"), torch="2.4").plan
     problem = "current torch (2.4) supports Python 3.8, 3.9, 3.10, 3.11, 3.12 only"
-    assert (plan.python, plan.torch.version) == ("3.12", "2.4.1")
+    assert (str(plan.python), str(plan.torch.version)) == ("3.12", "2.4.1")
     assert plan.warnings[0] == (f"Python 3.13 here cannot run this plan ({problem}); the environment gets Python 3.12 "
                                 "from conda-forge (pass --python X.Y to choose)")
     assert plan.trace[0].because == f"the Python here (3.13): {problem}; the environment gets its own Python 3.12"
@@ -194,7 +194,7 @@ def test_a_requested_release_that_lacks_the_machines_python_names_its_own_python
 
 def test_when_the_machines_python_rules_out_every_build_the_warning_says_why():
     plan = outcome(amd(MI250X, rocm="6.0.2", python="3.13.2")).plan
-    assert (plan.python, plan.torch.variant) == ("3.12", "rocm6.0")
+    assert (str(plan.python), plan.torch.variant) == ("3.12", "rocm6.0")
     assert plan.warnings[0] == (
         "Python 3.13 here cannot run this plan (it rules out every build: no PyTorch build for ROCm 6.0 fits this "
         "machine: torch 2.4: torch 2.4 has no wheels for Python 3.13 (newest: 3.12)); the environment gets Python "
@@ -205,7 +205,7 @@ def test_the_machines_own_python_is_skipped_among_the_fallbacks_not_the_end_of_t
     """Python 3.12 here, the first fallback: when it rules out every build the next fallbacks are still tried."""
     knowledge = dataclasses.replace(K, releases=(K.release("2.0"), K.release("2.14")))
     plan = outcome(cpu(python="3.12.3", glibc="2.17"), knowledge=knowledge).plan
-    assert (plan.python, plan.torch.version) == ("3.11", K.release("2.0").latest)
+    assert (str(plan.python), str(plan.torch.version)) == ("3.11", K.release("2.0").latest)
     assert plan.warnings[0].startswith("Python 3.12 here cannot run this plan (it rules out every build: ")
 
 

@@ -36,9 +36,9 @@ def test_a_requested_release_without_confirmed_cpu_wheels_takes_pypis_own_wheel_
     outcome = decide(cpu_box(), Request(torch=V("2.14")), K)
     plan = outcome.plan
     assert outcome.refusal is None and plan is not None
-    assert (plan.backend, plan.backend_version, plan.python, plan.platform, plan.target) == \
+    assert (plan.backend, plan.backend_version, str(plan.python), plan.platform, plan.target) == \
         ("cpu", None, "3.11", "linux-64", "auto")
-    assert (plan.torch.version, plan.torch.variant, plan.torch.source.kind, plan.torch.requirement) == \
+    assert (str(plan.torch.version), plan.torch.variant, plan.torch.source.kind, plan.torch.requirement) == \
         ("2.14.1", "cu130", "pypi", "torch==2.14.1")
     assert plan.torch.conda.channel == "conda-forge" and plan.torch.conda.spec == "pytorch 2.14.1 cpu*"
     assert plan.kernels.strategy == "none" and not plan.kernels.packages and not plan.kernels.arch_list
@@ -65,7 +65,7 @@ def test_a_requested_release_without_confirmed_cpu_wheels_takes_pypis_own_wheel_
 
 def test_a_requested_release_with_confirmed_cpu_wheels_keeps_them():
     plan = decide(cpu_box(), Request(torch=V("2.13")), K).plan
-    assert (plan.torch.version, plan.torch.variant, plan.torch.source.kind) == ("2.13.0", "cpu", "pypi-index")
+    assert (str(plan.torch.version), plan.torch.variant, plan.torch.source.kind) == ("2.13.0", "cpu", "pypi-index")
     assert plan.warnings == () and plan.summary.startswith("CPU plan (no GPU): torch 2.13.0 (cpu wheels)")
     assert not any(t.rule == "torch-release" and t.result == "eliminated" for t in plan.trace)
 
@@ -118,7 +118,7 @@ def test_a_plan_for_another_machine_names_each_newer_release_it_passed_over():
     """--target cuda11.8 on a box without a GPU: torch 2.7 and 2.6 list cu118 only unconfirmed; 2.5 plans."""
     outcome = decide(cpu_box(), Request(target=Target.parse("cuda11.8")), K)
     plan = outcome.plan
-    assert (plan.backend, plan.backend_version, plan.torch.version, plan.torch.variant, plan.runnable_here) == \
+    assert (plan.backend, str(plan.backend_version), str(plan.torch.version), plan.torch.variant, plan.runnable_here) == \
         ("cuda", "11.8", "2.5.1", "cu118", False)
     assert (plan.cuda_driver, plan.glibc, plan.target) == ("11.8", "2.36", "cuda11.8")
     steps = [(t.rule, t.result, t.because) for t in plan.trace]
@@ -133,7 +133,7 @@ def test_a_plan_for_another_machine_names_each_newer_release_it_passed_over():
     assert (kernels.strategy, kernels.toolkit, kernels.toolkit_source, kernels.prebuilt_wheels) == \
         ("build", "nvcc 11.8", "target", ())
     assert kernels.arch_list == ("3.7", "5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0")
-    assert dict(kernels.packages) == {"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.1"}
+    assert {name: str(version) for name, version in kernels.packages} == {"causal-conv1d": "1.6.1", "mamba-ssm": "2.3.1"}
     assert plan.warnings == (
         "no NVIDIA GPU here: this plan is for another machine (CUDA 11.8 needs driver >= 450.80.02 there); the "
         "kernels get built for the torch wheel's architectures (3.7, 5.0, 6.0, 7.0, 7.5, 8.0, 8.6, 9.0) or, on the "
@@ -221,7 +221,7 @@ def test_a_gfx_target_only_one_source_lists_counts_only_on_an_explicit_target():
                                     "gfx1100)")
     assert auto.refusal.fix == "use a newer ROCm that supports the GPU, or --target cpu"
     targeted = decide(amd_box(RX7800XT, rocm="6.1.3"), Request(target=Target.parse("rocm6.1")), K).plan
-    assert (targeted.torch.version, targeted.torch.variant, targeted.kernels.arch_list) == \
+    assert (str(targeted.torch.version), targeted.torch.variant, targeted.kernels.arch_list) == \
         ("2.6.0", "rocm6.1", ("gfx1101",))
     assert "torch 2.6 rocm6.1 rests on one unconfirmed source; chosen because --target asked for it" in \
         targeted.warnings
@@ -254,7 +254,7 @@ def test_a_rocm_arch_rejection_names_the_gpu_it_concerns():
 def test_a_plan_for_another_windows_machine_builds_no_kernels_and_quotes_the_windows_driver_floor():
     outcome = decide(cpu_box(platform="win-64", glibc=None), Request(target=Target.parse("cuda12.6")), K)
     plan = outcome.plan
-    assert (plan.torch.version, plan.torch.variant, plan.runnable_here, plan.glibc) == ("2.14.1", "cu126", False, None)
+    assert (str(plan.torch.version), plan.torch.variant, plan.runnable_here, plan.glibc) == ("2.14.1", "cu126", False, None)
     assert (plan.kernels.strategy, plan.kernels.arch_list, plan.kernels.packages, plan.kernels.toolkit,
             plan.kernels.toolkit_source) == ("none", (), (), None, None)
     windows_floor = driver_text(K.mvc_floor(12, "win"))
@@ -301,7 +301,7 @@ def test_a_cpu_plan_judges_releases_without_the_kernels_python_floor():
     """No kernels on the CPU path: torch 2.4 and 2.3 serve Python 3.8 though mamba-ssm needs 3.9."""
     unconfirmed_cpu = with_variant(K, "2.4", "cpu", confirmed=False)
     plan = decide(cpu_box(), Request(torch=V("2.4"), python=V("3.8")), unconfirmed_cpu).plan
-    assert (plan.torch.version, plan.torch.variant, plan.python) == ("2.4.1", "cu121", "3.8")
+    assert (str(plan.torch.version), plan.torch.variant, str(plan.python)) == ("2.4.1", "cu121", "3.8")
     outcome = decide(cpu_box(platform="osx-arm64", glibc=None), Request(torch=V("2.4"), python=V("3.8")),
                      unconfirmed_cpu)
     assert outcome.plan is None and outcome.refusal.fix == (
@@ -333,7 +333,7 @@ def test_a_plan_for_another_machine_takes_conda_forges_newest_build_of_the_cuda_
     """conda-forge builds pytorch 2.13.0 with CUDA 12.9 and 13.0: no GPU here to rule one out."""
     assert [str(b) for b in K.conda_forge.cuda_builds("2.13.0", "linux-64")] == ["12.9", "13.0"]
     plan = decide(cpu_box(), Request(target=Target.parse("cuda12.6"), torch=V("2.13")), K).plan
-    assert (plan.torch.version, plan.torch.variant, plan.torch.conda.spec) == ("2.13.0", "cu126", "pytorch 2.13.0 cuda129*")
+    assert (str(plan.torch.version), plan.torch.variant, plan.torch.conda.spec) == ("2.13.0", "cu126", "pytorch 2.13.0 cuda129*")
 
 
 def test_the_per_arch_build_fix_replaces_only_the_arch_it_names():
@@ -369,7 +369,7 @@ def test_a_release_passed_over_shows_its_first_three_reasons_then_an_ellipsis():
     four = [v for v in K.release("2.14").variants if v.tag != "cu126"] + \
         [cu130._replace(tag="cu128"), cu130._replace(tag="cu129")]
     plan = decide(nvidia_box(GTX1080TI), Request(), with_variants(K, "2.14", four)).plan
-    assert (plan.torch.version, plan.torch.variant) == ("2.13.0", "cu126")
+    assert (str(plan.torch.version), plan.torch.variant) == ("2.13.0", "cu126")
     (line,) = [t.because for t in plan.trace if t.rule == "torch-release" and t.result == "2.14 eliminated"]
     dropped = "CUDA 13 dropped sm_61"
     assert line == (f"cu132: CUDA 13.2 cannot target compute capability 6.1 (GeForce GTX 1080 Ti): {dropped}; "
@@ -551,7 +551,7 @@ def test_the_kernels_rule_tells_a_torch_no_kernel_release_supports_from_a_python
 
 def test_a_requested_torch_release_may_name_its_patch_release():
     plan = decide(cpu_box(), Request(torch=V("2.14.1")), K).plan
-    assert (plan.torch.version, plan.torch.variant) == ("2.14.1", "cu130")
+    assert (str(plan.torch.version), plan.torch.variant) == ("2.14.1", "cu130")
 
 
 def test_a_cuda_target_at_the_kernels_floor_is_offered():

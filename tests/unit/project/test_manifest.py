@@ -81,7 +81,7 @@ def test_ensure_environment_on_a_new_manifest_is_pixis_current_form(the_plan):
     if the_plan.backend == "rocm":
         assert spec.index_url == "https://download.pytorch.org/whl/rocm6.4"
     if the_plan.backend == "cuda":
-        major = the_plan.backend_version.split(".")[0]
+        major = str(the_plan.backend_version.major)
         (platform,) = spec.platforms
         assert platform.name == f"linux-64-cuda{major}" and platform.cuda == major
         assert {"name": f"linux-64-cuda{major}", "platform": "linux-64", "cuda": major} in \
