@@ -149,6 +149,8 @@ class PlanMemo:
 
         if self.file is None:
             return None
+        from resolver.core.model import plan_shape
+
         data = read_record(self.file, Fields({"inputs": Text(max_len=1 << 20), "plan": plan_shape()}), limit=4 << 20)
         return data["plan"] if data is not None and data["inputs"] == self.inputs else None
 
@@ -164,26 +166,6 @@ class PlanMemo:
                 old.unlink(missing_ok=True)
         except OSError:
             pass
-
-
-def plan_shape():
-    """The shape of :meth:`resolver.core.model.Plan.to_json`, for a plan read back from a record."""
-    from resolver.core.records import Fields, Flag, ListOf, MapOf, Text, optional
-
-    text, long = Text(max_len=4096), Text(max_len=1 << 16)
-    return Fields({
-        "backend": Text("cpu|cuda|rocm"), "backend_version": optional(text), "python": Text(r"3\.\d+", 8),
-        "platform": text, "target": text, "environment": Text(r"[a-z0-9-]{1,64}", 64),
-        "torch": Fields({"version": text, "variant": text, "source": Fields({"kind": text, "url": text}),
-                         "conda": optional(Fields({"channel": text, "spec": text})), "cxx11_abi": Flag(),
-                         "requirement": text}),
-        "kernels": Fields({"strategy": Text("build|prebuilt|none"), "arch_list": ListOf(text, 256),
-                           "packages": MapOf(text), "toolkit": optional(text), "toolkit_source": optional(text),
-                           "prebuilt_wheels": MapOf(text)}),
-        "patches": ListOf(Fields({"id": text, "file": text}), 256), "warnings": ListOf(long, 1024),
-        "trace": ListOf(Fields({"rule": text, "result": long, "because": long}), 4096),
-        "glibc": optional(text), "cuda_driver": optional(text), "runnable_here": Flag(), "summary": long,
-        "conda_packages": MapOf(text)})
 
 
 def package_digest() -> str:
