@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support import DATA
+from support import DATA, REPO
 
 from resolver.core.errors import BadInput
 from resolver.core.model import Plan, Request, Target
@@ -22,7 +22,7 @@ from resolver.plan.probe import probe_machine
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths
 
-PACKAGE = Path(__file__).resolve().parents[1] / "resolver"
+PACKAGE = REPO / "resolver"
 MACHINES = DATA / "machines"
 
 
