@@ -379,8 +379,8 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     assert planning.PlanMemo(profile, "auto", None).recall() is None
     monkeypatch.undo()
     other = json.loads(memos[0].read_text())
-    other["inputs"] = other["inputs"].replace("H100", "A100")  # a colliding file written for other inputs
-    other["plan"]["backend"] = "wrong"
+    other["inputs_digest"] = "0" * 64  # a colliding file written for other inputs
+    other["value"]["backend"] = "wrong"
     memos[0].write_text(json.dumps(other))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert json.loads(_cli("--profile", str(path), "--json").stdout) == json.loads(first.stdout)
@@ -398,10 +398,10 @@ def test_the_plan_memo_is_keyed_by_the_content_of_every_file_of_the_package(tmp_
     monkeypatch.setattr(planning, "PACKAGE", copy)
     before = planning.package_digest()
     assert planning.package_digest() == before
-    module = copy / "decide" / "context.py"
+    module = copy / "plan" / "decide" / "context.py"
     module.write_text(module.read_text() + "\n")
     edited = planning.package_digest()
-    table = copy / "knowledge" / "data" / "gpus.toml"
+    table = copy / "plan" / "knowledge" / "data" / "gpus.toml"
     table.write_text(table.read_text().replace("H100", "H1OO", 1))
     assert len({before, edited, planning.package_digest()}) == 3
 

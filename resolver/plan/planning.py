@@ -17,10 +17,8 @@ code and its knowledge tables), so any edit to either is a new key.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,36 +128,32 @@ def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | No
 
 
 class PlanMemo:
-    """The plan decided for one set of inputs, kept in the user's cache: one record shape,
-    ``{"inputs": ..., "plan": <Plan.to_json()>}``, the plan checked against :func:`plan_shape`."""
+    """The plan decided for one set of inputs, kept in the user's cache: a
+    :class:`~resolver.core.fingerprint.Memo` whose value is ``Plan.to_json()``, checked against
+    :func:`plan_shape`, in a file named by the inputs' fingerprint."""
 
     def __init__(self, profile: HardwareProfile, target: str, python: str | None) -> None:
         from resolver import __version__
+        from resolver.core.fingerprint import fingerprint
         from resolver.project.paths import plan_memos
 
         decided_on = {k: v for k, v in profile.to_json().items() if k not in NOT_DECIDED_ON}
-        self.inputs = json.dumps([__version__, sys.version, decided_on, [target, python], package_digest()],
-                                 sort_keys=True)
-        data = self.inputs.encode()
+        self.inputs = fingerprint(__version__, sys.version, decided_on, [target, python], package_digest())
         folder = plan_memos()
-        self.file = None if folder is None else \
-            folder / f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}.json"
+        self.file = None if folder is None else folder / f"{self.inputs[:32]}.json"
+
+    def _memo(self):
+        from resolver.core.fingerprint import Memo
+
+        return Memo(self.file, plan_shape(), label="plan-memo", limit=4 << 20)
 
     def recall(self) -> dict[str, Any] | None:
         """The remembered plan's JSON form, or None (never remembered, remembered for other inputs, or not a
         record of a plan)."""
-        from resolver.core.records import Fields, Text, read_record
-
-        if self.file is None:
-            return None
-        data = read_record(self.file, Fields({"inputs": Text(max_len=1 << 20), "plan": plan_shape()}), limit=4 << 20)
-        return data["plan"] if data is not None and data["inputs"] == self.inputs else None
+        return self._memo().recall(self.inputs)
 
     def keep(self, plan: dict[str, Any]) -> None:
-        from resolver.core.records import write_record
-
-        if self.file is None or not write_record(self.file, {"inputs": self.inputs, "plan": plan},
-                                                 label="plan-memo", in_order=True):  # the plan's own key order
+        if self.file is None or not self._memo().keep(self.inputs, plan, in_order=True):  # the plan's own key order
             return  # a read-only cache: decide every time
         try:
             kept = sorted(self.file.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -190,9 +184,11 @@ def plan_shape():
 
 
 def package_digest() -> str:
-    """A content key of the installed resolver package: every file below it (code, knowledge tables)
-    read and folded into crc32 + adler32 + length (no sha256: loading OpenSSL costs more than this)."""
-    crc, adler, size = 0, 1, 0
+    """A content key of the installed resolver package: the sha256 of every file below it (code,
+    knowledge tables), each by its relative path and its bytes."""
+    from resolver.core.fs import sha256_hasher
+
+    digest = sha256_hasher(small=True)
     stack = [str(PACKAGE)]
     while stack:
         folder = stack.pop()
@@ -204,9 +200,8 @@ def package_digest() -> str:
                     stack.append(entry.path)
             elif entry.name.endswith((".py", ".toml")):
                 with open(entry.path, "rb") as handle:
-                    data = entry.path[len(str(PACKAGE)):].encode() + b"\0" + handle.read()
-                crc, adler, size = zlib.crc32(data, crc), zlib.adler32(data, adler), size + len(data)
-    return f"{crc:08x}{adler:08x}{size:x}"
+                    digest.update(entry.path[len(str(PACKAGE)):].encode() + b"\0" + handle.read() + b"\0")
+    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------------------ the locked plans
@@ -221,11 +216,11 @@ def plan_key(plan: Plan) -> dict[str, Any]:
 
 def manifest_env_digest(manifest, name: str) -> str:
     """A digest of environment ``name``'s section of pixi.toml (a :class:`~resolver.project.manifest.Manifest`)."""
-    from resolver.core.fs import sha256_text
+    from resolver.core.fingerprint import fingerprint
 
     spec = manifest.environment(name)
-    return sha256_text(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
-                                   spec.index_url, spec.extra_index_urls, spec.find_links], default=str))
+    return fingerprint(spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi, spec.index_url,
+                       spec.extra_index_urls, spec.find_links)
 
 
 def save_plan(project: ProjectPaths, plan: Plan, manifest, pythons: dict[str, str] | None = None) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import CheckFailed, EnvironmentProblem, ResolverError
+from resolver.core.fingerprint import fingerprint
 from resolver.core.model import Plan, Request
 from resolver.core.ui import Output
 from resolver.core.versions import DottedVersion
@@ -28,7 +29,6 @@ from resolver.workflows.setup.pipeline import (
     StepLog,
     StepReport,
     append_to_log,
-    digest,
     jsonable,
     project_lock,
 )
@@ -209,7 +209,7 @@ class Setup:
         from resolver import install as installing
 
         name = plan.env_name
-        inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
+        inputs = fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
                         self.project.env(name) / READY_MARKER)
 
         def action():
@@ -222,7 +222,7 @@ class Setup:
                 return "would-run", f"environment {name} is missing or differs from pixi.lock", None
             summary = installing.install_environment(self.project, name, info=self._detail("install"),
                                                      progress=self.out.progress, sources=self._sources())
-            new_inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
+            new_inputs = fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
                                 env_path / READY_MARKER)
             self.stamps.write("install", new_inputs, jsonable(summary))
             return "done", f"installed {name} at {env_path}", jsonable(summary)
@@ -270,14 +270,14 @@ class Setup:
 
     def _verify(self, plan: Plan, env: Environment | None) -> None:
         env_marker = self.project.env(plan.env_name) / READY_MARKER
-        inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
+        inputs = fingerprint(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
 
         def action():
             if self.options.dry_run and self._would_run("install"):
                 return "would-run", "after the new install: load a Mamba checkpoint and compare against the reference", \
                     None
             if not self.options.force and self.stamps.is_current("verify", inputs):
-                previous = (self.stamps.read("verify") or {}).get("result")
+                previous = self.stamps.result("verify", inputs)
                 self.result.verify = previous
                 return "skipped", "verified earlier with the same environment and kernels", previous
             if self.options.dry_run:
@@ -334,7 +334,7 @@ def missing_compiler(plan: Plan, profile: HardwareProfile, because: str | None =
 def channel_digest(channel: Path) -> str:
     """What the local kernel channel holds, cheaply: its indexes list every package with its sha256,
     so hashing them stands for hashing the packages (tens of MB) on every warm run."""
-    return digest(*sorted(channel.glob("*/repodata.json")))
+    return fingerprint(*sorted(channel.glob("*/repodata.json")))
 
 
 def verify_environment(project: ProjectPaths, env: Environment, *, expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:

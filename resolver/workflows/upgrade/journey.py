@@ -262,11 +262,11 @@ class _Journey:
 
     # -- state --------------------------------------------------------------------------------
     def _proof_inputs(self, step: UpgradeStep, options: ProofOptions) -> str:
-        from resolver.workflows.setup.pipeline import digest
+        from resolver.core.fingerprint import fingerprint
 
         channel = sorted(self.project.channel.glob("*/repodata.json"))
         envs = [self.project.env(step.current.environment), self.project.env(step.new.environment)]
-        return digest(step.current.environment, step.new.environment, *(env / READY_MARKER for env in envs),
+        return fingerprint(step.current.environment, step.new.environment, *(env / READY_MARKER for env in envs),
                       [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
 
     def _read_state(self) -> dict[str, Any]:
