@@ -38,8 +38,6 @@ PROFILE = ROOT / "tests" / "profiles" / "v100.json"
 
 # Each case: (setup run once, the work with its record warm, the same work with the record out of the way)
 CASES = {
-    "knowledge-cache": ("", "from resolver.plan.knowledge.load import load_tables; load_tables()",
-                        "from resolver.plan.knowledge.load import load_tables; load_tables(cache=False)"),
     "plan-memo": (
         "",
         f"from resolver.plan.planning import plan_document; from resolver.plan.probe.profile import HardwareProfile\n"
@@ -54,14 +52,15 @@ CASES = {
         "from resolver.lock.current import lock_status; from resolver.project.paths import ProjectPaths; from pathlib import Path\n"
         "lock_status(ProjectPaths(Path({project!r})))",
         "from resolver.lock import current; from resolver.project.paths import ProjectPaths; from pathlib import Path\n"
-        "current._stamped = lambda project: None\ncurrent.lock_status(ProjectPaths(Path({project!r})))",
+        "current._inputs_digest = lambda *args, **kwargs: None\ncurrent.lock_status(ProjectPaths(Path({project!r})))",
     ),
     "tool-answers": (
         "",
-        "from resolver.plan.probe.system import LiveSystem\n"
-        "LiveSystem({{'PATH': {bin!r}}}).run(['nvcc', '--version'])",
-        "from resolver.plan.probe import system\nsystem._remember = lambda key, answer: None\n"
-        "system._answers = lambda: None\nsystem.LiveSystem({{'PATH': {bin!r}}}).run(['nvcc', '--version'])",
+        "from resolver.plan.probe.system import LiveSystem\nfrom resolver.plan.probe.toolkits import find_cuda\n"
+        "find_cuda(LiveSystem({{'PATH': {bin!r}}}))",
+        "from resolver.plan.probe import system\nfrom resolver.plan.probe.toolkits import find_cuda\n"
+        "system._remember = lambda key, answer: None\nsystem._answers = lambda: None\n"
+        "find_cuda(system.LiveSystem({{'PATH': {bin!r}}}))",
     ),
 }
 

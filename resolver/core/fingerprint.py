@@ -34,19 +34,17 @@ from resolver.core.records import RECORD_LIMIT, SHA256, Fields, Shape, read_reco
 
 _MISSING = b"<missing>"
 _FILE_LIMIT = 64 * MiB  # a part given as a file is a manifest, a marker, an index: never this large
+_SMALL = 2 * MiB  # below this, the interpreter's own sha256 is faster than importing OpenSSL's
 
 
 def fingerprint(*parts: Any) -> str:
     """The sha256 (hex) of ``parts``, each as the module docstring says: the one key of every
     skip-if-unchanged record."""
-    digest = sha256_hasher(small=True)
-    for part in parts:
-        if isinstance(part, Path):
-            digest.update(_file_bytes(part))
-        elif isinstance(part, (bytes, bytearray)):
-            digest.update(part)
-        else:
-            digest.update(canonical_json(part).encode("utf-8"))
+    chunks = [_file_bytes(part) if isinstance(part, Path) else part if isinstance(part, (bytes, bytearray))
+              else canonical_json(part).encode("utf-8") for part in parts]
+    digest = sha256_hasher(small=sum(map(len, chunks)) < _SMALL)
+    for chunk in chunks:
+        digest.update(chunk)
         digest.update(b"\0")
     return digest.hexdigest()
 

@@ -7,8 +7,9 @@ profile, request and resolver give the same plan, so a second ``plan`` on a mach
 remembered one without importing the decision stage (the import is most of ``plan``'s time). The
 key holds every input decide reads: the profile (less the fields listed in ``NOT_DECIDED_ON``, which
 vary from run to run and which decide never reads: a fact ``tests/test_decide.py`` checks), the
-request, the Python running it, and the content of every file of the installed resolver package (its
-code and its knowledge tables), so any edit to either is a new key.
+request, the Python running it, and every file of the installed resolver package (its code and its
+knowledge tables) by its size and times, so any edit to either is a new key. The record is a
+:class:`~resolver.core.fingerprint.Memo`, keyed by :func:`~resolver.core.fingerprint.fingerprint`.
 
 >>> from resolver.core.model import Request, Target
 >>> plan_for(Request(Target.parse("cpu"))).backend
@@ -184,11 +185,12 @@ def plan_shape():
 
 
 def package_digest() -> str:
-    """A content key of the installed resolver package: the sha256 of every file below it (code,
-    knowledge tables), each by its relative path and its bytes."""
-    from resolver.core.fs import sha256_hasher
+    """A key of the installed resolver package: the fingerprint of every file below it (code, knowledge
+    tables), each by its relative path, size, mtime and ctime: an edit, a copy or a reinstall changes it
+    (stat only: hashing the package's 1.5 MB would cost 20 ms, a third of a remembered `plan`)."""
+    from resolver.core.fingerprint import fingerprint
 
-    digest = sha256_hasher(small=True)
+    files = []
     stack = [str(PACKAGE)]
     while stack:
         folder = stack.pop()
@@ -199,9 +201,9 @@ def package_digest() -> str:
                 if entry.name != "__pycache__":
                     stack.append(entry.path)
             elif entry.name.endswith((".py", ".toml")):
-                with open(entry.path, "rb") as handle:
-                    digest.update(entry.path[len(str(PACKAGE)):].encode() + b"\0" + handle.read() + b"\0")
-    return digest.hexdigest()
+                info = entry.stat(follow_symlinks=False)
+                files.append([entry.path[len(str(PACKAGE)):], info.st_size, info.st_mtime_ns, info.st_ctime_ns])
+    return fingerprint(files)
 
 
 # ------------------------------------------------------------------------------ the locked plans
