@@ -496,9 +496,9 @@ class VerifiedRecord(Kind):
         return self.target.parent / RECORD
 
     def planted(self) -> Any:
-        info = self.target.stat()
-        return {"sha256": self.sha, "size": info.st_size, "mtime_ns": info.st_mtime_ns, "ctime_ns": info.st_ctime_ns,
-                "inode": info.st_ino, "device": info.st_dev}
+        from resolver.tools.store import _identity
+
+        return {"inputs_digest": _identity(self.target.stat()), "value": self.sha}
 
     def use(self) -> Any:
         before = len(self.hashed)

@@ -30,6 +30,7 @@ SKIP_RECORDS = {
     "ready-marker": ("resolver.install",),  # its lock_digest: install skips an environment that matches
     "upgrade-state": ("resolver.workflows.upgrade.journey",),  # its proof_inputs: a passed proof is reused
     "verify-model": ("resolver.verify.checkpoint",),  # the folder's key
+    "verified-record": ("resolver.tools.store",),  # a stored artefact's sha256, kept for its stat: not hashed again
 }
 # Each record that is not a skip record, and why (a new kind must be put in one table or the other).
 OTHER_RECORDS = {
@@ -39,12 +40,12 @@ OTHER_RECORDS = {
     "plan-record": "the plan an environment was locked from (state)", "sources": "the sources last used (state)",
     "patch-record": "a header patched in place and its backup (state)",
     "overlay-record": "the overlay's patches, each by its source's sha256",
-    "verified-record": "a stored artefact's sha256 beside its stat", "timings": "how long work took (estimates)",
+    "timings": "how long work took (estimates)",
 }
 # Records whose whole file is a Memo ({"inputs_digest", "value"}).
 MEMOS = {"step-stamp": "resolver.workflows.setup.pipeline", "lock-check": "resolver.lock.current",
          "plan-memo": "resolver.plan.planning", "env-facts": "resolver.kernels.envfacts",
-         "kernel-import": "resolver.kernels.into_env"}
+         "kernel-import": "resolver.kernels.into_env", "verified-record": "resolver.tools.store"}
 
 
 def _source(module: str) -> str:
