@@ -78,9 +78,9 @@ def probe_environment(env, record=None) -> EnvFacts:
     :class:`~resolver.core.fingerprint.Memo` keyed by the environment's folder and :func:`env_fingerprint`,
     and reused while they hold, so a cached build does not pay for importing torch.
     """
-    memo = None if record is None else Memo(record, _FACTS, label="env-facts")
-    inputs = "" if memo is None else fingerprint(str(env.path), env_fingerprint(env))
-    if memo is not None:
+    memo = inputs = None
+    if record is not None:
+        memo, inputs = Memo(record, _FACTS, label="env-facts"), fingerprint(str(env.path), env_fingerprint(env))
         known = memo.recall(inputs)
         if known is not None:
             return EnvFacts.from_json(known)
@@ -90,7 +90,7 @@ def probe_environment(env, record=None) -> EnvFacts:
                                  fix=f"check `{env.python} -c 'import torch'` by hand; "
                                      f"`python -m resolver install --env {env.name}` repairs a broken environment")
     facts = EnvFacts.from_json(answer.document)
-    if memo is not None:
+    if memo is not None and inputs is not None:
         memo.keep(inputs, _raw(facts))
     return facts
 

@@ -210,7 +210,7 @@ class Setup:
 
         name = plan.env_name
         inputs = fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
-                        self.project.env(name) / READY_MARKER)
+                             self.project.env(name) / READY_MARKER)
 
         def action():
             env_path = self.project.env(name)
@@ -223,7 +223,7 @@ class Setup:
             summary = installing.install_environment(self.project, name, info=self._detail("install"),
                                                      progress=self.out.progress, sources=self._sources())
             new_inputs = fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
-                                env_path / READY_MARKER)
+                                     env_path / READY_MARKER)
             self.stamps.write("install", new_inputs, jsonable(summary))
             return "done", f"installed {name} at {env_path}", jsonable(summary)
         self.log.timed("install", action)

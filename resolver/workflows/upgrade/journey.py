@@ -267,7 +267,7 @@ class _Journey:
         channel = sorted(self.project.channel.glob("*/repodata.json"))
         envs = [self.project.env(step.current.environment), self.project.env(step.new.environment)]
         return fingerprint(step.current.environment, step.new.environment, *(env / READY_MARKER for env in envs),
-                      [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
+                           [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
 
     def _read_state(self) -> dict[str, Any]:
         """The state an earlier run saved ({} when there is none, or none this user's resolver wrote)."""
