@@ -42,18 +42,27 @@ def sha256_hasher(*, small: bool = False):
     import sys
 
     if small and "hashlib" not in sys.modules:
-        try:
-            from _sha2 import sha256  # Python 3.12+
-        except ImportError:
-            try:
-                from _sha256 import sha256  # type: ignore[no-redef]  # Python 3.10, 3.11
-            except ImportError:
-                sha256 = None
-        if sha256 is not None:
-            return sha256()
+        if not _BUILTIN_SHA256:
+            _BUILTIN_SHA256.append(_builtin_sha256())
+        if _BUILTIN_SHA256[0] is not None:
+            return _BUILTIN_SHA256[0]()
     import hashlib  # here, not at import
 
     return hashlib.sha256()
+
+
+_BUILTIN_SHA256: list = []  # the interpreter's own sha256 constructor (or None), found on first use
+
+
+def _builtin_sha256():
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[no-redef]  # Python 3.10, 3.11
+        except ImportError:
+            return None
+    return sha256
 
 
 def sha256_of(path: str | Path) -> str:
