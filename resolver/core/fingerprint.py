@@ -29,11 +29,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from resolver.core.fs import MiB, sha256_bytes, sha256_hasher
+from resolver.core.fs import MiB, sha256_bytes, sha256_hasher, sha256_of
 from resolver.core.records import RECORD_LIMIT, SHA256, Fields, Shape, read_record, write_record
 
 _MISSING = b"<missing>"
-_FILE_LIMIT = 64 * MiB  # a part given as a file is a manifest, a marker, an index: never this large
+_FILE_LIMIT = 64 * MiB  # a part given as a file is a manifest, a marker, an index: larger ones are streamed
 _SMALL = 2 * MiB  # below this, the interpreter's own sha256 is faster than importing OpenSSL's
 
 
@@ -72,8 +72,10 @@ def _plain(value: Any) -> Any:
 
 def _file_bytes(path: Path) -> bytes:
     try:
-        if not path.is_file() or path.stat().st_size > _FILE_LIMIT:
+        if not path.is_file():
             return _MISSING
+        if path.stat().st_size > _FILE_LIMIT:  # not read into memory: its streamed sha256 stands for it
+            return b"<sha256 " + sha256_of(path).encode() + b">"
         return path.read_bytes()
     except OSError:
         return _MISSING
