@@ -1,6 +1,6 @@
 """Reading the TOML tables into a :class:`~resolver.plan.knowledge.query.Knowledge`: typed rows, every
-problem one sentence naming the file and the row. (Parsing them takes ~10 ms: a parse cache saved less
-than it cost, see benchmarks/memo_savings.py.)"""
+problem one sentence naming the file and the row. No parse cache: it saved ~18 ms, and only when the
+plan memo missed (benchmarks/memo_savings.py)."""
 
 from __future__ import annotations
 
