@@ -150,3 +150,29 @@ def test_the_rule_catches_a_planted_digest():
     assert _own_digests("kernels/x.py", "    import hashlib\n") == ["hashlib"]
     assert _own_digests("core/fs.py", "    import hashlib\n") == []
     assert not _calls(ast.parse("def key(x):\n    return sha256_text(str(x))\n"), "fingerprint")
+
+
+# ------------------------------------------------------------------------- keys users already hold
+
+
+def test_the_keys_that_name_what_users_have_kept_their_values():
+    """A kernel build's key is in its build string (and a fleet's channel), an environment's lock digest in
+    its ready marker and its cached build, the verify model's in its folder: moving them onto fingerprint()
+    kept the values the earlier recipes gave, so nothing is rebuilt, reinstalled or reported as drifted."""
+    import hashlib
+    from dataclasses import asdict
+
+    from resolver.install import environment_digest
+    from resolver.kernels.cachekey import BuildKey
+    from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact
+    from resolver.verify.checkpoint import FORMAT, TinySpec
+
+    key = BuildKey("causal-conv1d", "1.7.0", "32027584", "cuda", "13.0.88", "2.14.1+cu130", True, "3.11", ("9.0",),
+                   "c++20", "f1x", "")
+    assert key.digest() == hashlib.sha256(json.dumps(key.to_json(), sort_keys=True).encode()).hexdigest()
+    spec = TinySpec()
+    assert spec.key() == hashlib.sha256(json.dumps([FORMAT, asdict(spec)], sort_keys=True).encode()).hexdigest()[:12]
+    env = LockedEnv("cpu", LockedPlatform("linux-64", "linux-64", ()), ("https://conda.anaconda.org/conda-forge/",),
+                    (), (PypiArtifact("tiny", "1.0", "https://files.example/tiny-1.0-py3-none-any.whl", "ab" * 32),))
+    lines = ["cpu", "linux-64", f"https://files.example/tiny-1.0-py3-none-any.whl {'ab' * 32}"]
+    assert environment_digest(env) == hashlib.sha256("\n".join(lines).encode()).hexdigest()

@@ -141,11 +141,11 @@ def test_peak_memory_is_in_mib():
 
 def test_fingerprint_format_is_stable():
     """What every skip record compares: the sha256 of each part's JSON (sorted keys; anything else as its text),
-    bytes as they are and file contents, each part ended by a NUL; changing it re-runs every step."""
+    bytes as they are and file contents, the parts separated by a NUL; changing it re-runs every step."""
     import hashlib
 
-    assert fingerprint("x", {"b": 1, "a": Path("/p")}) == hashlib.sha256(b'"x"\0{"a": "/p", "b": 1}\0').hexdigest()
-    assert fingerprint(b"raw") == hashlib.sha256(b"raw\0").hexdigest()
+    assert fingerprint("x", {"b": 1, "a": Path("/p")}) == hashlib.sha256(b'"x"\0{"a": "/p", "b": 1}').hexdigest()
+    assert fingerprint(b"raw") == hashlib.sha256(b"raw").hexdigest()
 
 
 def test_a_log_file_that_cannot_be_written_does_not_stop_the_step(tmp_path, capsys):

@@ -3,12 +3,14 @@ answer the resolver keeps so as not to compute it again (a finished setup step, 
 current", a decided plan, what an environment's Python said, a kernel package's import check, a
 kernel build's folder, a toolkit binary's answer).
 
-A fingerprint is the sha256 of the parts in turn, each followed by a NUL byte: a :class:`~pathlib.Path`
+A fingerprint is the sha256 of the parts in turn, separated by NUL bytes: a :class:`~pathlib.Path`
 given as a part counts by the content of the file there (anything but a readable regular file counts
 as ``<missing>``), ``bytes`` as they are, anything else as canonical JSON (keys sorted; inside it a path
 is its text, bytes their sha256, a value type its ``to_json()``, a set sorted, a version its text).
 So the same inputs give the same key in every process and on every machine, and any change to one
-gives another.
+gives another. A single part is hashed as it is, so the keys that name what users already have (a
+kernel build's, in its build string; an environment's lock digest, in its ready marker) kept their values
+when they moved here.
 
 >>> fingerprint({"b": 1, "a": 2}) == fingerprint({"a": 2, "b": 1})
 True
@@ -43,9 +45,9 @@ def fingerprint(*parts: Any) -> str:
     chunks = [_file_bytes(part) if isinstance(part, Path) else part if isinstance(part, (bytes, bytearray))
               else canonical_json(part).encode("utf-8") for part in parts]
     digest = sha256_hasher(small=sum(map(len, chunks)) < _SMALL)
-    for chunk in chunks:
+    for i, chunk in enumerate(chunks):
+        digest.update(b"\0" if i else b"")
         digest.update(chunk)
-        digest.update(b"\0")
     return digest.hexdigest()
 
 

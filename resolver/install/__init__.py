@@ -103,9 +103,11 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
 
 
 def environment_digest(env: LockedEnv) -> str:
-    """A digest of everything install uses from the lock (same lock content → same digest)."""
-    return fingerprint(env.name, env.platform.subdir, sorted(f"{r.url} {r.sha256 or r.md5}" for r in env.conda),
-                       sorted(f"{a.location} {a.sha256}" for a in env.pypi))
+    """A digest of everything install uses from the lock (same lock content → same digest): the fingerprint
+    of its lines (their bytes: the value every ready marker and cached build already carries)."""
+    lines = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256 or r.md5}" for r in env.conda),
+             *sorted(f"{a.location} {a.sha256}" for a in env.pypi)]
+    return fingerprint("\n".join(lines).encode("utf-8"))
 
 
 def locked_environment_digest(project: ProjectPaths, name: str) -> str:

@@ -60,7 +60,7 @@ class TinySpec:
         """A short content key for the cache folder name."""
         from resolver.core.fingerprint import fingerprint
 
-        return fingerprint(FORMAT, asdict(self))[:12]
+        return fingerprint([FORMAT, asdict(self)])[:12]
 
 
 def tensor_shapes(spec: TinySpec) -> dict[str, tuple[int, ...]]:
