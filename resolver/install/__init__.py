@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
-from resolver.core.fs import sha256_text
+from resolver.core.fingerprint import fingerprint
 from resolver.core.model import Target
 from resolver.core.platforms import host_subdir
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
@@ -103,11 +103,11 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
 
 
 def environment_digest(env: LockedEnv) -> str:
-    """A digest of everything install uses from the lock (same lock content → same digest)."""
-    parts = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256 or r.md5}"
-                                                     for r in env.conda),
+    """A digest of everything install uses from the lock (same lock content → same digest): the fingerprint
+    of its lines (their bytes: the value every ready marker and cached build already carries)."""
+    lines = [env.name, env.platform.subdir, *sorted(f"{r.url} {r.sha256 or r.md5}" for r in env.conda),
              *sorted(f"{a.location} {a.sha256}" for a in env.pypi)]
-    return sha256_text("\n".join(parts))
+    return fingerprint("\n".join(lines).encode("utf-8"))
 
 
 def locked_environment_digest(project: ProjectPaths, name: str) -> str:

@@ -10,7 +10,6 @@ Parallelism, log paths and timing are left out on purpose (they change nothing i
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 
 
@@ -36,6 +35,6 @@ class BuildKey:
         return data
 
     def digest(self) -> str:
-        from resolver.core.fs import sha256_text
+        from resolver.core.fingerprint import fingerprint
 
-        return sha256_text(json.dumps(self.to_json(), sort_keys=True))
+        return fingerprint(self.to_json())

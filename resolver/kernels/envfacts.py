@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from resolver.core.errors import EnvironmentProblem
-from resolver.core.fs import sha256_text
-from resolver.core.records import SHA256, Fields, Flag, Text, optional, read_record, write_record
+from resolver.core.fingerprint import Memo, fingerprint
+from resolver.core.records import Fields, Flag, Text, optional
 
 
 @dataclass(frozen=True)
@@ -48,51 +48,50 @@ class EnvFacts:
                 "backend": self.backend}
 
 
-def fingerprint(env) -> str:
+def env_fingerprint(env) -> str:
     """Changes whenever the interpreter or the installed torch changes (no torch import needed):
     the interpreter's real path, mtime and ctime, and every ``torch-*.dist-info`` folder with its
     mtime and ctime."""
     import glob
     import os
 
-    parts = []
     python = os.path.realpath(env.python)
     info = os.stat(python)
-    parts.append(f"{python}:{info.st_mtime_ns}:{info.st_ctime_ns}")
+    parts: list = [[python, info.st_mtime_ns, info.st_ctime_ns]]
     for pattern in ("lib/python*/site-packages/torch-*.dist-info", "Lib/site-packages/torch-*.dist-info"):
         for folder in sorted(glob.glob(str(env.path / pattern))):
             info = os.stat(folder)
-            parts.append(f"{os.path.basename(folder)}:{info.st_mtime_ns}:{info.st_ctime_ns}")
-    return sha256_text("\n".join(parts))
+            parts.append([os.path.basename(folder), info.st_mtime_ns, info.st_ctime_ns])
+    return fingerprint(parts)
 
 
 _FACTS = Fields({"python": Text(r"\d+\.\d+", 16), "executable": Text(max_len=4096), "platlib": Text(max_len=4096),
                  "torch": optional(Text(max_len=128)), "torch_cuda": optional(Text(max_len=64)),
                  "torch_hip": optional(Text(max_len=64)), "cxx11_abi": optional(Flag()),
                  "torch_error": optional(Text(max_len=4096))})
-_RECORD = Fields({"fingerprint": SHA256, "path": Text(max_len=4096), "facts": _FACTS})
 
 
 def probe_environment(env, record=None) -> EnvFacts:
     """Run the probe in ``env`` (a resolver.install.environment.Environment); 120 s is plenty even for torch's import.
 
-    With ``record`` (:meth:`~resolver.project.paths.ProjectPaths.env_facts_record`) the answer is kept beside the
-    environment's :func:`fingerprint` and reused while it holds, so a cached build does not pay for
-    importing torch.
+    With ``record`` (:meth:`~resolver.project.paths.ProjectPaths.env_facts_record`) the answer is kept as a
+    :class:`~resolver.core.fingerprint.Memo` keyed by the environment's folder and :func:`env_fingerprint`,
+    and reused while they hold, so a cached build does not pay for importing torch.
     """
+    memo = inputs = None
     if record is not None:
-        current = fingerprint(env)
-        data = read_record(record, _RECORD)
-        if data is not None and data["fingerprint"] == current and data["path"] == str(env.path):
-            return EnvFacts.from_json(data["facts"])
+        memo, inputs = Memo(record, _FACTS, label="env-facts"), fingerprint(str(env.path), env_fingerprint(env))
+        known = memo.recall(inputs)
+        if known is not None:
+            return EnvFacts.from_json(known)
     answer = env.call("resolver.verify.inenv.interpreter", timeout=120)
     if answer.document is None:
         raise EnvironmentProblem(f"the Python of environment '{env.name}' did not describe itself ({answer.failure})",
                                  fix=f"check `{env.python} -c 'import torch'` by hand; "
                                      f"`python -m resolver install --env {env.name}` repairs a broken environment")
     facts = EnvFacts.from_json(answer.document)
-    if record is not None:
-        write_record(record, {"fingerprint": current, "path": str(env.path), "facts": _raw(facts)}, label="env-facts")
+    if memo is not None and inputs is not None:
+        memo.keep(inputs, _raw(facts))
     return facts
 
 

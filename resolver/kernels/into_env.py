@@ -6,38 +6,39 @@ from __future__ import annotations
 from pathlib import Path
 
 from resolver.core.errors import BuildFailed
-from resolver.core.records import SHA256, Fields, Integer, ListOf, Text, read_record, write_record
+from resolver.core.fingerprint import Memo, fingerprint
+from resolver.core.records import ListOf, Text
 from resolver.kernels.packages import KernelRecipe
 from resolver.project.paths import ProjectPaths
 
-_RECORD = Fields({"package": Text(r"[^/\\\s]+\.conda", 512), "env": SHA256, "record_mtime": Integer(),
-                  "imports": ListOf(Text(r"[A-Za-z_][A-Za-z0-9_.]*", 256), 256)})
+_IMPORTS = ListOf(Text(r"[A-Za-z_][A-Za-z0-9_.]*", 256), 256)
 
 
-def verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
-    """The modules checked earlier, when this exact package is still installed in this unchanged env
-    (``stamp``: :meth:`~resolver.project.paths.ProjectPaths.kernel_import_record`, read as untrusted data)."""
-
-    from resolver.kernels.envfacts import fingerprint
+def _inputs(env, package_file: Path) -> str | None:
+    """What an import check holds for: the package file's name, the environment's interpreter and torch
+    (:func:`~resolver.kernels.envfacts.env_fingerprint`), and the package's install record (relinked:
+    checked again). None when the package is not installed there."""
+    from resolver.kernels.envfacts import env_fingerprint
 
     record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
     if not record.is_file():
         return None
-    data = read_record(stamp, _RECORD)
-    if data is None or data["package"] != package_file.name or data["env"] != fingerprint(env) \
-            or data["record_mtime"] != record.stat().st_mtime_ns:
-        return None
-    return tuple(data["imports"])
+    return fingerprint(package_file.name, env_fingerprint(env), record.stat().st_mtime_ns)
+
+
+def verified(stamp: Path, env, package_file: Path) -> tuple[str, ...] | None:
+    """The modules checked earlier, when this exact package is still installed in this unchanged env
+    (``stamp``: :meth:`~resolver.project.paths.ProjectPaths.kernel_import_record`, a
+    :class:`~resolver.core.fingerprint.Memo` read as untrusted data)."""
+    inputs = _inputs(env, package_file)
+    imports = None if inputs is None else Memo(stamp, _IMPORTS).recall(inputs)
+    return None if imports is None else tuple(imports)
 
 
 def write_verified(stamp: Path, env, package_file: Path, imports: tuple[str, ...]) -> None:
-
-    from resolver.kernels.envfacts import fingerprint
-
-    record = env.path / "conda-meta" / (package_file.name[:-len(".conda")] + ".json")
-    if record.is_file():
-        write_record(stamp, {"package": package_file.name, "env": fingerprint(env),
-                             "record_mtime": record.stat().st_mtime_ns, "imports": list(imports)}, label="kernel-import")
+    inputs = _inputs(env, package_file)
+    if inputs is not None:
+        Memo(stamp, _IMPORTS, label="kernel-import").keep(inputs, list(imports))
 
 
 def add_to_environment(project: ProjectPaths, env, package_file: Path) -> None:

@@ -2,14 +2,13 @@
 when it is not.
 
 :func:`lock_status` reads the project's files and asks :func:`resolver.lock.staleness.check`; a
-"current" answer is remembered by the digest of its inputs (``.resolver/state/lock-check.json``,
-nothing but a sha256), so an unchanged project is answered without loading tomlkit or py-rattler.
+"current" answer is remembered by the fingerprint of its inputs (``.resolver/state/lock-check.json``,
+a :class:`~resolver.core.fingerprint.Memo` of ``true``), so an unchanged project is answered without loading tomlkit or py-rattler.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -41,13 +40,11 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, r
     from resolver.lock import reasons
 
     inputs = _inputs_digest(project, plans, pypi)
-    if inputs is not None and inputs == _stamped(project):
+    if inputs is not None and _check_memo(project).recall(inputs):
         return reasons.LockStatus()
     status = _status(project, locked.read_all(project) if plans is None else plans, pypi)
     if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
-        from resolver.core.records import write_record  # (unless an input changed while it was checked)
-
-        write_record(project.lock_check_stamp, {"inputs": inputs}, label="lock-check")
+        _check_memo(project).keep(inputs, True)  # (unless an input changed while it was checked)
     return status
 
 
@@ -90,30 +87,29 @@ def _up_to_date(project: ProjectPaths) -> LockSummary:
 
 
 def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bool = True) -> str | None:
-    """What a check's answer depends on, as one sha256; None when pixi.toml or pixi.lock cannot be read."""
+    """What a check's answer depends on, as one fingerprint; None when pixi.toml or pixi.lock cannot be read."""
     from resolver import __version__
+    from resolver.core.fingerprint import fingerprint
     from resolver.lock.lockfile import LOCK_LIMIT
     from resolver.project.pixi_toml import MANIFEST_LIMIT
 
     try:
-        rules = [sha256_bytes(Path(__file__).with_name(name).read_bytes())  # the rules, as they are now
-                 for name in ("staleness.py", "reasons.py")]
         manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")
         lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="the lock file")
         planned: list[Any] = locked.file_digests(project) if plans is None else [locked.plan_key(p) for p in plans]
     except (BadInput, OSError):
         return None
-    return sha256_bytes(json.dumps([rules, __version__, str(project.root.resolve()), sha256_bytes(manifest),
-                                    sha256_bytes(lock), plans is None, planned, pypi], sort_keys=True).encode())
+    rules = [Path(__file__).with_name(name) for name in ("staleness.py", "reasons.py")]  # the rules, as they are now
+    return fingerprint(*rules, __version__, str(project.root.resolve()), manifest, lock, plans is None, planned, pypi)
 
 
-def _stamped(project: ProjectPaths) -> str | None:
-    """The inputs digest of the last "current" answer (read as every record is: a regular file of this
-    user's that no one else can write, holding nothing but a sha256)."""
-    from resolver.core.records import Fields, Text, read_record
+def _check_memo(project: ProjectPaths):
+    """The last "current" answer, kept by the fingerprint of its inputs (a record like every record: a
+    regular file of this user's that no one else can write)."""
+    from resolver.core.fingerprint import Memo
+    from resolver.core.records import Flag
 
-    data = read_record(project.lock_check_stamp, Fields({"inputs": Text(r"[0-9a-f]{64}")}), limit=4096)
-    return data["inputs"] if data is not None else None
+    return Memo(project.lock_check_stamp, Flag(), label="lock-check", limit=4096)
 
 
 def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons.LockStatus:

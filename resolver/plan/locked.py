@@ -30,11 +30,11 @@ def plan_key(plan: Plan) -> dict[str, Any]:
 
 def manifest_env_digest(manifest: Manifest, name: str) -> str:
     """A digest of environment ``name``'s section of pixi.toml."""
-    from resolver.core.fs import sha256_text
+    from resolver.core.fingerprint import fingerprint
 
     spec = manifest.environment(name)
-    return sha256_text(json.dumps([spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi,
-                                   spec.index_url, spec.extra_index_urls, spec.find_links], default=str))
+    return fingerprint(spec.channels, [p.entry() for p in spec.platforms], spec.conda, spec.pypi, spec.index_url,
+                       spec.extra_index_urls, spec.find_links)
 
 
 def save(project: ProjectPaths, plan: Plan, manifest: Manifest, pythons: dict[str, str] | None = None) -> Path:

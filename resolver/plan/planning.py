@@ -8,8 +8,9 @@ profile, request and resolver give the same plan, so a second ``plan`` on a mach
 remembered one without importing the decision stage (the import is most of ``plan``'s time). The
 key holds every input decide reads: the profile (less the fields listed in ``NOT_DECIDED_ON``, which
 vary from run to run and which decide never reads: a fact ``tests/unit/plan/test_decide.py`` checks), the
-request, the Python running it, and the content of every file of the installed resolver package (its
-code and its knowledge tables), so any edit to either is a new key.
+request, the Python running it, and every file of the installed resolver package (its code and its
+knowledge tables) by its size and times, so any edit to either is a new key. The record is a
+:class:`~resolver.core.fingerprint.Memo`, keyed by :func:`~resolver.core.fingerprint.fingerprint`.
 
 >>> from resolver.core.model import Request, Target
 >>> plan_for(Request(Target.parse("cpu"))).backend
@@ -18,10 +19,8 @@ code and its knowledge tables), so any edit to either is a new key.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,38 +126,33 @@ def plans_for(project: ProjectPaths, targets: list[str], profile_file: Path | No
 
 
 class PlanMemo:
-    """The plan decided for one set of inputs, kept in the user's cache: one record shape,
-    ``{"inputs": ..., "plan": <Plan.to_json()>}``, the plan checked against :func:`plan_shape`."""
+    """The plan decided for one set of inputs, kept in the user's cache: a
+    :class:`~resolver.core.fingerprint.Memo` whose value is ``Plan.to_json()``, checked against
+    :func:`plan_shape`, in a file named by the inputs' fingerprint."""
 
     def __init__(self, profile: HardwareProfile, target: str, python: str | None) -> None:
         from resolver import __version__
+        from resolver.core.fingerprint import fingerprint
         from resolver.project.paths import plan_memos
 
         decided_on = {k: v for k, v in profile.to_json().items() if k not in NOT_DECIDED_ON}
-        self.inputs = json.dumps([__version__, sys.version, decided_on, [target, python], package_digest()],
-                                 sort_keys=True)
-        data = self.inputs.encode()
+        self.inputs = fingerprint(__version__, sys.version, decided_on, [target, python], package_digest())
         folder = plan_memos()
-        self.file = None if folder is None else \
-            folder / f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}.json"
+        self.file = None if folder is None else folder / f"{self.inputs[:32]}.json"
+
+    def _memo(self):
+        from resolver.core.fingerprint import Memo
+        from resolver.core.model import plan_shape
+
+        return Memo(self.file, plan_shape(), label="plan-memo", limit=4 << 20)
 
     def recall(self) -> dict[str, Any] | None:
         """The remembered plan's JSON form, or None (never remembered, remembered for other inputs, or not a
         record of a plan)."""
-        from resolver.core.records import Fields, Text, read_record
-
-        if self.file is None:
-            return None
-        from resolver.core.model import plan_shape
-
-        data = read_record(self.file, Fields({"inputs": Text(max_len=1 << 20), "plan": plan_shape()}), limit=4 << 20)
-        return data["plan"] if data is not None and data["inputs"] == self.inputs else None
+        return self._memo().recall(self.inputs)
 
     def keep(self, plan: dict[str, Any]) -> None:
-        from resolver.core.records import write_record
-
-        if self.file is None or not write_record(self.file, {"inputs": self.inputs, "plan": plan},
-                                                 label="plan-memo", in_order=True):  # the plan's own key order
+        if self.file is None or not self._memo().keep(self.inputs, plan, in_order=True):  # the plan's own key order
             return  # a read-only cache: decide every time
         try:
             kept = sorted(self.file.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -169,9 +163,12 @@ class PlanMemo:
 
 
 def package_digest() -> str:
-    """A content key of the installed resolver package: every file below it (code, knowledge tables)
-    read and folded into crc32 + adler32 + length (no sha256: loading OpenSSL costs more than this)."""
-    crc, adler, size = 0, 1, 0
+    """A key of the installed resolver package: the fingerprint of every file below it (code, knowledge
+    tables), each by its relative path, size, mtime and ctime: an edit, a copy or a reinstall changes it
+    (stat only: hashing the package's 1.5 MB would cost 20 ms, a third of a remembered `plan`)."""
+    from resolver.core.fingerprint import fingerprint
+
+    files = []
     stack = [str(PACKAGE)]
     while stack:
         folder = stack.pop()
@@ -182,7 +179,6 @@ def package_digest() -> str:
                 if entry.name != "__pycache__":
                     stack.append(entry.path)
             elif entry.name.endswith((".py", ".toml")):
-                with open(entry.path, "rb") as handle:
-                    data = entry.path[len(str(PACKAGE)):].encode() + b"\0" + handle.read()
-                crc, adler, size = zlib.crc32(data, crc), zlib.adler32(data, adler), size + len(data)
-    return f"{crc:08x}{adler:08x}{size:x}"
+                info = entry.stat(follow_symlinks=False)
+                files.append([entry.path[len(str(PACKAGE)):], info.st_size, info.st_mtime_ns, info.st_ctime_ns])
+    return fingerprint(files)

@@ -13,7 +13,7 @@ Layout (all under the project root, the folder holding pixi.toml):
     .resolver/reports/           reports written for people (upgrades)
 
 and in the user's cache (``~/.cache/mamba-resolver``): verified artefacts by sha256, unpacked conda
-packages, remembered plans, parsed knowledge tables, the answers of toolkit binaries.
+packages, remembered plans, the answers of toolkit binaries.
 
 Every cache and state file is named here, once, and read back through
 :func:`resolver.core.records.read_record` (regular files only, bounded, of a declared shape):
@@ -242,7 +242,6 @@ RECORD_KINDS = {
     "overlay-record": "ProjectPaths.overlay(<version>)/resolver-overlay.json (resolver.patch.engine)",
     "verified-record": "ProjectPaths.verified/<sha256[:2]>/<sha256>/.verified (resolver.tools.store)",
     "plan-memo": "plan_memos()/<key>.json (resolver.plan.planning)",
-    "knowledge-cache": "knowledge_cache(<key>) (resolver.plan.knowledge.load)",
     "tool-answers": "tool_answers() (resolver.plan.probe.system)",
     "timings": "ProjectPaths.timings (resolver.project.timings)",
 }
@@ -315,22 +314,16 @@ def plan_memos() -> Path | None:
     return None if base is None else base / "plans"
 
 
-def knowledge_cache(key: str) -> Path | None:
-    """The knowledge tables parsed, keyed by their bytes."""
-    base = user_cache_dir()
-    return None if base is None else base / f"knowledge-{key}.json"
-
-
 def tool_answers() -> Path | None:
-    """What toolkit binaries (nvcc, hipcc) said about themselves, keyed by the binary."""
+    """What toolkit binaries (nvcc, hipcc) said about themselves, keyed by what each binary really is."""
     base = user_cache_dir()
     return None if base is None else base / "tool-answers.json"
 
 
 def user_cache_dir() -> Path | None:
     """The resolver's folder in the user's cache (``$XDG_CACHE_HOME/mamba-resolver``, ``~/.cache/…``):
-    what is worth keeping across projects (verified artefacts, unpacked conda packages, parsed knowledge
-    tables, remembered plans, the answers of toolkit binaries)."""
+    what is worth keeping across projects (verified artefacts, unpacked conda packages, remembered plans,
+    the answers of toolkit binaries)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not base or base.startswith("~"):
         return None

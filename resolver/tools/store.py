@@ -38,15 +38,14 @@ from pathlib import Path
 from typing import Callable
 
 from resolver.core.errors import IntegrityError
+from resolver.core.fingerprint import Memo, fingerprint
 from resolver.core.fs import MiB, atomic_stream, sha256_hasher, sha256_of
 from resolver.core.names import check_file_name
-from resolver.core.records import SHA256, Fields, Integer, read_record, write_record
+from resolver.core.records import SHA256
 
 Progress = Callable[[str, int, "int | None", float], None]
 
-RECORD = ".verified"
-_RECORD_SHAPE = Fields({"sha256": SHA256, "size": Integer(), "mtime_ns": Integer(), "ctime_ns": Integer(),
-                        "inode": Integer(), "device": Integer()})
+RECORD = ".verified"  # a Memo: the file's sha256, kept for the fingerprint of its size, mtime, ctime, inode, device
 _FIX = "restore pixi.lock from version control or lock again"
 
 
@@ -91,8 +90,7 @@ class VerifiedStore:
         return target
 
     def _trusted(self, target: Path, sha256: str, info: os.stat_result) -> bool:
-        record = read_record(target.parent / RECORD, _RECORD_SHAPE, limit=4096)
-        return (record is not None and record == _facts(sha256, info) and _private(self.root, follow=True)
+        return (_memo(target).recall(_identity(info)) == sha256 and _private(self.root, follow=True)
                 and all(_private(folder) for folder in self._folders(target)))
 
     @staticmethod
@@ -171,17 +169,21 @@ class VerifiedStore:
                 info = os.lstat(target)
         except OSError:
             return
-        facts = _facts(sha256, info)
-        if read_record(target.parent / RECORD, _RECORD_SHAPE, limit=4096) != facts:
-            write_record(target.parent / RECORD, facts, label="verified-record")  # a read-only store: hashed next time
+        memo, identity = _memo(target), _identity(info)
+        if memo.recall(identity) != sha256:
+            memo.keep(identity, sha256)  # a read-only store: hashed next time
 
     def drop(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _facts(sha256: str, info: os.stat_result) -> dict[str, int | str]:
-    return {"sha256": sha256, "size": info.st_size, "mtime_ns": info.st_mtime_ns, "ctime_ns": info.st_ctime_ns,
-            "inode": info.st_ino, "device": info.st_dev}
+def _memo(target: Path) -> Memo:
+    return Memo(target.parent / RECORD, SHA256, label="verified-record", limit=4096)
+
+
+def _identity(info: os.stat_result) -> str:
+    """The fingerprint of a stored file as it is now: any write to it, or a replacement, changes it."""
+    return fingerprint(info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
 
 
 def _real_folder(folder: Path) -> bool:

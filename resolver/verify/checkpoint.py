@@ -58,9 +58,9 @@ class TinySpec:
 
     def key(self) -> str:
         """A short content key for the cache folder name."""
-        from resolver.core.fs import sha256_text
+        from resolver.core.fingerprint import fingerprint
 
-        return sha256_text(json.dumps([FORMAT, asdict(self)], sort_keys=True))[:12]
+        return fingerprint([FORMAT, asdict(self)])[:12]
 
 
 def tensor_shapes(spec: TinySpec) -> dict[str, tuple[int, ...]]:

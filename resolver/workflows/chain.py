@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.core.errors import CheckFailed, EnvironmentProblem
+from resolver.core.fingerprint import fingerprint
 from resolver.core.model import Plan
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.kernels.summary import BuildOptions
 from resolver.project.paths import ProjectPaths
-from resolver.workflows.steps import Caveat, Stamps, digest, jsonable
+from resolver.workflows.steps import Caveat, Stamps, jsonable
 
 STEPS = ("install", "patch", "kernels", "verify")
 
@@ -105,7 +106,7 @@ class Chain:
         if options.dry_run and options.relock_pending:
             return Outcome("would-run", f"after the new lock, if it changes environment {name}")
         if stamps is not None:
-            inputs = digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
+            inputs = fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
                             env_path / READY_MARKER)
             if not options.force and (env_path / READY_MARKER).is_file() and stamps.is_current("install", inputs):
                 return Outcome("skipped", f"{env_path} matches pixi.lock")
@@ -115,7 +116,7 @@ class Chain:
                                                  progress=self.out.progress if self.out else None,
                                                  sources=options.sources() if options.sources else None)
         if stamps is not None:
-            stamps.write("install", digest(installing.locked_environment_digest(self.project, name), READY_MARKER,
+            stamps.write("install", fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
                                            env_path / READY_MARKER), jsonable(summary))
         return Outcome("done", f"installed {name} at {env_path}", jsonable(summary))
 
@@ -165,7 +166,7 @@ class Chain:
     def _verify(self) -> Outcome:
         plan, options, stamps = self.plan, self.options, self.options.stamps
         env_marker = self.project.env(plan.env_name) / READY_MARKER
-        inputs = digest(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
+        inputs = fingerprint(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
         if options.dry_run and self.statuses.get("install") == "would-run":
             return Outcome("would-run", "after the new install: load a Mamba checkpoint and compare against the reference")
         if stamps is not None and not options.force and stamps.is_current("verify", inputs):
@@ -240,7 +241,7 @@ def _with_overlay(project: ProjectPaths, options: BuildOptions) -> BuildOptions:
 def channel_digest(channel: Path) -> str:
     """What the local kernel channel holds, cheaply: its indexes list every package with its sha256,
     so hashing them stands for hashing the packages (tens of MB) on every warm run."""
-    return digest(*sorted(channel.glob("*/repodata.json")))
+    return fingerprint(*sorted(channel.glob("*/repodata.json")))
 
 
 def verify_environment(project: ProjectPaths, env: Environment, *, expect_archs: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -1,18 +1,14 @@
 """A small step runner: content-hash stamps, a project lock, timings, a readable step list.
 
-A step is skipped when the hash of its inputs equals the hash recorded after its last success, so
-a second ``setup`` is near-instant and an interrupted one resumes at the first step whose stamp is
-missing. Stamps are written only after a step succeeds (temp file + rename), so a killed run never
-records a step it did not finish.
-
->>> digest({"a": 1}) == digest({"a": 1})
-True
+A step is skipped when the fingerprint of its inputs (:func:`resolver.core.fingerprint.fingerprint`)
+equals the one recorded after its last success, so a second ``setup`` is near-instant and an
+interrupted one resumes at the first step whose stamp is missing. Stamps are written only after a
+step succeeds (temp file + rename), so a killed run never records a step it did not finish.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,47 +16,38 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.core.errors import ResolverError
-from resolver.core.fs import sha256_hasher, write_json_atomic
-from resolver.core.records import SHA256, Anything, Fields, Number, read_record
+from resolver.core.fingerprint import Memo
+from resolver.core.records import Anything, Fields, Number
 from resolver.project.paths import project_lock  # noqa: F401  (setup and the commands hold it)
-
-
-def digest(*parts: Any) -> str:
-    """A stable sha256 over JSON-able values, bytes and file contents (Path)."""
-    h = sha256_hasher()
-    for part in parts:
-        if isinstance(part, Path):
-            h.update(part.read_bytes() if part.is_file() else b"<missing>")
-        elif isinstance(part, bytes):
-            h.update(part)
-        else:
-            h.update(json.dumps(part, sort_keys=True, default=str).encode())
-        h.update(b"\0")
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
 class Stamps:
-    """Per-step records (:attr:`~resolver.project.paths.ProjectPaths.step_stamps`), read as untrusted data."""
+    """Per-step memos (:attr:`~resolver.project.paths.ProjectPaths.step_stamps`): the fingerprint of the
+    step's inputs and ``{"result": ..., "at": <time>}``, read as untrusted data."""
 
     folder: Path
 
-    def _path(self, step: str) -> Path:
-        return self.folder / f"{step}.json"
+    def _memo(self, step: str) -> Memo:
+        return Memo(self.folder / f"{step}.json", Fields({"result": Anything(), "at": Number()}), label="stamp")
 
     def read(self, step: str) -> dict[str, Any] | None:
-        return read_record(self._path(step), Fields({"inputs": SHA256, "result": Anything(), "at": Number()}))
+        """The step's last success: ``inputs_digest`` and ``value`` (its ``result`` and when, ``at``)."""
+        return self._memo(step).read()
 
     def is_current(self, step: str, inputs: str) -> bool:
-        record = self.read(step)
-        return bool(record and record.get("inputs") == inputs)
+        return self._memo(step).recall(inputs) is not None
+
+    def result(self, step: str, inputs: str) -> Any:
+        """What the step returned when it last ran for these inputs (None: it did not)."""
+        value = self._memo(step).recall(inputs)
+        return None if value is None else value["result"]
 
     def write(self, step: str, inputs: str, result: Any = None) -> None:
-        write_json_atomic(self._path(step), {"inputs": inputs, "result": result, "at": time.time()}, label="stamp")
+        self._memo(step).keep(inputs, {"result": result, "at": time.time()})
 
     def clear(self, step: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._path(step).unlink()
+        self._memo(step).forget()
 
 
 @dataclass(frozen=True)

@@ -240,11 +240,9 @@ class KernelImport(_InEnv):
         return self.project.kernel_import_record("cpu", "kern")
 
     def planted(self) -> Any:
-        from resolver.kernels.envfacts import fingerprint
+        from resolver.kernels.into_env import _inputs
 
-        return {"package": "kern-1.0-h0_0.conda", "env": fingerprint(self.env),
-                "record_mtime": (self.env.path / "conda-meta" / "kern-1.0-h0_0.json").stat().st_mtime_ns,
-                "imports": ["evil_module"]}
+        return {"inputs_digest": _inputs(self.env, Path("kern-1.0-h0_0.conda")), "value": ["evil_module"]}
 
     def use(self) -> Any:
         from resolver.kernels.into_env import verified
@@ -259,10 +257,11 @@ class EnvFacts(_InEnv):
         return self.project.env_facts_record("cpu")
 
     def planted(self) -> Any:
-        from resolver.kernels.envfacts import fingerprint
+        from resolver.core.fingerprint import fingerprint
+        from resolver.kernels.envfacts import env_fingerprint
 
-        return {"fingerprint": fingerprint(self.env), "path": str(self.env.path),
-                "facts": {"python": "3.11", "executable": evil(self.tmp), "platlib": "lib", "torch": "6.6.6+cu999",
+        return {"inputs_digest": fingerprint(str(self.env.path), env_fingerprint(self.env)),
+                "value": {"python": "3.11", "executable": evil(self.tmp), "platlib": "lib", "torch": "6.6.6+cu999",
                           "torch_cuda": "99.9", "torch_hip": None, "cxx11_abi": True, "torch_error": None}}
 
     def use(self) -> Any:
@@ -340,7 +339,7 @@ class LockCheck(Kind):
     def planted(self) -> Any:
         from resolver.lock.current import _inputs_digest
 
-        return {"inputs": _inputs_digest(self.project, None)}  # "these very inputs are current"
+        return {"inputs_digest": _inputs_digest(self.project, None), "value": True}  # "these very inputs are current"
 
     def use(self) -> Any:
         from resolver.lock.current import lock_status
@@ -377,7 +376,7 @@ class StepStamp(Kind):
         return self.project.step_stamps / "verify.json"
 
     def planted(self) -> Any:
-        return {"inputs": SHA, "result": {"ok": True}, "at": time.time()}
+        return {"inputs_digest": SHA, "value": {"result": {"ok": True}, "at": time.time()}}
 
     def use(self) -> Any:
         from resolver.workflows.steps import Stamps
@@ -496,9 +495,9 @@ class VerifiedRecord(Kind):
         return self.target.parent / RECORD
 
     def planted(self) -> Any:
-        info = self.target.stat()
-        return {"sha256": self.sha, "size": info.st_size, "mtime_ns": info.st_mtime_ns, "ctime_ns": info.st_ctime_ns,
-                "inode": info.st_ino, "device": info.st_dev}
+        from resolver.tools.store import _identity
+
+        return {"inputs_digest": _identity(self.target.stat()), "value": self.sha}
 
     def use(self) -> Any:
         before = len(self.hashed)
@@ -524,31 +523,10 @@ class PlanMemo(Kind):
         plan, profile = _plan()
         data = plan.to_json()
         data["torch"]["source"]["url"] = "https://evil.example/whl"
-        return {"inputs": Memo(profile, "auto", None).inputs, "plan": data}
+        return {"inputs_digest": Memo(profile, "auto", None).inputs, "value": data}
 
     def use(self) -> Any:
         return _plan()[0].to_json()
-
-
-class KnowledgeCache(Kind):
-    name, rewritten = "knowledge-cache", True
-
-    def path(self) -> Path:
-        from resolver.plan.knowledge import load
-
-        return load._cache_file(load._read_blobs(load.DATA_DIR))
-
-    def planted(self) -> Any:
-        from resolver.plan.knowledge import load
-
-        raw = {name: load._parse_toml(load.DATA_DIR / name, blob) for name, blob in load._read_blobs(load.DATA_DIR).items()}
-        raw["torch.toml"]["release"][-1]["variant"][0]["archs"] = ["9.9"]
-        return raw
-
-    def use(self) -> Any:
-        from resolver.plan.knowledge import Knowledge
-
-        return repr(Knowledge.load())
 
 
 class ToolAnswers(Kind):
@@ -575,7 +553,8 @@ class ToolAnswers(Kind):
     def planted(self) -> Any:
         from resolver.plan.probe.system import _answer_key
 
-        return {_answer_key(str(self.nvcc), ["nvcc", "--version"]): [0, "Cuda compilation tools, release 99.9", ""]}
+        return {_answer_key(str(self.nvcc), ["nvcc", "--version"], {"PATH": str(self.bin)}):
+                [0, "Cuda compilation tools, release 99.9", ""]}
 
     def use(self) -> Any:
         from resolver.plan.probe import system
@@ -586,7 +565,7 @@ class ToolAnswers(Kind):
 
 KINDS = [PypiFiles, PypiRequires, CanonicalUrls, CanonicalMisses, EnvBuild, ReadyMarker, KernelImport, EnvFacts,
          VerifyModel, PlanRecord, LockCheck, UpgradeState, StepStamp, SourcesRecord, OverlayRecord, PatchRecord,
-         VerifiedRecord, PlanMemo, KnowledgeCache, ToolAnswers, TimingsRecord]
+         VerifiedRecord, PlanMemo, ToolAnswers, TimingsRecord]
 
 
 def test_every_declared_kind_of_record_has_a_crafted_file_test():

@@ -1,15 +1,14 @@
 """Reading the TOML tables into a :class:`~resolver.plan.knowledge.query.Knowledge`: typed rows, every
-problem one sentence naming the file and the row, and a parse cache keyed by the tables' bytes."""
+problem one sentence naming the file and the row. No parse cache: it saved ~18 ms, and only when the
+plan memo missed (benchmarks/memo_savings.py)."""
 
 from __future__ import annotations
 
 import re
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.core.errors import InternalError
-from resolver.core.records import Fields, OfType, read_record, write_record
 from resolver.core.versions import ComputeCapability, CudaVariant, DottedVersion, GfxArch
 from resolver.plan.knowledge.rows import (
     KNOWN_BAD_WHEN,
@@ -50,23 +49,10 @@ class KnowledgeError(InternalError):
     id = "knowledge-data"
 
 
-def load_tables(into: type[Knowledge], folder: str | Path | None = None, *, cache: bool = True) -> Knowledge:
+def load_tables(into: type[Knowledge], folder: str | Path | None = None) -> Knowledge:
     """Read and validate every table in ``folder`` (default: the package's ``data/``) into a ``Knowledge``."""
     folder = Path(folder) if folder is not None else DATA_DIR
-    blobs = _read_blobs(folder)
-    cached = _cache_file(blobs) if cache else None
-    if cached is not None:
-        data = read_record(cached, Fields({name: OfType(dict) for name in TABLE_FILES}))
-        if data is not None:
-            try:
-                return _build(into, data)
-            except KnowledgeError:  # a record that is not the tables parsed: parsed again, rewritten
-                pass
-    raw = {name: _parse_toml(folder / name, blob) for name, blob in blobs.items()}
-    knowledge = _build(into, raw)
-    if cached is not None:
-        write_record(cached, raw, label="knowledge-cache")  # a read-only home: parse every time
-    return knowledge
+    return _build(into, {name: _parse_toml(folder / name, blob) for name, blob in _read_blobs(folder).items()})
 
 
 def _read_blobs(folder: Path) -> dict[str, bytes]:
@@ -81,15 +67,6 @@ def _read_blobs(folder: Path) -> dict[str, bytes]:
             raise KnowledgeError(f"knowledge table {path} cannot be read: {exc}",
                                  fix="restore it from the repository (git checkout resolver/plan/knowledge/data)") from None
     return blobs
-
-
-def _cache_file(blobs: dict[str, bytes]) -> Path | None:
-    from resolver.project.paths import knowledge_cache
-
-    # crc32 + adler32 + length of the concatenated tables: a 64-bit content key without loading OpenSSL's sha256
-    # (OpenSSL's import costs more than the whole lookup)
-    data = b"".join(name.encode() + b"\0" + blobs[name] + b"\0" for name in sorted(blobs))
-    return knowledge_cache(f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data):x}")
 
 
 def _parse_toml(path: Path, blob: bytes) -> dict:

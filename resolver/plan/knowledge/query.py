@@ -63,16 +63,12 @@ class Knowledge:
     amd_chips: tuple[AmdChip, ...] = ()
 
     @classmethod
-    def load(cls, folder: str | Path | None = None, *, cache: bool = True) -> "Knowledge":
-        """Read and validate every table in ``folder`` (default: the package's ``data/``).
-
-        Parsing TOML costs ~30 ms per process, most of a ``plan``; the parsed tables are kept as JSON
-        in the user's cache folder under a name derived from the tables' bytes (like Python's bytecode
-        cache), so an edited table is simply parsed again. ``cache=False`` never reads or writes it.
-        """
+    def load(cls, folder: str | Path | None = None) -> "Knowledge":
+        """Read and validate every table in ``folder`` (default: the package's ``data/``). A ``plan`` that
+        finds its answer remembered (:class:`resolver.plan.planning.PlanMemo`) loads none."""
         from resolver.plan.knowledge.load import load_tables
 
-        return load_tables(cls, folder, cache=cache)
+        return load_tables(cls, folder)
 
     # ---- torch
 

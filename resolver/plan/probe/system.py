@@ -122,7 +122,7 @@ class LiveSystem:
         exe = self._resolve(argv[0])
         if exe is None:
             return None
-        key = _answer_key(exe, argv)
+        key = _answer_key(exe, argv, self.environ)
         known = _answers().get(key) if key is not None and _answers() is not None else None
         if known is not None:
             code, stdout, stderr = known
@@ -168,24 +168,24 @@ def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-# What a compiler says about itself depends on the binary only: ``nvcc --version`` and ``--dryrun``,
-# ``hipcc --version`` are remembered by the binary's path, size, mtime, ctime and inode (nvcc is often a
-# wrapper script; asking it costs 30-50 ms, more than the rest of `plan`).
+# What a compiler says about itself depends on what the binary really is (:mod:`.tool_identity`: the real
+# file behind links and wrapper scripts, and the toolkit variables): ``nvcc --version`` and ``--dryrun``,
+# ``hipcc --version`` are remembered by the fingerprint of that identity and the arguments (asking nvcc
+# costs 30-50 ms, more than the rest of `plan`; benchmarks/memo_savings.py).
 _CACHEABLE = {("nvcc", "--version"), ("nvcc", "--dryrun"), ("hipcc", "--version")}
 _ANSWERS = []  # the one RecordMap of this process, made on first use
 
 
-def _answer_key(exe: str, argv: list[str]) -> str | None:
+def _answer_key(exe: str, argv: list[str], environ: Mapping[str, str]) -> str | None:
     if (os.path.basename(argv[0]), argv[1] if len(argv) > 1 else "") not in _CACHEABLE:
         return None
+    from resolver.core.fingerprint import fingerprint
+    from resolver.plan.probe.tool_identity import tool_identity
+
     try:
-        real = os.path.realpath(exe)
-        stat = os.stat(real)
+        return fingerprint(tool_identity(exe, environ), argv[1:])
     except OSError:
         return None
-    import json
-
-    return json.dumps([real, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, *argv[1:]])
 
 
 def _answers():
@@ -196,8 +196,7 @@ def _answers():
 
         path = tool_answers()
         answer = Row(Integer(), Text(max_len=1 << 20), Text(max_len=1 << 20))
-        _ANSWERS.append(None if path is None else RecordMap(path, answer, key=Text(max_len=8192), keep=64,
-                                                            limit=8 << 20))
+        _ANSWERS.append(None if path is None else RecordMap(path, answer, keep=64, limit=8 << 20))
     return _ANSWERS[0]
 
 

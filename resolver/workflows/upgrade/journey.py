@@ -263,12 +263,12 @@ class _Journey:
 
     # -- state --------------------------------------------------------------------------------
     def _proof_inputs(self, step: UpgradeStep, options: ProofOptions) -> str:
-        from resolver.workflows.steps import digest
+        from resolver.core.fingerprint import fingerprint
 
         channel = sorted(self.project.channel.glob("*/repodata.json"))
         envs = [self.project.env(step.current.environment), self.project.env(step.new.environment)]
-        return digest(step.current.environment, step.new.environment, *(env / READY_MARKER for env in envs),
-                      [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
+        return fingerprint(step.current.environment, step.new.environment, *(env / READY_MARKER for env in envs),
+                           [_site_listing(env) for env in envs], *channel, options.to_json(), _expected_archs(step))
 
     def _read_state(self) -> dict[str, Any]:
         """The state an earlier run saved ({} when there is none, or none this user's resolver wrote)."""

@@ -309,7 +309,7 @@ def test_a_current_answer_is_remembered_by_its_inputs_only(tmp_path):
     paths = project(tmp_path)
     assert current.lock_status(paths, remember=True).current
     stamp = json.loads(paths.lock_check_stamp.read_text())
-    assert list(stamp) == ["inputs"] and len(stamp["inputs"]) == 64
+    assert stamp == {"inputs_digest": stamp["inputs_digest"], "value": True} and len(stamp["inputs_digest"]) == 64
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))  # the stamp no longer applies
     assert not current.lock_status(paths, remember=True).current
     paths.manifest.write_text(MANIFEST)
@@ -324,7 +324,7 @@ def test_a_stamp_others_could_have_written_is_not_taken(tmp_path):
     # a stamp claiming the edited inputs are current: taken only from a file no one else can write
     from resolver.lock.current import _inputs_digest
 
-    paths.lock_check_stamp.write_text(json.dumps({"inputs": _inputs_digest(paths, None)}))
+    paths.lock_check_stamp.write_text(json.dumps({"inputs_digest": _inputs_digest(paths, None), "value": True}))
     os.chmod(paths.lock_check_stamp, 0o666)
     assert not current.lock_status(paths).current
     os.chmod(paths.lock_check_stamp, 0o644)

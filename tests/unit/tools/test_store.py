@@ -17,7 +17,7 @@ from support import channel_factory as cf  # noqa: E402
 
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock  # noqa: E402
 from resolver.tools import store as store_module  # noqa: E402
-from resolver.tools.store import RECORD, VerifiedStore  # noqa: E402
+from resolver.tools.store import RECORD, VerifiedStore, _identity  # noqa: E402
 
 NAME = "tiny-1.0-py3-none-any.whl"
 
@@ -73,9 +73,7 @@ def test_a_planted_file_with_a_record_of_its_own_size_mtime_inode_is_hashed_and_
     root = cache / "mamba-resolver" / "verified"
     planted = plant(root, sha(real), wheels["planted"].read_bytes(),
                     lambda st: f"{st.st_size} {st.st_mtime_ns} {st.st_ino}")
-    plant_ctime = json.dumps({"sha256": sha(real), "size": planted.stat().st_size, "mtime_ns": planted.stat().st_mtime_ns,
-                              "ctime_ns": planted.stat().st_ctime_ns, "inode": planted.stat().st_ino,
-                              "device": planted.stat().st_dev})
+    plant_ctime = json.dumps({"inputs_digest": _identity(planted.stat()), "value": sha(real)})
     assert plant_ctime  # (the newer form is refused too, when the folder is not private: see below)
     environ = dict(os.environ, RESOLVER_PROJECT=str(project), XDG_CACHE_HOME=str(cache), PIP_CONFIG_FILE=os.devnull,
                    PIP_NO_INDEX="1")
@@ -112,9 +110,7 @@ def test_a_full_record_in_a_folder_others_may_write_is_not_trusted(tmp_path, whe
     target.chmod(0o644)
     target.write_bytes(wheels["planted"].read_bytes())
     info = target.stat()
-    (target.parent / RECORD).write_text(json.dumps({
-        "sha256": wanted, "size": info.st_size, "mtime_ns": info.st_mtime_ns, "ctime_ns": info.st_ctime_ns,
-        "inode": info.st_ino, "device": info.st_dev}))
+    (target.parent / RECORD).write_text(json.dumps({"inputs_digest": _identity(info), "value": wanted}))
     assert store.find(wanted, NAME) is None and not target.exists()
 
 

@@ -7,18 +7,19 @@ from pathlib import Path
 import pytest
 
 from resolver.core.errors import Busy
+from resolver.core.fingerprint import fingerprint
 from resolver.core.fs import tree_digest
-from resolver.workflows.steps import Stamps, digest, project_lock
+from resolver.workflows.steps import Stamps, project_lock
 
 
 def test_stamps_current_only_after_write(tmp_path):
     stamps = Stamps(tmp_path / "steps")
-    abc, abd = digest("abc"), digest("abd")
+    abc, abd = fingerprint("abc"), fingerprint("abd")
     assert not stamps.is_current("lock", abc)
     stamps.write("lock", abc, {"n": 1})
     assert stamps.is_current("lock", abc)
     assert not stamps.is_current("lock", abd)
-    assert stamps.read("lock")["result"] == {"n": 1}
+    assert stamps.read("lock")["value"]["result"] == {"n": 1}
     stamps.clear("lock")
     assert not stamps.is_current("lock", abc)
 
@@ -29,13 +30,13 @@ def test_corrupt_stamp_is_not_current(tmp_path):
     assert not stamps.is_current("verify", "x")
 
 
-def test_digest_depends_on_file_content(tmp_path):
+def test_fingerprint_depends_on_file_content(tmp_path):
     f = tmp_path / "a"
     f.write_text("1")
-    first = digest(f)
+    first = fingerprint(f)
     f.write_text("2")
-    assert digest(f) != first
-    assert digest(tmp_path / "missing") == digest(tmp_path / "other-missing")
+    assert fingerprint(f) != first
+    assert fingerprint(tmp_path / "missing") == fingerprint(tmp_path / "other-missing")
 
 
 def test_tree_digest_sees_renames(tmp_path):

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from resolver.core.errors import BadInput
+from resolver.core.fingerprint import fingerprint
 from resolver.workflows.steps import (
     Caveat,
     Stamps,
     StepLog,
     StepReport,
     append_to_log,
-    digest,
     jsonable,
     peak_rss_mib,
     step_line,
@@ -22,27 +22,28 @@ from resolver.workflows.steps import (
 )
 
 
-def test_digest_is_order_and_boundary_sensitive(tmp_path):
-    assert digest("a", "b") != digest("b", "a")
-    assert digest("ab") != digest("a", "b")  # parts are separated
-    assert digest({"a": 1, "b": 2}) == digest({"b": 2, "a": 1})  # keys sorted
-    assert digest(b"x") != digest("x") and digest(b"x") == digest(b"x")
-    assert digest(Path("/x")) != digest("/x")  # a path counts by its content
+def test_fingerprint_is_order_and_boundary_sensitive(tmp_path):
+    assert fingerprint("a", "b") != fingerprint("b", "a")
+    assert fingerprint("ab") != fingerprint("a", "b")  # parts are separated
+    assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1})  # keys sorted
+    assert fingerprint(b"x") != fingerprint("x") and fingerprint(b"x") == fingerprint(b"x")
+    assert fingerprint(Path("/x")) != fingerprint("/x")  # a path counts by its content
     f = tmp_path / "f"
     f.write_bytes(b"<missing>")
-    assert digest(f) == digest(tmp_path / "absent")  # the text a missing file stands for
-    assert digest(tmp_path) == digest(tmp_path / "absent")  # a folder is not a file
-    assert digest(1) != digest("1") and digest(None) == digest(None)
-    assert len(digest()) == 64 and digest() != digest("")
+    assert fingerprint(f) == fingerprint(tmp_path / "absent")  # the text a missing file stands for
+    assert fingerprint(tmp_path) == fingerprint(tmp_path / "absent")  # a folder is not a file
+    assert fingerprint(1) != fingerprint("1") and fingerprint(None) == fingerprint(None)
+    assert len(fingerprint()) == 64 and fingerprint() != fingerprint("")
 
 
 def test_a_stamp_records_inputs_result_and_time(tmp_path):
     stamps = Stamps(tmp_path / "steps")
-    one, two = digest("in-1"), digest("in-2")  # a stamp's inputs are a digest (a record of another shape is ignored)
+    one, two = fingerprint("in-1"), fingerprint("in-2")  # a stamp's inputs are a fingerprint (another shape is ignored)
     stamps.write("verify", one, {"ok": True})
     record = json.loads((tmp_path / "steps" / "verify.json").read_text())
-    assert record["inputs"] == one and record["result"] == {"ok": True} and record["at"] > 0
+    assert record["inputs_digest"] == one and record["value"]["result"] == {"ok": True} and record["value"]["at"] > 0
     assert stamps.read("verify") == record and stamps.read("lock") is None
+    assert stamps.result("verify", one) == {"ok": True} and stamps.result("verify", two) is None
     assert stamps.is_current("verify", one) and not stamps.is_current("verify", two)
     assert not stamps.is_current("lock", one)  # another step's stamp does not count
     stamps.write("lock", "in-1")
@@ -52,12 +53,14 @@ def test_a_stamp_records_inputs_result_and_time(tmp_path):
     assert not (tmp_path / "steps" / "verify.json").exists()
 
 
-@pytest.mark.parametrize("text", ["", "{not json", "[]", "null", '{"result": 1}', '{"inputs": null}',
-                                  '{"inputs": "x", "result": null, "at": 1}'])  # inputs are a sha256
+@pytest.mark.parametrize("text", ["", "{not json", "[]", "null", '{"value": 1}', '{"inputs_digest": null}',
+                                  '{"inputs_digest": "x", "value": {"result": null, "at": 1}}',  # inputs are a sha256
+                                  '{"inputs": "%s", "result": null, "at": 1}' % ("0" * 64)])  # the old shape
 def test_a_stamp_that_is_not_one_is_not_current(tmp_path, text):
     (tmp_path / "install.json").write_text(text)
     assert not Stamps(tmp_path).is_current("install", "x")
     assert not Stamps(tmp_path).is_current("install", "")
+    assert not Stamps(tmp_path).is_current("install", "0" * 64)
 
 
 def test_step_reports_as_json(tmp_path):
@@ -136,13 +139,13 @@ def test_peak_memory_is_in_mib():
     assert peak is not None and 10 < peak < 64 * 1024  # this test process: tens of MiB, not KiB or bytes
 
 
-def test_digest_format_is_stable():
-    """What stamps compare: the sha256 of each part's JSON (sorted keys; anything else as its text),
-    bytes as they are and file contents, each part ended by a NUL; changing it re-runs every step."""
+def test_fingerprint_format_is_stable():
+    """What every skip record compares: the sha256 of each part's JSON (sorted keys; anything else as its text),
+    bytes as they are and file contents, the parts separated by a NUL; changing it re-runs every step."""
     import hashlib
 
-    assert digest("x", {"b": 1, "a": Path("/p")}) == hashlib.sha256(b'"x"\0{"a": "/p", "b": 1}\0').hexdigest()
-    assert digest(b"raw") == hashlib.sha256(b"raw\0").hexdigest()
+    assert fingerprint("x", {"b": 1, "a": Path("/p")}) == hashlib.sha256(b'"x"\0{"a": "/p", "b": 1}').hexdigest()
+    assert fingerprint(b"raw") == hashlib.sha256(b"raw").hexdigest()
 
 
 def test_a_log_file_that_cannot_be_written_does_not_stop_the_step(tmp_path, capsys):
