@@ -15,19 +15,18 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from resolver.core.errors import BadInput
 from resolver.core.fs import read_bytes_bounded, sha256_bytes
-from resolver.lock import Info, LockSummary, _quiet, lock_plans
+from resolver.lock.summary import Info, LockStatus, LockSummary, quiet
 from resolver.plan import locked
 from resolver.project.paths import ProjectPaths, project_lock
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan
-    from resolver.lock import reasons
     from resolver.project.manifest import Manifest
     from resolver.project.sources import Sources
 
 
 def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, remember: bool = False,
-                pypi: bool = True) -> reasons.LockStatus:
+                pypi: bool = True) -> LockStatus:
     """Whether pixi.lock satisfies pixi.toml and ``plans`` (None: the plans locked here before), and
     why not (:func:`.staleness.check` on the project's files; nothing is solved); ``pypi=False``: as
     ``lock --no-pypi`` sees it (the PyPI packages are not held to pixi.toml).
@@ -37,11 +36,9 @@ def lock_status(project: ProjectPaths, plans: Sequence[Plan] | None = None, *, r
     source and the resolver's version): the same inputs give it again without reading any of them
     through tomlkit or py-rattler, so an unchanged project answers in milliseconds. ``remember``
     writes it (``lock`` and ``setup`` do; ``lock --check`` writes nothing)."""
-    from resolver.lock import reasons
-
     inputs = _inputs_digest(project, plans, pypi)
     if inputs is not None and _check_memo(project).recall(inputs):
-        return reasons.LockStatus()
+        return LockStatus()
     status = _status(project, locked.read_all(project) if plans is None else plans, pypi)
     if remember and status.current and inputs is not None and _inputs_digest(project, plans, pypi) == inputs:
         _check_memo(project).keep(inputs, True)  # (unless an input changed while it was checked)
@@ -56,7 +53,7 @@ def holds(project: ProjectPaths, plan: Plan) -> bool:
 def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
                  plan_here: Callable[[], list[Plan]] | None = None, force: bool = False,
                  sources: Callable[[], Sources] | None = None, no_conda: bool = False, no_pypi: bool = False,
-                 info: Info = _quiet, edit: Callable[[Manifest], None] | None = None,
+                 info: Info = quiet, edit: Callable[[Manifest], None] | None = None,
                  on_wait: Info | None = None) -> LockSummary:
     """``lock``: nothing to do when pixi.lock already satisfies pixi.toml and ``plans`` (unless ``force``,
     or ``edit`` changes the manifest), else :func:`lock_plans` under the project lock, with the reasons
@@ -75,6 +72,8 @@ def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
         info(f"pixi.lock is stale: {status.reasons[0].sentence}"
              + (f" (and {len(status.reasons) - 1} more)" if len(status.reasons) > 1 else ""))
     with project_lock(project.stamps, on_wait=on_wait):  # one writer of pixi.toml / pixi.lock at a time
+        from resolver.lock.resolving import lock_plans
+
         summary = lock_plans(project, list(locked.read_all(project) if plans is None else plans),
                              sources=sources() if sources else None, no_conda=no_conda, no_pypi=no_pypi, info=info,
                              edit=edit)
@@ -112,7 +111,7 @@ def _check_memo(project: ProjectPaths):
     return Memo(project.lock_check_stamp, Flag(), label="lock-check", limit=4096)
 
 
-def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons.LockStatus:
+def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> LockStatus:
     from resolver.lock import reasons, staleness
     from resolver.lock.lockfile import read_lock
     from resolver.project.manifest import Manifest
@@ -126,7 +125,7 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> reasons
         lock = read_lock(project.lockfile, project.root, manifest.platforms().values())
     except BadInput as exc:
         missing = staleness.check(None, manifest, plans).reasons[:-1]
-        return reasons.LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
+        return LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
     return staleness.check(lock, manifest, plans, pypi=pypi)
 
 

@@ -30,14 +30,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 from urllib.parse import quote, unquote, urlsplit
 
 from resolver.core.errors import BadInput
 from resolver.core.fs import check_regular_file, read_bytes_bounded
 from resolver.core.names import check_env_name
 from resolver.core.versions import major_minor
-from resolver.tools.conda import CondaRecord, LockView, canonical_lock_text
+
+if TYPE_CHECKING:  # py-rattler is loaded only where a lock is read or written
+    from resolver.tools.conda import CondaRecord, LockView
+
 
 LOCK_LIMIT = 256 << 20  # a lock of every CUDA build for three platforms is a few MB
 _KINDS = {"conda": 0, "conda_source": 1, "pypi": 2}  # rattler's order of package kinds (SelectorKind)
@@ -287,6 +290,8 @@ def _selector(line: str) -> tuple[int, str]:
 def fresh_lock(envs: list[LockedEnv], platforms: list[LockedPlatform], aliases: dict[str, str], root: Path) -> RawLock:
     """``envs`` (just locked) and ``platforms`` (every platform of the lock to be, from pixi.toml) as
     rattler writes them, cut into blocks. ``aliases``: manifest platform name -> its name in pixi.lock."""
+    from resolver.tools.conda import canonical_lock_text
+
     out = ["version: 7", "platforms:" if platforms else "platforms: []"]
     for platform in platforms:
         name = aliases.get(platform.name, platform.name)
@@ -432,6 +437,7 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
     align names as pixi does when it loads a lock. BadInput when rattler cannot read it, ValueError
     when it reads but is not laid out as rattler writes it."""
     from resolver.project.pixi_platforms import align
+    from resolver.tools.conda import canonical_lock_text
 
     text, view = _read(path)
     try:  # as it is, when it is laid out as rattler writes version 7 (pixi's own locks are)
@@ -445,6 +451,8 @@ def load_lock(path: Path, root: Path, platforms: Iterable[Any] = ()) -> Existing
 
 def _read(path: Path) -> tuple[str, LockView]:
     """The text of the lock at ``path`` and rattler's reading of it (BadInput when it is no pixi.lock)."""
+    from resolver.tools.conda import LockView
+
     if not path.is_file():
         if os.path.lexists(path):  # a folder, FIFO or device is not "missing": and never read
             check_regular_file(path, limit=LOCK_LIMIT, what="the lock file",
@@ -478,6 +486,8 @@ def _agree(raw: RawLock, view: LockView) -> None:
 
 def check_lock_text(text: str, raw: RawLock) -> None:
     """The lock about to be written reads back with rattler, as the environments it was made of."""
+    from resolver.tools.conda import LockView
+
     try:
         _agree(raw, LockView(text=text))
     except ValueError as exc:  # a fault of ours, never written
@@ -524,6 +534,8 @@ def _locked_envs(view: LockView, root: Path, renames: dict[str, str], fallbacks:
 
 def _indexes(text: str) -> dict[str, tuple[str, ...]]:
     """Environment -> the PyPI ``indexes`` the lock records for it (rattler reads them but does not say)."""
+    from resolver.tools.conda import canonical_lock_text
+
     try:
         raw = RawLock.parse(text)
     except ValueError:  # laid out otherwise than rattler writes: as rattler would write it

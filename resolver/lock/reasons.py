@@ -1,11 +1,12 @@
 """Why pixi.lock does not satisfy pixi.toml or a plan: one frozen type per case, each naming the
-environment (and platform) it concerns and saying why in one sentence; :class:`LockStatus` is the
+environment (and platform) it concerns and saying why in one sentence; :class:`~resolver.lock.summary.LockStatus` is the
 answer of :func:`resolver.lock.staleness.check` (current when it holds no reason).
 
 >>> LockMissing().sentence
 'pixi.lock does not exist'
 >>> EnvironmentMissing(environment="cpu").to_json()["kind"]
 'environment-missing'
+>>> from resolver.lock.summary import LockStatus
 >>> LockStatus((PlatformAdded(environment="cpu", platform="linux-aarch64"),)).fits("cpu", "linux-64")
 True
 """
@@ -224,31 +225,6 @@ class PackagesNotRequired(Reason):
         kind = "PyPI" if self.ecosystem == "pypi" else "conda"
         return f"{LOCK} holds {kind} packages that nothing in environment {self.environment} requires any more" \
                f"{self._on()}: {', '.join(self.packages)}"
-
-
-@dataclass(frozen=True)
-class LockStatus:
-    """The answer: current when there is no reason."""
-
-    reasons: tuple[Reason, ...] = ()
-
-    @property
-    def current(self) -> bool:
-        return not self.reasons
-
-    def about(self, environment: str) -> tuple[Reason, ...]:
-        """The reasons that concern ``environment`` (those about the whole lock included)."""
-        return tuple(r for r in self.reasons if r.environment in (None, environment))
-
-    def fits(self, environment: str, platform: str) -> bool:
-        """Whether the locked ``environment`` on ``platform`` still satisfies pixi.toml (it can be carried over)."""
-        return not any(r.platform in (None, platform) for r in self.about(environment))
-
-    def stale_environments(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.environment for r in self.reasons if r.environment))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"current": self.current, "reasons": [r.to_json() for r in self.reasons]}
 
 
 def _urls(urls: Sequence[str]) -> str:

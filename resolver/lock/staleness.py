@@ -43,7 +43,6 @@ from resolver.lock.reasons import (
     EnvironmentRemoved,
     IndexesChanged,
     LockMissing,
-    LockStatus,
     PackagesNotRequired,
     PlatformAdded,
     PlatformChanged,
@@ -52,6 +51,7 @@ from resolver.lock.reasons import (
     Reason,
     TorchBuildChanged,
 )
+from resolver.lock.summary import LockStatus
 
 if TYPE_CHECKING:
     from resolver.core.model import Plan

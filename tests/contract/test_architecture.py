@@ -206,6 +206,13 @@ FACTS = (
          r"|base\s*/\s*[\"f](?:plans|knowledge|tool)", ("project/paths.py",), 'where = self.cache / "x.json"'),
     Fact("download names", r"def (?:download_name|local_path|file_name_of)\b", ("core/names.py",),
          "def download_name(url):"),
+    Fact("TOML parsed", r"^\s*(?:import tomllib|import tomli\b|from tomllib import)|tomlkit\.(?:parse|loads|load)\(",
+         ("core/toml.py",), "import tomllib"),
+    Fact("a digest of JSON", r"sha256\w*\(\s*json\.dumps|hashlib\.sha256\(\s*json\.dumps|\b(?:crc32|adler32)\(",
+         ("core/fingerprint.py",), "key = sha256_text(json.dumps(inputs, sort_keys=True))"),
+    Fact("deciding a plan", r"(?<![\w.])decide\(", ("plan/planning.py", "plan/decide/"),
+         "outcome = decide(profile, request, knowledge)"),
+    Fact("the verified store's layout", r"\[:2\]\s*/", ("tools/store.py",), "path = root / sha[:2] / sha / name"),
 )
 
 

@@ -29,6 +29,7 @@ from support import pixi_rules as rules
 from resolver import lock
 from resolver.core.errors import BadInput
 from resolver.core.model import KernelChoice, Plan, Request, Target, TorchChoice, TorchSource
+from resolver.lock import resolving
 from resolver.lock.lockfile import RawLock
 from resolver.project.paths import ProjectPaths
 from resolver.project.sources import Sources
@@ -81,8 +82,8 @@ class Counted:
             self.pypi.append(spec.name)
             return resolve(settings, spec, *args, **kwargs)
 
-        monkeypatch.setattr(lock, "solve", counted_solve)
-        monkeypatch.setattr(lock, "_resolve_pypi", counted_resolve)
+        monkeypatch.setattr(resolving, "solve", counted_solve)
+        monkeypatch.setattr(resolving, "_resolve_pypi", counted_resolve)
 
 
 def sources_for(root: Path, conda_forge: Path) -> Sources:
