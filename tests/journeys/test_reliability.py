@@ -117,7 +117,8 @@ USAGE, ENVIRONMENT = 2, 7
 EXIT = {"target misspelt": USAGE, "target unknown backend": USAGE, "target rocm without version": USAGE,
         "unknown command option": USAGE, "unknown command": USAGE, "build unknown package": USAGE,
         "setup unknown target": USAGE, "environment not in lock": ENVIRONMENT,
-        "verify without environment": ENVIRONMENT, "bench compare missing env": ENVIRONMENT}
+        "verify without environment": ENVIRONMENT, "bench compare missing env": ENVIRONMENT,
+        "python version garbage": USAGE, "python 2.7": USAGE}  # --python is one flag type: a usage error
 IDS = {2: ("usage", "refused"), 3: ("bad-input",), 7: ("environment",)}
 
 
