@@ -71,7 +71,8 @@ def test_no_test_module_imports_another():
 
 def test_the_checks_catch_a_planted_runner_and_a_planted_import(tmp_path):
     (tmp_path / "support").mkdir()
-    (tmp_path / "support" / "cli.py").write_text('import sys\ndef run(*a):\n    return [sys.executable, "-m", "resolver", *a]\n')
+    (tmp_path / "support" / "cli.py").write_text(
+        'import sys\n\ndef run(*a):\n    return [sys.executable, "-m", "resolver", *a]\n')
     (tmp_path / "unit").mkdir()
     (tmp_path / "unit" / "test_a.py").write_text(
         "import subprocess, sys\n\n"
@@ -83,8 +84,8 @@ def test_the_checks_catch_a_planted_runner_and_a_planted_import(tmp_path):
     (tmp_path / "unit" / "test_b.py").write_text(
         "from test_a import fix_message\nimport unit.test_a\nfrom conftest import x\nfrom support import cli\n")
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "tool.py").write_text('import sys, subprocess\ndef go():\n    subprocess.run(["-m", "resolver"])\n'
-                                               "from test_a import fix_message\n")
+    (tmp_path / "data" / "tool.py").write_text(
+        'import subprocess\n\ndef go():\n    subprocess.run(["-m", "resolver"])\n\nfrom test_a import fix_message\n')
     assert own_runners(tmp_path) == ["unit/test_a.py:_cli", "unit/test_a.py:go"]
     assert imports_of_test_modules(tmp_path) == ["unit/test_b.py: test_a", "unit/test_b.py: unit.test_a",
                                                  "unit/test_b.py: conftest"]

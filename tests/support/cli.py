@@ -9,7 +9,6 @@ machine double, and reads no terminal: its stdin is empty unless a test gives on
 from __future__ import annotations
 
 import io
-import json
 import os
 import resource
 import subprocess
@@ -17,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import IO
 
 # Variables of the shell that started the tests which would point a child at another project or machine.
 NOT_INHERITED = ("RESOLVER_PROJECT", "RESOLVER_SYSROOT")
@@ -46,17 +46,16 @@ def environ(project: Path | str | None = None, env: Mapping[str, str | None] | N
 
 
 def run(*args: str, project: Path | str | None = None, env: Mapping[str, str | None] | None = None,
-        environment: Mapping[str, str] | None = None, stdin: str | bytes | int | None = None, timeout: float = 600, cwd: Path | str | None = None,
-        text: bool = True, check_json: bool = False, prefix: Sequence[str] = (),
+        environment: Mapping[str, str] | None = None, stdin: str | bytes | int | IO | None = None,
+        timeout: float = 600, cwd: Path | str | None = None, text: bool = True, prefix: Sequence[str] = (),
         memory_limit: int | None = None) -> subprocess.CompletedProcess:
     """``python -m resolver ARGS`` run to its end, its output captured.
 
     ``project``: the project it works on (RESOLVER_PROJECT, and the working folder unless ``cwd`` says
     another); ``env``: variables set (None: removed) over the session's, or over ``environment``, a whole
-    environment a test made itself; ``stdin``: the text or bytes it
-    reads, or a file descriptor (default: nothing); ``text``: output as str (undecodable bytes replaced) or
-    bytes; ``check_json``: its stdout must be one JSON document (``.json`` then holds it); ``prefix``: a
-    command that runs it (unshare ...); ``memory_limit``: its address space in bytes.
+    environment a test made itself; ``stdin``: the text or bytes it reads, or a file (default: nothing);
+    ``text``: output as str (undecodable bytes replaced) or as bytes; ``prefix``: a command that runs it
+    (unshare ...); ``memory_limit``: its address space in bytes.
     """
     data = stdin if isinstance(stdin, (str, bytes)) else None
     if isinstance(data, str) and not text:
@@ -67,27 +66,22 @@ def run(*args: str, project: Path | str | None = None, env: Mapping[str, str | N
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
-    done = subprocess.run([*prefix, *argv(*args)], env=environ(project, env, environment),
+    return subprocess.run([*prefix, *argv(*args)], env=environ(project, env, environment),
                           cwd=cwd if cwd is not None else project, input=data,
                           stdin=None if data is not None else (subprocess.DEVNULL if stdin is None else stdin),
                           capture_output=True, text=text, errors="replace" if text else None, timeout=timeout,
                           preexec_fn=cap if memory_limit else None)
-    if check_json:
-        try:
-            done.json = json.loads(done.stdout)
-        except ValueError as exc:
-            raise AssertionError(f"`resolver {' '.join(args)}` printed no JSON document ({exc}): exit "
-                                 f"{done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}") from exc
-    return done
 
 
 def start(*args: str, project: Path | str | None = None, env: Mapping[str, str | None] | None = None,
-          environment: Mapping[str, str] | None = None, cwd: Path | str | None = None, **popen: object) -> subprocess.Popen:
+          environment: Mapping[str, str] | None = None, cwd: Path | str | None = None,
+          **popen: object) -> subprocess.Popen:
     """``python -m resolver ARGS`` started and left running (a test that kills it, or runs two at once),
-    with :func:`run`'s ``project``, ``env``, ``environment`` and ``cwd``; ``popen``: subprocess.Popen's own arguments (stdout, stderr, text, start_new_session ...)."""
+    with :func:`run`'s ``project``, ``env``, ``environment`` and ``cwd``; ``popen``: Popen's own
+    arguments (stdout, stderr, text, start_new_session ...)."""
     popen.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.Popen(argv(*args), env=environ(project, env, environment), cwd=cwd if cwd is not None else project,
-                            **popen)
+    return subprocess.Popen(argv(*args), env=environ(project, env, environment),
+                            cwd=cwd if cwd is not None else project, **popen)
 
 
 def in_process(*args: str) -> tuple[int, str, str]:
