@@ -132,7 +132,7 @@ def main() -> int:
             results.append(scale(root, nodes, args.runs, bases))
         if args.resolve:
             sys.path.insert(0, str(REPO / "tests"))
-            from conftest import conda_workspace
+            from support.projects import conda_workspace
 
             doubles = root / "doubles"
             generate(doubles, machine_profiles("doubles"), sizes[0])

@@ -30,29 +30,6 @@ except ImportError:  # pragma: no cover - the test extras install it
     pass
 
 
-def torch_cpu_mirror() -> Path | None:
-    """The local folder pip's configuration here takes torch 2.13.0+cpu from (a wheelhouse), if any: it
-    mirrors https://download.pytorch.org/whl/cpu, which these machines cannot reach."""
-    from resolver.lock.pipconfig import read_pip_config
-
-    for folder in read_pip_config().local_folders:
-        if list(Path(folder).glob("torch-2.13.0+cpu-*.whl")):
-            return Path(folder)
-    return None
-
-
-def conda_workspace(text: str, toolchain: Path, torch_mirror: Path | None = None) -> str:
-    """A pixi.toml text whose workspace declares the glibc the toolchain channel's python needs and,
-    given ``torch_mirror``, maps PyTorch's CPU index to it under [tool.resolver.mirrors]."""
-    from support import toolchain_channel
-
-    text = text.replace('platforms = ["linux-64"]', f"platforms = [{toolchain_channel.platform_entry(toolchain)}]", 1)
-    if torch_mirror is not None:
-        text = text.replace("[tool.resolver.mirrors]\n",
-                            f'[tool.resolver.mirrors]\n"https://download.pytorch.org/whl/cpu" = "{torch_mirror}"\n', 1)
-    return text
-
-
 @pytest.fixture(scope="session", autouse=True)
 def hermetic_session(tmp_path_factory):
     """The session's own home and caches (the resolver's verified store and package cache, uv's,
@@ -119,14 +96,13 @@ def cpu_project(tmp_path_factory, conda_channel) -> Path:
     Returns the project root; the environment is ``<root>/.resolver/envs/cpu``: a conda prefix with its
     own python (ready marker written). Takes about a minute, once per test session.
     """
-    root = tmp_path_factory.mktemp("cpu-project")
-    (root / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel, torch_cpu_mirror()))
-    env = dict(os.environ, RESOLVER_PROJECT=str(root))
-    cmd = [sys.executable, "-m", "resolver"]
-    done = subprocess.run([*cmd, "lock", "--target", "cpu", "--channel", str(conda_channel), "--json"], env=env,
-                          capture_output=True, text=True)
+    from support import cli, projects
+
+    root = projects.project(tmp_path_factory.mktemp("cpu-project"), toolchain=conda_channel,
+                            torch_mirror=projects.torch_cpu_mirror())
+    done = cli.run("lock", "--target", "cpu", "--channel", str(conda_channel), "--json", project=root, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
-    done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("install", "--env", "cpu", "--json", project=root, timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     installed = json.loads(done.stdout)
     assert installed["path"] == str(root / ".resolver" / "envs" / "cpu") and installed["kind"] == "conda"

@@ -1,20 +1,14 @@
 import json
-import subprocess
-import sys
 
 import pytest
+from support import cli
 
 from resolver.core.errors import ResolverError
 from resolver.core.model import Target
 
 
-def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
-
-
 def test_unknown_option_is_one_line_without_traceback():
-    r = run_cli("probe", "--no-such-flag")
+    r = cli.run("probe", "--no-such-flag")
     assert r.returncode == 2
     assert "Traceback" not in r.stderr + r.stdout
     lines = r.stderr.strip().splitlines()
@@ -23,14 +17,14 @@ def test_unknown_option_is_one_line_without_traceback():
 
 
 def test_unknown_option_with_json_prints_error_object():
-    r = run_cli("probe", "--no-such-flag", "--json")
+    r = cli.run("probe", "--no-such-flag", "--json")
     assert r.returncode == 2
     error = json.loads(r.stdout)
     assert "--no-such-flag" in error["error"] and error["id"] == "usage" and error["exit_code"] == 2 and error["fix"]
 
 
 def test_an_option_without_its_value_is_named():
-    r = run_cli("plan", "--target")
+    r = cli.run("plan", "--target")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--target" in lines[0], lines

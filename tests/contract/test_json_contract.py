@@ -5,38 +5,21 @@ in the GPU journey."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import subprocess
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import jsonschema
 import pytest
-from support import DATA, REPO
+from support import DATA, REPO, cli, projects
 from support.schemas import SCHEMAS, registry, schema, validate, validate_output
 
-from resolver.cli import COMMANDS, main
+from resolver.cli import COMMANDS
 
 DOUBLE = DATA / "doubles" / "h100-1x-driver580"
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def cli(project: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *argv], env=dict(os.environ, RESOLVER_PROJECT=str(project)),
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def checked(command: str, *argv: str) -> dict:
-    code, out, err = run(command, *argv, "--json")
+    code, out, err = cli.in_process(command, *argv, "--json")
     assert "Traceback" not in err
     return validate_output(command, out, code)
 
@@ -94,7 +77,7 @@ def test_plan_for_a_machine_a_fleet_and_a_refusal(tmp_path):
     assert checked("plan", "--sysroot", str(DOUBLE))["kernels"]["arch_list"] == ["9.0"]
     fleet = checked("plan", "--fleet", str(DATA / "profiles"))
     assert fleet["classes"]
-    code, out, _ = run("plan", "--target", "cuda12.5", "--json")
+    code, out, _ = cli.in_process("plan", "--target", "cuda12.5", "--json")
     assert code == 2 and validate_output("plan", out, code)["id"] == "refused"
 
 
@@ -102,7 +85,7 @@ def test_setup_dry_run_and_patch(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
     (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    done = cli(project, "setup", "--target", "rocm6.0", "--dry-run", "--json")
+    done = cli.run("setup", "--target", "rocm6.0", "--dry-run", "--json", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     document = validate_output("setup", done.stdout, 0)
     assert document["remaining"] and all("caveats" in s for s in document["steps"])
@@ -112,7 +95,7 @@ def test_setup_dry_run_and_patch(tmp_path):
 def test_errors_of_every_kind_fit_error_json(tmp_path):
     for argv in (("plan", "--target", "cuda99.0"), ("plan", "--target", "nonsense"), ("probe", "--sysroot", str(tmp_path / "x")),
                  ("bench", "--batch", "0")):
-        code, out, err = run(*argv, "--json")
+        code, out, err = cli.in_process(*argv, "--json")
         assert code != 0 and err.count("error: ") == 1
         validate("error", json.loads(out))
 
@@ -120,34 +103,31 @@ def test_errors_of_every_kind_fit_error_json(tmp_path):
 @pytest.fixture(scope="module")
 def fleet_project(tmp_path_factory) -> Path:
     """A project whose lock holds a fleet's classes, locked without solving (--no-conda --no-pypi)."""
-    project = tmp_path_factory.mktemp("fleet-project")
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    nodes = project / "fleet"
-    nodes.mkdir()
-    (nodes / "v100.json").write_text((DATA / "profiles" / "v100.json").read_text())
-    return project
+    return projects.project(tmp_path_factory.mktemp("fleet-project"),
+                            files={"fleet/v100.json": (DATA / "profiles" / "v100.json").read_text()})
 
 
 def test_lock_and_build_matrix(fleet_project):
-    locked = cli(fleet_project, "lock", "--fleet", str(fleet_project / "fleet"), "--no-conda", "--no-pypi", "--json")
+    locked = cli.run("lock", "--fleet", str(fleet_project / "fleet"), "--no-conda", "--no-pypi", "--json",
+                     project=fleet_project)
     assert locked.returncode == 0, locked.stderr[-2000:]
     assert validate_output("lock", locked.stdout, 0)["fleet"]["classes"]
-    matrix = cli(fleet_project, "build", "--matrix", "--json")
+    matrix = cli.run("build", "--matrix", "--json", project=fleet_project)
     assert matrix.returncode == 0, matrix.stderr[-2000:]
     assert set(validate_output("build", matrix.stdout, 0)) == {"include"}  # GitHub's form, no more
     for engine in ("github", "gitlab", "slurm"):
-        done = cli(fleet_project, "build", "--matrix", "--format", engine, "--json")
+        done = cli.run("build", "--matrix", "--format", engine, "--json", project=fleet_project)
         assert done.returncode == 0, done.stderr[-2000:]
         assert validate_output("build", done.stdout, 0)["format"] == engine
 
 
 def test_install_and_build_in_an_installed_environment(cpu_project):
-    installed = cli(cpu_project, "install", "--env", "cpu", "--json")
+    installed = cli.run("install", "--env", "cpu", "--json", project=cpu_project)
     assert installed.returncode == 0, installed.stderr[-2000:]
     document = validate_output("install", installed.stdout, 0)
     assert document["status"] == "up-to-date"
     assert document["enter"] == {"pixi": "pixi shell -e cpu", "shell": f"source {cpu_project}/.resolver/envs/cpu/bin/activate"}
-    refused = cli(cpu_project, "build", "--env", "cpu", "--json")  # a CPU torch: one sentence, error.json
+    refused = cli.run("build", "--env", "cpu", "--json", project=cpu_project)  # a CPU torch: one sentence, error.json
     assert refused.returncode == 7
     validate_output("build", refused.stdout, refused.returncode)
 
@@ -156,29 +136,30 @@ def test_channel_publish(tmp_path):
     from support import channel_factory as cf
 
     built = cf.build_channel(tmp_path / "built")
-    done = cli(tmp_path, "channel", "publish", "--from", str(built), "--to", str(tmp_path / "site"), "--json")
+    done = cli.run("channel", "publish", "--from", str(built), "--to", str(tmp_path / "site"), "--json",
+                   project=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert validate_output("channel", done.stdout, 0)["added"]
 
 
 def test_a_probe_document_with_its_schema_version_is_a_profile_plan_and_a_fleet_read(tmp_path):
-    code, out, _ = run("probe", "--sysroot", str(DOUBLE), "--json")
+    code, out, _ = cli.in_process("probe", "--sysroot", str(DOUBLE), "--json")
     assert code == 0 and json.loads(out)["schema_version"] == 1
     fleet = tmp_path / "fleet"
     fleet.mkdir()
     (fleet / "h100.json").write_text(out)
-    code, plan, err = run("plan", "--profile", str(fleet / "h100.json"), "--json")
+    code, plan, err = cli.in_process("plan", "--profile", str(fleet / "h100.json"), "--json")
     assert code == 0, err
     assert json.loads(plan)["kernels"]["arch_list"] == ["9.0"]
-    code, classes, err = run("plan", "--fleet", str(fleet), "--json")
+    code, classes, err = cli.in_process("plan", "--fleet", str(fleet), "--json")
     assert code == 0, err
     assert validate_output("plan", classes, code)["nodes"] == {"h100": json.loads(classes)["classes"][0]["environment"]}
 
 
 def test_upgrade_and_rollback(cpu_project):
-    planned = cli(cpu_project, "upgrade", "--torch", "2.14", "--plan-only", "--json")
+    planned = cli.run("upgrade", "--torch", "2.14", "--plan-only", "--json", project=cpu_project)
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert validate_output("upgrade", planned.stdout, 0)["stage"] in ("planned", "up-to-date")
-    nothing = cli(cpu_project, "rollback", "--json")  # nothing was promoted: one sentence, error.json
+    nothing = cli.run("rollback", "--json", project=cpu_project)  # nothing was promoted: one sentence, error.json
     assert nothing.returncode == 2
     assert "upgrade --torch X.Y --promote" in validate_output("rollback", nothing.stdout, 2)["fix"]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from support import DATA, TESTS
+from support import DATA, REPO
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is a test extra: pip install -e '.[test]'")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -28,8 +28,8 @@ from support import hostile_pastes  # noqa: E402
 
 from resolver.core.errors import ExitCode, ResolverError  # noqa: E402
 
-HERE = TESTS
-REPO = HERE.parent
+HERE = DATA  # the samples of support/hostile_pastes.py are named under tests/data
+
 DEFAULT_EXAMPLES = 25
 LONG_EXAMPLES = int(os.environ.get("RESOLVER_FUZZ_EXAMPLES", "2000"))
 MAX_INPUT = 1 << 20  # "any 1 MB input"

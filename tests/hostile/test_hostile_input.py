@@ -24,11 +24,12 @@ from types import SimpleNamespace
 import pytest
 from support import (
     DATA,
+    cli,
     hostile_pastes,  # noqa: E402
 )
 from support import channel_factory as cf  # noqa: E402
 from support import package_factory as pf  # noqa: E402
-from support.hostile import cli, needs_mount, one_error, tree, write_project_lock  # noqa: E402
+from support.hostile import needs_mount, one_error, tree, write_project_lock  # noqa: E402
 
 from resolver.core.errors import BadInput, IntegrityError  # noqa: E402
 from resolver.project.paths import ProjectPaths  # noqa: E402
@@ -193,9 +194,7 @@ def test_rattler_failures_on_malformed_packages_are_one_sentence_without_run_aga
 
 
 def publish(source: Path, to: Path | str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RESOLVER_PROJECT=str(cwd)) if cwd else dict(os.environ)
-    return subprocess.run([sys.executable, "-m", "resolver", "channel", "publish", "--from", str(source), "--to",
-                           str(to)], env=env, capture_output=True, text=True, timeout=180)
+    return cli.run("channel", "publish", "--from", str(source), "--to", str(to), project=cwd, timeout=180)
 
 
 def good_and(built: Path, tmp_path: Path, attack: str | None) -> Path:
@@ -341,7 +340,7 @@ def test_a_project_lock_that_is_a_link_is_never_written_through(tmp_path):
     before = tree(tmp_path)
     for command in (["lock", "--target", "cpu", "--no-conda", "--no-pypi"], ["install", "--env", "cpu"],
                     ["setup", "--dry-run"]):
-        done = cli(project, *command)
+        done = cli.run(*command, project=project)
         line = one_error(done, 3)
         assert "project.lock" in line and "symbolic link" in line
         assert victim.read_text() == "someone's file\n" and tree(tmp_path) == before
@@ -397,7 +396,7 @@ def test_a_lock_cannot_make_install_read_a_local_file(tmp_path):
     for location in (secret.as_uri(), "../secret.env", f"./{depth}{str(secret).lstrip('/')}", fifo.as_uri()):
         write_project_lock(project, location, "0" * 64)
         started = time.monotonic()
-        done = cli(project, "install", "--env", "cpu", timeout=60)
+        done = cli.run("install", "--env", "cpu", timeout=60, project=project)
         line = one_error(done, 3)
         assert "outside every folder this project declares" in line and Path(location).name in line
         assert digest[:8] not in done.stderr + done.stdout and time.monotonic() - started < 30
@@ -412,13 +411,13 @@ def test_a_location_inside_a_declared_folder_is_still_read_and_checked(tmp_path)
     wheel = cf.write_wheel(wheels, "tiny", "1.0", {"tiny/__init__.py": "X = 1\n"})
     write_project_lock(project, wheel.as_uri(), "0" * 64)
     (project / "pixi.toml").write_text((project / "pixi.toml").read_text() + '[tool.resolver]\nfind-links = ["./wheels"]\n')
-    line = one_error(cli(project, "install", "--env", "cpu"), 4)
+    line = one_error(cli.run("install", "--env", "cpu", project=project), 4)
     assert "does not match pixi.lock" in line and hashlib.sha256(wheel.read_bytes()).hexdigest()[:12] in line
     (wheels / "escape.whl").symlink_to(tmp_path / "secret")  # a link in the declared folder leading out of it
     (tmp_path / "secret").write_text("TOKEN=hunter2\n")
     write_project_lock(project, (wheels / "escape.whl").as_uri(), "0" * 64)
     (project / "pixi.toml").write_text((project / "pixi.toml").read_text() + '[tool.resolver]\nfind-links = ["./wheels"]\n')
-    line = one_error(cli(project, "install", "--env", "cpu"), 3)
+    line = one_error(cli.run("install", "--env", "cpu", project=project), 3)
     assert "outside every folder this project declares" in line
 
 
@@ -430,9 +429,11 @@ def test_a_fleet_folder_with_a_link_loop_is_bad_input(tmp_path):
     fleet.mkdir()
     shutil.copy(DATA / "profiles" / "v100.json", fleet / "v100.json")
     (fleet / "loop.json").symlink_to(fleet / "loop.json")
-    line = one_error(cli(tmp_path, "plan", "--fleet", str(fleet)), 3)  # a link in the folder is never followed
+    line = one_error(cli.run("plan", "--fleet", str(fleet),
+                             project=tmp_path), 3)  # a link in the folder is never followed
     assert "loop.json" in line and "symbolic link" in line
-    line = one_error(cli(tmp_path, "plan", "--profile", str(fleet / "v100.json"), "--profile", str(fleet / "loop.json")), 3)
+    line = one_error(cli.run("plan", "--profile", str(fleet / "v100.json"), "--profile", str(fleet / "loop.json"),
+                             project=tmp_path), 3)
     assert "loop.json" in line and "loop of symbolic links" in line
 
 

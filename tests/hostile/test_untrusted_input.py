@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO
+from support import DATA, REPO, cli
 from support import channel_factory as cf  # noqa: E402
-from support.hostile import MANIFEST, cli, needs_mount, one_error, tree, write_project_lock
+from support.hostile import MANIFEST, needs_mount, one_error, tree, write_project_lock
 
 from resolver.core.errors import BadInput  # noqa: E402
 from resolver.project.paths import ProjectPaths  # noqa: E402
@@ -85,7 +85,8 @@ def test_lock_environment_name_that_is_a_path_is_refused_before_anything_is_touc
     wheel = cf.write_wheel(project / "wheels", "tiny", "1.0", {"tiny/__init__.py": "X = 1\n"})
     write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest(), name)
     before_project, before_outside = tree(project), tree(tmp_path / "victim")
-    result = cli(project, "install") if name != "cpu\x1b[2J" else cli(project, "install", "--env", "cpu")
+    result = cli.run("install",
+                     project=project) if name != "cpu\x1b[2J" else cli.run("install", "--env", "cpu", project=project)
     line = one_error(result, 3)
     assert "environment name" in line and "lowercase letters, digits and '-'" in line
     assert "\x1b" not in result.stderr
@@ -99,7 +100,7 @@ def test_manifest_environment_name_that_is_a_path_is_refused_by_lock(tmp_path):
     project.mkdir()
     manifest = MANIFEST + '[feature.x.pypi-dependencies]\nrtpy = "*"\n[environments]\n"../../escape" = ["x"]\n'
     (project / "pixi.toml").write_text(manifest)
-    line = one_error(cli(project, "lock", "--target", "cpu", "--no-pypi"), 3)
+    line = one_error(cli.run("lock", "--target", "cpu", "--no-pypi", project=project), 3)
     assert "'../../escape'" in line and "pixi.toml" in line
     assert (project / "pixi.toml").read_text() == manifest
     assert not (project / "pixi.lock").exists() and not leftovers(project)
@@ -109,7 +110,7 @@ def test_manifest_environment_name_that_is_a_path_is_refused_by_lock(tmp_path):
 @pytest.mark.parametrize("command", [("install", "--env"), ("verify", "--env"), ("doctor", "--env"),
                                      ("build", "--env"), ("bench", "--compare")])
 def test_env_flag_that_is_a_path_is_a_usage_error(tmp_path, command):
-    line = one_error(cli(tmp_path, *command, "../../etc"), 2)
+    line = one_error(cli.run(*command, "../../etc", project=tmp_path), 2)
     assert "'../../etc'" in line and "lowercase letters" in line
     assert list(tmp_path.iterdir()) == []
 
@@ -133,7 +134,7 @@ def test_lock_url_whose_file_name_is_a_path_writes_nothing(tmp_path, server, tai
     url = f"{server.url}/whl/{tail}"
     write_project_lock(project, url, hashlib.sha256(server.body).hexdigest())
     before = tree(tmp_path)
-    line = one_error(cli(project, "install", "--env", "cpu"), 3)
+    line = one_error(cli.run("install", "--env", "cpu", project=project), 3)
     assert "is not a plain file name" in line
     assert server.requests == []  # refused before the download
     assert tree(tmp_path) == before and not (tmp_path / "planted").exists()
@@ -169,7 +170,7 @@ def test_pypi_dependency_that_is_a_pip_option_never_runs_code(tmp_path, dependen
     manifest = MANIFEST + "[feature.cpu.pypi-dependencies]\n" + dependency.format(dir=evil) + "\n" + \
         '[environments]\ncpu = { features = ["cpu"], no-default-feature = true }\n'
     (project / "pixi.toml").write_text(manifest)
-    line = one_error(cli(project, "lock", "--target", "cpu"), 3)
+    line = one_error(cli.run("lock", "--target", "cpu", project=project), 3)
     assert "pixi.toml" in line
     assert not marker.exists()
     assert (project / "pixi.toml").read_text() == manifest
@@ -233,7 +234,7 @@ def test_a_cache_of_uv_flags_from_an_older_resolver_runs_nothing(tmp_path):
 
 def test_doctor_log_from_dev_zero_on_stdin_is_bounded(tmp_path):
     with open("/dev/zero", "rb") as zero:
-        result = cli(tmp_path, "doctor", "--log", "-", stdin=zero, timeout=60, limit_memory=1 << 30)
+        result = cli.run("doctor", "--log", "-", stdin=zero, timeout=60, memory_limit=1 << 30, project=tmp_path)
     assert "larger than 64 MiB" in one_error(result, 3)
 
 
@@ -244,7 +245,7 @@ def test_doctor_log_that_is_not_a_regular_file(tmp_path, kind):
         os.mkfifo(target)
     elif kind == "folder":
         target.mkdir()
-    line = one_error(cli(tmp_path, "doctor", "--log", str(target), timeout=60), 3)
+    line = one_error(cli.run("doctor", "--log", str(target), timeout=60, project=tmp_path), 3)
     assert ("is a folder" if kind == "folder" else "not a regular file") in line
 
 
@@ -271,7 +272,7 @@ def test_sysroot_output_file_that_is_a_device_or_fifo_is_refused(tmp_path, kind)
     else:
         (root / "_commands" / "zero").symlink_to("/dev/zero")
         _command(root, "_commands/zero")
-    result = cli(tmp_path, "probe", "--sysroot", str(root), timeout=60, limit_memory=1 << 30)
+    result = cli.run("probe", "--sysroot", str(root), timeout=60, memory_limit=1 << 30, project=tmp_path)
     line = one_error(result, 3)
     assert "stdout_file" in line and ("not a regular file" in line or "leads outside" in line)
 
@@ -280,7 +281,7 @@ def test_sysroot_file_that_is_a_fifo_does_not_hang_the_probe(tmp_path):
     root = _sysroot(tmp_path)
     (root / "proc" / "driver" / "nvidia").mkdir(parents=True)
     os.mkfifo(root / "proc" / "driver" / "nvidia" / "version")
-    line = one_error(cli(tmp_path, "probe", "--sysroot", str(root), timeout=60), 3)
+    line = one_error(cli.run("probe", "--sysroot", str(root), timeout=60, project=tmp_path), 3)
     assert "not a regular file" in line
 
 
@@ -289,8 +290,8 @@ def test_nvidia_smi_that_floods_its_output_is_stopped(tmp_path):
     fake.mkdir()
     (fake / "nvidia-smi").write_text("#!/bin/sh\nexec yes 'NVIDIA-SMI flood line'\n")
     (fake / "nvidia-smi").chmod(0o755)
-    result = cli(tmp_path, "probe", "--json", env={"PATH": f"{fake}:{os.environ['PATH']}"}, timeout=120,
-                 limit_memory=2 << 30)
+    result = cli.run("probe", "--json", env={"PATH": f"{fake}:{os.environ['PATH']}"}, timeout=120,
+                 memory_limit=2 << 30, project=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     notes = json.loads(result.stdout)["notes"]
     assert any("printed more than 4 MiB and was stopped" in n for n in notes), notes
@@ -314,7 +315,7 @@ def _model(tmp_path: Path, **config) -> Path:
 ])
 def test_model_config_that_would_fill_memory_is_refused_before_any_process(tmp_path, config, expected):
     model = _model(tmp_path, **config)
-    line = one_error(cli(tmp_path, "verify", "--model", str(model)), 3)
+    line = one_error(cli.run("verify", "--model", str(model), project=tmp_path), 3)
     assert expected in line
 
 
@@ -334,7 +335,7 @@ def test_sysroot_output_file_outside_the_sysroot_is_never_read(tmp_path, where):
     else:
         (root / "_commands" / "linked.txt").symlink_to(secret)
         _command(root, "_commands/linked.txt")
-    result = cli(tmp_path, "probe", "--sysroot", str(root))
+    result = cli.run("probe", "--sysroot", str(root), project=tmp_path)
     assert "leads outside the sysroot" in one_error(result, 3)
     assert "SECRET" not in result.stdout + result.stderr
 
@@ -364,7 +365,7 @@ WRONG_MANIFESTS = {
 @pytest.mark.parametrize("name", sorted(WRONG_MANIFESTS))
 def test_manifest_with_wrong_types_is_bad_input_with_no_leftovers(tmp_path, name):
     (tmp_path / "pixi.toml").write_text(WRONG_MANIFESTS[name])
-    line = one_error(cli(tmp_path, "lock", "--target", "cpu", "--no-pypi"), 3)
+    line = one_error(cli.run("lock", "--target", "cpu", "--no-pypi", project=tmp_path), 3)
     assert "pixi.toml" in line or "[tool.resolver]" in line
     assert (tmp_path / "pixi.toml").read_text() == WRONG_MANIFESTS[name]
     assert not (tmp_path / "pixi.lock").exists() and not leftovers(tmp_path)
@@ -372,7 +373,7 @@ def test_manifest_with_wrong_types_is_bad_input_with_no_leftovers(tmp_path, name
 
 def test_manifest_that_is_a_folder_is_bad_input_with_no_leftovers(tmp_path):
     (tmp_path / "pixi.toml").mkdir()
-    line = one_error(cli(tmp_path, "lock", "--target", "cpu", "--no-pypi"), 3)
+    line = one_error(cli.run("lock", "--target", "cpu", "--no-pypi", project=tmp_path), 3)
     assert "is a folder" in line
     assert not leftovers(tmp_path) and not (tmp_path / "pixi.lock").exists()
 
@@ -392,7 +393,7 @@ PROFILE = {"platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "nvidia"
 ], ids=["deep", "huge-int", "notes", "sources", "overrides", "override-value", "nvidia-sources"])
 def test_profile_json_that_used_to_crash_is_bad_input(tmp_path, text, expected):
     (tmp_path / "p.json").write_text(text)
-    assert expected in one_error(cli(tmp_path, "plan", "--profile", "p.json"), 3)
+    assert expected in one_error(cli.run("plan", "--profile", "p.json", project=tmp_path), 3)
 
 
 @pytest.mark.parametrize("glibc", ['"banana"', '"2.x"', "235", '""'])
@@ -400,7 +401,7 @@ def test_bad_glibc_in_a_captured_machine_is_bad_input(tmp_path, glibc):
     root = _sysroot(tmp_path)
     meta = root / "_meta.toml"
     meta.write_text(meta.read_text().replace('glibc = "2.39"', f"glibc = {glibc}"))
-    assert "'glibc'" in one_error(cli(tmp_path, "probe", "--sysroot", str(root)), 3)
+    assert "'glibc'" in one_error(cli.run("probe", "--sysroot", str(root), project=tmp_path), 3)
 
 
 def _on_a_full_disk(project: Path, command: list[str], prepare: str = "") -> subprocess.CompletedProcess:
@@ -419,7 +420,7 @@ def test_disk_full_while_writing_the_lock_is_bad_input_without_leftovers(tmp_pat
     seeded = tmp_path / "seed"
     seeded.mkdir()
     (seeded / "pixi.toml").write_text(MANIFEST)
-    assert cli(seeded, "lock", "--target", "cpu", "--no-pypi").returncode == 0  # pixi.toml now holds cpu
+    assert cli.run("lock", "--target", "cpu", "--no-pypi", project=seeded).returncode == 0  # pixi.toml now holds cpu
     project = tmp_path / "project"
     project.mkdir()
     prepare = (f"cp {seeded / 'pixi.toml'} .; mkdir -p .resolver/state; "
@@ -452,14 +453,14 @@ def test_disk_full_during_a_download_says_disk_not_network(tmp_path, server):
 
 @pytest.mark.parametrize("value", ["2.x", "2.28abc", "v2", "2..3"])
 def test_conda_override_glibc_that_is_not_a_version_is_refused_not_truncated(tmp_path, value):
-    line = one_error(cli(tmp_path, "probe", "--json", env={"CONDA_OVERRIDE_GLIBC": value}), 3)
+    line = one_error(cli.run("probe", "--json", env={"CONDA_OVERRIDE_GLIBC": value}, project=tmp_path), 3)
     assert "CONDA_OVERRIDE_GLIBC" in line and "2.28" in line
 
 
 def test_setup_dry_run_writes_nothing(tmp_path):
     shutil.copy(REPO / "pixi.toml", tmp_path / "pixi.toml")
     before = tree(tmp_path)
-    result = cli(tmp_path, "setup", "--dry-run", "--target", "cpu", timeout=300)
+    result = cli.run("setup", "--dry-run", "--target", "cpu", timeout=300, project=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "would-run" in result.stdout
     assert tree(tmp_path) == before
@@ -468,7 +469,7 @@ def test_setup_dry_run_writes_nothing(tmp_path):
 @pytest.mark.parametrize("args", [("verify", "--dtypes", "float64"), ("verify", "--dtypes", "float32,,x"),
                                   ("bench", "--dtype", "int8")])
 def test_unknown_dtypes_are_refused_before_anything_runs(tmp_path, args):
-    assert "unknown dtype" in one_error(cli(tmp_path, *args), 2)
+    assert "unknown dtype" in one_error(cli.run(*args, project=tmp_path), 2)
 
 
 # ------------------------------------------------------------------------------ 12. terminal escapes
@@ -481,25 +482,25 @@ def test_gpu_name_with_terminal_escapes_is_printed_escaped(tmp_path):
     root = _sysroot(tmp_path)
     (root / "_commands" / "01-nvidia-smi-query-gpu.txt").write_text(
         f"NVIDIA A100-SXM4-40GB{HOSTILE}, 8.0, 550.54.15, 40960 MiB, GPU-1\n")
-    result = cli(tmp_path, "probe", "--sysroot", str(root))
+    result = cli.run("probe", "--sysroot", str(root), project=tmp_path)
     assert result.returncode == 0, result.stderr
     text = result.stdout + result.stderr
     assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
     assert "\\x1b]0;owned\\x07\\x1b[2J\\u202eevil" in result.stdout
-    as_json = cli(tmp_path, "probe", "--sysroot", str(root), "--json")
+    as_json = cli.run("probe", "--sysroot", str(root), "--json", project=tmp_path)
     assert json.loads(as_json.stdout)["nvidia"]["gpus"][0]["name"].endswith(HOSTILE)  # JSON keeps the value
 
 
 def test_log_lines_with_terminal_escapes_are_printed_escaped(tmp_path):
     (tmp_path / "build.log").write_text(f"compiling\nsomething odd {HOSTILE}\n")
-    result = cli(tmp_path, "doctor", "--log", "build.log")
+    result = cli.run("doctor", "--log", "build.log", project=tmp_path)
     assert result.returncode == 8  # no known error in it: unrecognised, its last lines quoted back
     assert "\x1b" not in result.stdout + result.stderr and "\u202e" not in result.stdout
     assert "\\x1b]0;owned\\x07" in result.stdout
 
 
 def test_error_line_quoting_input_is_one_escaped_line(tmp_path):
-    result = cli(tmp_path, "doctor", "--log", f"missing\n{HOSTILE}.log")
+    result = cli.run("doctor", "--log", f"missing\n{HOSTILE}.log", project=tmp_path)
     line = one_error(result, 3)
     assert "\\x0a" in line and "\\x1b]0;owned\\x07" in line and "\\u202e" in line
     assert "\x1b" not in result.stderr and "\u202e" not in result.stderr
@@ -514,7 +515,7 @@ def test_lock_file_that_is_a_folder_or_fifo_is_not_called_missing(tmp_path, comm
         (tmp_path / "pixi.lock").mkdir()
     else:
         os.mkfifo(tmp_path / "pixi.lock")
-    line = one_error(cli(tmp_path, *command, timeout=60), 3)
+    line = one_error(cli.run(*command, timeout=60, project=tmp_path), 3)
     assert "does not exist" not in line
     assert ("folder" in line) if kind == "folder" else ("not a regular file" in line)
     assert not leftovers(tmp_path)

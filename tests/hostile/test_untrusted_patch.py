@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import projects
 from support.patch_support import HEADER, TABLE, make_rocm, run_patch, sha, tree_state
 
 
@@ -34,9 +35,7 @@ def _one_error(err: str) -> str:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
+    return projects.project(tmp_path / "project", "")
 
 
 def test_overlay_equal_to_the_rocm_root_is_refused_and_nothing_is_touched(tmp_path, project):

@@ -5,7 +5,6 @@ tests/journeys/test_walkthrough.py.)"""
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import re
@@ -13,11 +12,10 @@ import shutil
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO
+from support import DATA, REPO, cli
 from support.newcomer import (
     RUN_TIME,
     commands_in_source,
@@ -27,18 +25,10 @@ from support.newcomer import (
     suggested_commands,
 )
 
-from resolver.cli import build_parser, main
+from resolver.cli import build_parser
 
 DOUBLES = DATA / "doubles"
 CPU = {"platform": "linux-64", "glibc": "2.36", "python": "3.11.7", "nvidia": None, "amd": None, "cuda_toolkit": None}
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    """The CLI in this process (fast: no interpreter start); (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 # ---- every suggested command is accepted by the command it names --------------------------------
@@ -98,32 +88,32 @@ def test_a_flag_means_the_same_on_every_command_that_has_it():
 
 # ---- the words are true ------------------------------------------------------------------------
 def test_plan_trace_adds_the_trace_and_plain_plan_says_how_to_get_it():
-    code, brief, _ = run("plan", "--target", "cpu")
-    code2, traced, _ = run("plan", "--target", "cpu", "--trace")
+    code, brief, _ = cli.in_process("plan", "--target", "cpu")
+    code2, traced, _ = cli.in_process("plan", "--target", "cpu", "--trace")
     assert code == code2 == 0
     assert "trace:" not in brief and "add --trace" in brief
     assert "trace:" in traced and "torch-release" in traced and len(traced) > len(brief)
 
 
 def test_plan_takes_sysroot_like_probe_and_doctor(tmp_path):
-    code, out, err = run("plan", "--sysroot", str(DOUBLES / "h100-1x-driver580"), "--json")
+    code, out, err = cli.in_process("plan", "--sysroot", str(DOUBLES / "h100-1x-driver580"), "--json")
     assert code == 0, err
     plan = json.loads(out)
     assert plan["backend"] == "cuda" and plan["kernels"]["arch_list"] == ["9.0"]
     profile = tmp_path / "p.json"
     profile.write_text(json.dumps(CPU))
-    code, _, err = run("plan", "--sysroot", str(DOUBLES / "h100-1x-driver580"), "--profile", str(profile))
+    code, _, err = cli.in_process("plan", "--sysroot", str(DOUBLES / "h100-1x-driver580"), "--profile", str(profile))
     assert code == 2 and "cannot be combined" in err
 
 
 @pytest.mark.parametrize("asked", ["cuda12.5", "cuda14.0", "cuda12.3"])
 def test_a_cuda_refusal_names_every_target_that_plans_and_only_those(asked):
-    code, _, err = run("plan", "--target", asked)
+    code, _, err = cli.in_process("plan", "--target", asked)
     assert code == 2
     named = sorted(set(re.findall(r"cuda\d+\.\d+", err.split("Fix:", 1)[1])), key=lambda t: [int(p) for p in t[4:].split(".")])
     assert {"cuda11.8", "cuda12.4", "cuda12.6"} <= set(named)  # they plan, so they are named
     for target in named:
-        assert run("plan", "--target", target)[0] == 0, target
+        assert cli.in_process("plan", "--target", target)[0] == 0, target
     if asked == "cuda12.5":
         assert "use --target cuda12.4 or cuda12.6" in err  # the nearest below and above come first
 
@@ -148,9 +138,9 @@ def test_no_help_text_says_pip_where_uv_runs():
     from resolver.cli import COMMANDS
 
     for command in COMMANDS:
-        code, out, _ = run(command, "--help")
+        code, out, _ = cli.in_process(command, "--help")
         assert code == 0 and not re.search(r"via pip|pip again|run pip", out), command
-    assert "uv" in run("install", "--help")[1] and "uv" in run("lock", "--help")[1]
+    assert "uv" in cli.in_process("install", "--help")[1] and "uv" in cli.in_process("lock", "--help")[1]
 
 
 # ---- caveats are visible -----------------------------------------------------------------------
@@ -284,7 +274,7 @@ def test_doctor_names_packages_installed_changed_or_removed_by_hand(tmp_path):
 
 
 def test_every_conda_environment_asks_for_pip():
-    code, out, _ = run("plan", "--target", "cpu", "--json")
+    code, out, _ = cli.in_process("plan", "--target", "cpu", "--json")
     assert code == 0 and json.loads(out)["conda_packages"]["pip"] == "*"
 
 

@@ -36,9 +36,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import conda_workspace
-from support import REPO
+from support import REPO, cli
 from support.gpu_double import DOUBLES, TINY_RECIPE, without_system_cuda
+from support.projects import conda_workspace
 
 from resolver.verify.inenv.fatbin import archs_of_library
 
@@ -62,8 +62,7 @@ def resolver_env(project: Path, channel: Path | None = None, double: Path | None
 
 def resolver(project: Path, *args: str, channel: Path | None = None, double: Path | None = None,
              timeout: float = 900, recipes: str = str(TINY_RECIPE)) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], env=resolver_env(project, channel, double, recipes),
-                          capture_output=True, text=True, timeout=timeout)
+    return cli.run(*args, environment=resolver_env(project, channel, double, recipes), timeout=timeout)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import conda_workspace
-from support import REPO
+from support import REPO, cli, projects
 from support.gpu_double import DOUBLES, TINY_RECIPE, without_system_cuda
+from support.projects import conda_workspace
 
 from resolver.verify.inenv.fatbin import archs_of_library
 
@@ -40,8 +40,8 @@ def setup(project: Path, double: Path | str, *args: str, channel: Path | None = 
     if channel is not None:
         env["RESOLVER_CONDA_CHANNELS"] = str(channel)  # the toolchain channel stands in for conda-forge
     env.update(extra or {})
-    return subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "cuda13.0", "--sysroot", str(double),
-                           "--json", *args], env=env, capture_output=True, text=True, timeout=timeout)
+    return cli.run("setup", "--target", "cuda13.0", "--sysroot", str(double), "--json", *args, environment=env,
+                   timeout=timeout)
 
 
 def steps(result: dict) -> dict[str, dict]:
@@ -59,9 +59,7 @@ def installed_extension(project: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, conda_channel) -> Path:
-    root = tmp_path_factory.mktemp("gpu-journey")
-    (root / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
-    return root
+    return projects.project(tmp_path_factory.mktemp("gpu-journey"), toolchain=conda_channel)
 
 
 @pytest.fixture(scope="module")

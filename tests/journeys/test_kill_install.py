@@ -23,12 +23,12 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from support import channel_factory as cf  # noqa: E402
+from support import cli, projects
 from support import toolchain_channel as tc  # noqa: E402
 
 from resolver import lock  # noqa: E402
@@ -71,11 +71,9 @@ def _isolated_env(project: Path, toolchain: Path) -> dict[str, str]:
 def project(tmp_path_factory, conda_channel) -> ProjectPaths:
     base = tmp_path_factory.mktemp("kill")
     channel = cf.build_channel(base / "chan")
-    root = base / "p"
-    root.mkdir()
-    (root / "pixi.toml").write_text(MANIFEST.format(channel=channel.as_uri(), platform=tc.platform_entry(conda_channel),
-                                                    python=tc.PYTHON_SERIES))
-    cf.build_wheelhouse(root / "wheels")
+    manifest = MANIFEST.format(channel=channel.as_uri(), platform=tc.platform_entry(conda_channel),
+                               python=tc.PYTHON_SERIES)
+    root = projects.project(base / "p", manifest, wheelhouse=True)
     plan = Plan(backend="cpu", backend_version=None, python=tc.PYTHON_SERIES, platform="linux-64", target="cpu",
                 torch=TorchChoice("2.13.0", "cpu", TorchSource("pypi-index", "https://download.pytorch.org/whl/cpu"),
                                   local_version="cpu"),
@@ -91,8 +89,8 @@ def project(tmp_path_factory, conda_channel) -> ProjectPaths:
 
 
 def _start(project: ProjectPaths, env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "resolver", *args, "--json"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return cli.start(*args, "--json", environment=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     start_new_session=True)
 
 
 def _processes_of(root: Path) -> list[str]:
@@ -154,8 +152,7 @@ def _refused_unless_ready(project: ProjectPaths, env: dict[str, str]) -> None:
     if (folder / READY_MARKER).is_file():
         assert _works(folder), "an environment marked ready does not work"
         return
-    done = subprocess.run([sys.executable, "-m", "resolver", "doctor", "--env", "cpu", "--json"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = cli.run("doctor", "--env", "cpu", "--json", environment=env, timeout=120)
     assert done.returncode != 0 and "not" in done.stderr, done.stderr
 
 
@@ -226,8 +223,7 @@ def test_kill_setup_at_random_moments(setup_project, sig, kills) -> None:
         _kill_at(_start(project, env, "setup", "--target", "cpu"), sig, moment)
         _no_orphans_within_5s(root)
         folder = project.env("cpu")
-        verify = subprocess.run([sys.executable, "-m", "resolver", "verify", "--env", "cpu", "--json"], env=env,
-                                capture_output=True, text=True, timeout=600)
+        verify = cli.run("verify", "--env", "cpu", "--json", environment=env, timeout=600)
         if verify.returncode == 0:  # verify passed: the environment must be the complete one
             assert (folder / READY_MARKER).is_file() and json.loads(verify.stdout)["ok"], f"kill {i} at {moment:.2f}s"
         else:

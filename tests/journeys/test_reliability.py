@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from support import cli
 
 H100 = {"platform": "linux-64", "glibc": "2.35", "python": "3.11.7", "amd": None, "cuda_toolkit": None,
         "nvidia": {"driver_version": "550.54.15", "gpus": [{"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}]}}
@@ -106,25 +107,20 @@ CASES = [
 ]
 
 
-def _run(project: Path, args: tuple[str, ...], extra_env: dict[str, str] | None = None, as_json: bool = False):
-    env = dict(os.environ, RESOLVER_PROJECT=str(project), **(extra_env or {}))
-    argv = [sys.executable, "-m", "resolver", *args] + (["--json"] if as_json else [])
-    return subprocess.run(argv, capture_output=True, cwd=project, env=env, timeout=120)
-
-
 # the exit code of each case's category (docs/errors.md); every other case is bad input (3)
 USAGE, ENVIRONMENT = 2, 7
 EXIT = {"target misspelt": USAGE, "target unknown backend": USAGE, "target rocm without version": USAGE,
         "unknown command option": USAGE, "unknown command": USAGE, "build unknown package": USAGE,
         "setup unknown target": USAGE, "environment not in lock": ENVIRONMENT,
-        "verify without environment": ENVIRONMENT, "bench compare missing env": ENVIRONMENT}
+        "verify without environment": ENVIRONMENT, "bench compare missing env": ENVIRONMENT,
+        "python version garbage": USAGE, "python 2.7": USAGE}  # --python is one flag type: a usage error
 IDS = {2: ("usage", "refused"), 3: ("bad-input",), 7: ("environment",)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_bad_input_is_one_line(case: BadInput, tmp_path: Path) -> None:
     case.prepare(tmp_path)
-    result = _run(tmp_path, case.args, dict(case.env))
+    result = cli.run(*case.args, project=tmp_path, env=dict(case.env), text=False)
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == EXIT.get(case.name, 3), (result.returncode, stderr)
     assert "Traceback" not in stderr + result.stdout.decode("utf-8", "replace")
@@ -136,7 +132,7 @@ def test_bad_input_is_one_line(case: BadInput, tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", CASES[:6] + CASES[13:16], ids=[c.name for c in CASES[:6] + CASES[13:16]])
 def test_bad_input_json_error_object(case: BadInput, tmp_path: Path) -> None:
     case.prepare(tmp_path)
-    result = _run(tmp_path, case.args, dict(case.env), as_json=True)
+    result = cli.run(*case.args, "--json", project=tmp_path, env=dict(case.env), text=False)
     data = json.loads(result.stdout)
     assert result.returncode == data["exit_code"] == EXIT.get(case.name, 3), (result.returncode, data)
     assert data["id"] in IDS[result.returncode] and data["error"] and data["because"] and data["fix"]

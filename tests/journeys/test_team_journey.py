@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import torch_cpu_mirror
+from support.projects import torch_cpu_mirror
 
 
 def test_a_lock_made_here_installs_in_a_second_checkout_with_only_mirror_entries(cpu_project, conda_channel,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO
+from support import DATA, REPO, cli
 
 from resolver.workflows.upgrade.lockdiff import environment_entries
 
@@ -28,15 +28,6 @@ DOUBLES = DATA / "doubles"
 MACHINES = DATA / "machines"
 TINY_RECIPE = DATA / "fixtures" / "tiny-ext" / "recipe"
 QUICK = ("--prompt-len", "8", "--new-tokens", "4", "--repeat", "2")  # the proof's inputs, small: a CPU here
-
-
-def cli(project: Path, *args: str, extra: dict[str, str] | None = None, timeout: float = 1800
-        ) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RESOLVER_PROJECT=str(project))
-    env.pop("RESOLVER_SYSROOT", None)
-    env.update(extra or {})
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=project)
 
 
 def project_beside(cpu_project: Path, root: Path) -> Path:
@@ -98,7 +89,8 @@ def test_a_target_the_hardware_cannot_run_is_refused_with_the_fact_and_nothing_i
     project = project_beside(cpu_project, tmp_path / "p")
     before = {p: p.read_bytes() for p in (project / "pixi.toml", project / "pixi.lock")}
     state = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
-    done = cli(project, "upgrade", "--target", target, "--torch", "2.14", "--sysroot", str(double), "--json")
+    done = cli.run("upgrade", "--target", target, "--torch", "2.14", "--sysroot", str(double), "--json",
+                   project=project, timeout=1800)
     assert done.returncode == 2, done.stdout + done.stderr
     error = one_error(done)
     assert words in error and "Fix:" in error
@@ -110,8 +102,8 @@ def test_a_target_the_hardware_cannot_run_is_refused_with_the_fact_and_nothing_i
 def test_plan_only_says_what_changes_and_the_sourced_risks_and_writes_nothing(tmp_path, cpu_project):
     project = project_beside(cpu_project, tmp_path / "p")
     before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*") if p.is_file())
-    done = cli(project, "upgrade", "--torch", "2.14", "--plan-only", "--json",
-               extra={"RESOLVER_SYSROOT": str(MACHINES / "cpu-only-ubuntu2410")})
+    done = cli.run("upgrade", "--torch", "2.14", "--plan-only", "--json", project=project,
+                   env={"RESOLVER_SYSROOT": str(MACHINES / "cpu-only-ubuntu2410")}, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     step = result["step"]
@@ -126,15 +118,15 @@ def test_plan_only_says_what_changes_and_the_sourced_risks_and_writes_nothing(tm
 
 def test_an_unknown_release_and_a_bad_flag_are_one_sentence(tmp_path, cpu_project):
     project = project_beside(cpu_project, tmp_path / "p")
-    done = cli(project, "upgrade", "--torch", "9.1", "--plan-only")
+    done = cli.run("upgrade", "--torch", "9.1", "--plan-only", project=project, timeout=1800)
     assert done.returncode == 2 and "torch 9.1 is not in the knowledge base" in one_error(done)
-    done = cli(project, "upgrade", "--torch", "two", "--plan-only")
+    done = cli.run("upgrade", "--torch", "two", "--plan-only", project=project, timeout=1800)
     assert done.returncode == 2 and "--torch 'two' is not a release" in one_error(done)
-    done = cli(project, "upgrade", "--tolerance", "float64=1", "--plan-only")
+    done = cli.run("upgrade", "--tolerance", "float64=1", "--plan-only", project=project, timeout=1800)
     assert done.returncode == 2 and "unknown dtype float64" in one_error(done)
-    done = cli(project, "rollback")
+    done = cli.run("rollback", project=project, timeout=1800)
     assert done.returncode == 2 and "no previous default environment" in one_error(done)
-    done = cli(project, "upgrade", "--promote")
+    done = cli.run("upgrade", "--promote", project=project, timeout=1800)
     assert done.returncode == 2 and "no pending upgrade to promote" in one_error(done)
 
 
@@ -144,8 +136,8 @@ def test_an_upgrade_for_another_machine_is_planned_and_locked_here_and_lists_wha
     node = tmp_path / "h100.json"
     _node(node, "NVIDIA H100 80GB HBM3", "9.0")
     before = (project / "pixi.lock").read_text()
-    done = cli(project, "upgrade", "--target", "cuda13.0", "--profile", str(node), "--json",
-               extra={"RESOLVER_CONDA_CHANNELS": str(conda_channel)})
+    done = cli.run("upgrade", "--target", "cuda13.0", "--profile", str(node), "--json", project=project,
+                   env={"RESOLVER_CONDA_CHANNELS": str(conda_channel)}, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["stage"] == "locked" and result["proof"] is None and result["install"] is None
@@ -167,11 +159,11 @@ def cpu_journey(tmp_path_factory, cpu_project, conda_channel):
     old_env = cpu_project / ".resolver" / "envs" / "cpu"
     snapshots = {"lock": (project / "pixi.lock").read_text(), "folder": folder_state(old_env),
                  "toml": (project / "pixi.toml").read_text()}
-    crashed = cli(project, "upgrade", "--torch", "2.14", *QUICK, "--json",
-                  extra={**no_gpu, "RESOLVER_CRASH_AT": "upgrade-locked:after-replace"})
+    crashed = cli.run("upgrade", "--torch", "2.14", *QUICK, "--json", project=project,
+                      env={**no_gpu, "RESOLVER_CRASH_AT": "upgrade-locked:after-replace"}, timeout=1800)
     after_crash = {"lock": (project / "pixi.lock").read_text(), "envs": sorted(p.name for p in (project / ".resolver" /
                                                                                               "envs").iterdir())}
-    resumed = cli(project, "upgrade", "--torch", "2.14", *QUICK, "--json", extra=no_gpu)
+    resumed = cli.run("upgrade", "--torch", "2.14", *QUICK, "--json", project=project, env=no_gpu, timeout=1800)
     snapshots["toml_after"] = (project / "pixi.toml").read_text()
     reports = {}
     if resumed.returncode == 0:  # read now: a later run of the same step writes the same files
@@ -288,7 +280,8 @@ def test_a_failing_proof_blocks_the_promotion_and_says_which_check_and_by_how_mu
     (site / "upgrade_test_double.py").write_text(NUMERICS_DOUBLE)
     (site / "upgrade_test_double.pth").write_text("import upgrade_test_double\n")
     try:
-        done = cli(project, "upgrade", "--torch", "2.14", *QUICK, "--promote", "--json", extra=cpu_journey["env"])
+        done = cli.run("upgrade", "--torch", "2.14", *QUICK, "--promote", "--json", project=project,
+                       env=cpu_journey["env"], timeout=1800)
     finally:
         for name in ("upgrade_test_double.py", "upgrade_test_double.pth"):
             (site / name).unlink()
@@ -315,7 +308,7 @@ def test_promote_switches_the_default_and_rollback_restores_it(cpu_journey):
 
     project = cpu_journey["project"]
     lock = (project / "pixi.lock").read_bytes()
-    done = cli(project, "upgrade", "--promote", *QUICK, "--json", extra=cpu_journey["env"])
+    done = cli.run("upgrade", "--promote", *QUICK, "--json", project=project, env=cpu_journey["env"], timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["promoted"] is True and result["record"]["default"] == "cpu-torch2-14"
@@ -323,20 +316,21 @@ def test_promote_switches_the_default_and_rollback_restores_it(cpu_journey):
     assert (project / "pixi.lock").read_bytes() == lock  # promotion names the default; the lock stays
     assert Environment.find(ProjectPaths(project)).name == "cpu-torch2-14"
     # setup plans the default as the upgrade did: the lock is current, nothing to redo
-    dry = cli(project, "setup", "--dry-run", "--json", extra=cpu_journey["env"])
+    dry = cli.run("setup", "--dry-run", "--json", project=project, env=cpu_journey["env"], timeout=1800)
     assert dry.returncode == 0, dry.stderr[-3000:]
     setup = json.loads(dry.stdout)
     assert setup["plan"]["environment"] == "cpu-torch2-14" and setup["plan"]["torch"]["requirement"] == "torch==2.14.1"
     assert {s["name"]: s["status"] for s in setup["steps"]}["lock"] == "skipped"
     # rollback: the old default again, its entries and folder as they were
-    back = cli(project, "rollback", "--json")
+    back = cli.run("rollback", "--json", project=project, timeout=1800)
     assert back.returncode == 0, back.stderr
     assert json.loads(back.stdout)["default"] == "cpu" and json.loads(back.stdout)["previous"] == "cpu-torch2-14"
     assert Environment.find(ProjectPaths(project)).name == "cpu"
     assert (project / "pixi.lock").read_bytes() == lock
     assert lock_entries(lock.decode(), "cpu") == lock_entries(cpu_journey["before"]["lock"], "cpu")
     assert folder_state(cpu_journey["old_env"]) == cpu_journey["before"]["folder"]
-    verify = cli(project, "verify", "--json")  # no --env: the default, the old environment again
+    verify = cli.run("verify", "--json", project=project,
+                     timeout=1800)  # no --env: the default, the old environment again
     assert verify.returncode == 0, verify.stderr[-3000:]
     assert json.loads(verify.stdout)["env"] == "cpu" and json.loads(verify.stdout)["versions"]["torch"].startswith("2.13")
 
@@ -355,8 +349,8 @@ def test_the_upgrade_on_the_h100_double_builds_for_its_architecture_and_proves_o
     env = without_system_cuda(dict(os.environ))
     env.update(RESOLVER_KERNEL_RECIPES=str(TINY_RECIPE), RESOLVER_CONDA_CHANNELS=str(conda_channel))
     try:
-        done = cli(project, "upgrade", "--target", "cuda13.0", "--sysroot", str(DOUBLES / "h100-1x-driver580"), *QUICK,
-                   "--json", extra=env)
+        done = cli.run("upgrade", "--target", "cuda13.0", "--sysroot", str(DOUBLES / "h100-1x-driver580"), *QUICK,
+                       "--json", project=project, env=env, timeout=1800)
         assert done.returncode == 0, done.stderr[-4000:]
         result = json.loads(done.stdout)
         step = result["step"]
@@ -385,12 +379,12 @@ def test_the_upgrade_on_the_h100_double_builds_for_its_architecture_and_proves_o
         assert checks["logits:float32"]["status"] == "pass" and checks["generate:float32"]["status"] == "pass"
         assert result["proof"]["runs"]["new"]["device"] == "cpu"  # a double has no GPU to run on: the reference path
         # promote reuses the passed proof; rollback restores
-        promoted = cli(project, "upgrade", "--promote", "--sysroot", str(DOUBLES / "h100-1x-driver580"), *QUICK,
-                       "--json", extra=env)
+        promoted = cli.run("upgrade", "--promote", "--sysroot", str(DOUBLES / "h100-1x-driver580"), *QUICK, "--json",
+                           project=project, env=env, timeout=1800)
         assert promoted.returncode == 0, promoted.stderr[-3000:]
         assert json.loads(promoted.stdout)["proof_reused"] is True
         assert json.loads(promoted.stdout)["record"]["default"] == "cuda13"
-        back = cli(project, "rollback", "--json")
+        back = cli.run("rollback", "--json", project=project, timeout=1800)
         assert back.returncode == 0 and json.loads(back.stdout)["default"] == "cpu"
     finally:
         shutil.rmtree(project / ".resolver" / "envs" / "cuda13", ignore_errors=True)
@@ -412,7 +406,7 @@ def test_a_fleet_step_plans_every_class_lists_the_ci_variants_and_refuses_to_lea
     _node(fleet / "v100.json", "Tesla V100-SXM2-32GB", "7.0")
     project = tmp_path / "p"
     project.mkdir()
-    done = cli(project, "upgrade", "--fleet", str(fleet), "--torch", "2.13", "--json")
+    done = cli.run("upgrade", "--fleet", str(fleet), "--torch", "2.13", "--json", project=project, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     plan = json.loads(done.stdout)
     assert plan["new_request"]["torch"] == "2.13"
@@ -427,7 +421,7 @@ def test_a_fleet_step_plans_every_class_lists_the_ci_variants_and_refuses_to_lea
     assert Path(plan["report"]["markdown"]).is_file()
     # CUDA 13 has no sm_70: the V100 node, served today, would be left out
     before = sorted(p.name for p in project.rglob("*"))
-    done = cli(project, "upgrade", "--fleet", str(fleet), "--target", "cuda13.0", "--json")
+    done = cli.run("upgrade", "--fleet", str(fleet), "--target", "cuda13.0", "--json", project=project, timeout=1800)
     assert done.returncode == 2
     error = one_error(done)
     assert "leave 1 node(s) of the fleet without an environment" in error and "v100" in error and "sm_70" in error

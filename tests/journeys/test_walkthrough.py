@@ -18,11 +18,10 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, cli
 from support.newcomer import doubled_words, refused_suggestions, temporary_names
 from support.schemas import validate, validate_output
 
@@ -47,8 +46,7 @@ class Newcomer:
         self.shown: list[str] = []
 
     def run(self, *argv: str, timeout: float = 900) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "resolver", *argv], cwd=self.clone, env=self.env,
-                              capture_output=True, text=True, timeout=timeout)
+        done = cli.run(*argv, cwd=self.clone, environment=self.env, timeout=timeout)
         self.shown.append(done.stdout + done.stderr)
         assert "Traceback" not in done.stdout + done.stderr, done.stderr[-3000:]
         return done

@@ -1,11 +1,10 @@
-"""What the hostile-input tests share: the CLI run as a user would, planted trees and locks."""
+"""What the hostile-input tests share: planted trees and locks, and the one error line a refusal prints."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock
+from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact
+from support import projects
 
 MANIFEST = '[workspace]\nname = "t"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
 
@@ -22,19 +22,6 @@ def _unshare_ok() -> bool:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         return False
     return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
-
-
-def cli(project: Path, *args: str, env: dict[str, str] | None = None, stdin=None, timeout: float = 120,
-        limit_memory: int | None = None) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, RESOLVER_PROJECT=str(project), **(env or {}))
-    environ.pop("RESOLVER_SYSROOT", None)
-
-    def cap() -> None:
-        if limit_memory:
-            resource.setrlimit(resource.RLIMIT_AS, (limit_memory, limit_memory))
-    return subprocess.run([sys.executable, "-m", "resolver", *args], cwd=project, env=environ, capture_output=True,
-                          text=True, errors="replace", stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                          timeout=timeout, preexec_fn=cap if limit_memory else None)
 
 
 def one_error(result: subprocess.CompletedProcess, code: int) -> str:
@@ -67,12 +54,11 @@ def write_project_lock(project: Path, location: str, sha256: str, env_name: str 
     """pixi.toml + a pixi.lock (written by the resolver's own writer) of one environment holding one
     wheel at ``location``; the environment is then renamed to ``env_name`` in the text, as an attacker
     would edit a shared lock."""
-    (project / "pixi.toml").write_text(MANIFEST)
     art = PypiArtifact("tiny", "1.0", location, sha256)
     env = LockedEnv("cpu", LockedPlatform("linux-64", "linux-64", ()), ("https://conda.anaconda.org/conda-forge/",),
                     (), (art,), fallback=True, python=f"{sys.version_info.major}.{sys.version_info.minor}")
-    text = render_lock([env], project)
-    (project / "pixi.lock").write_text(text)
+    projects.project(project, MANIFEST, lock=[env])
+    text = (project / "pixi.lock").read_text()
     if env_name != "cpu":
         assert "\n  cpu:\n" in text
         text = text.replace("\n  cpu:\n", f"\n  {json.dumps(env_name)}:\n")

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-HERE = Path(__file__).resolve().parents[1]
-MACHINES = HERE / "data" / "machines"
+HERE = Path(__file__).resolve().parents[1] / "data"  # the samples are named under tests/data
+MACHINES = HERE / "machines"
 SIZE = 1_000_000  # "any 1 MB input"
 LINE = 4000  # a long line, just under the report reader's cap on line length
 
@@ -26,7 +26,7 @@ _CSV = "name, compute_cap, driver_version, memory.total [MiB]\nNVIDIA H100 80GB 
 _HOST = ("ldd (Ubuntu GLIBC 2.35-0ubuntu3.6) 2.35\n"
          "Linux gpu-07 5.15.0-100-generic #110-Ubuntu SMP Wed Feb 7 13:27:48 UTC 2024 x86_64 x86_64 x86_64 GNU/Linux\n")
 
-# kind -> the real outputs it is made from (paths under tests/), or literal text
+# kind -> the real outputs it is made from (paths under tests/data/), or literal text
 SAMPLES: dict[str, tuple[str, ...]] = {
     "nvidia-smi": ("machines/l4-plain-nvidia-smi-only/_commands/01-nvidia-smi.txt",
                    "machines/b200-driver610-kmd-header/_commands/01-nvidia-smi.txt",
@@ -44,7 +44,7 @@ SAMPLES: dict[str, tuple[str, ...]] = {
     "collect_env": ("machines/report-collect-env-rocm-mi210.txt",),
     "nvcc, hipcc, ldd, uname": ("machines/a100-gcp-ubuntu2404/_commands/02-nvcc-version.txt",
                                 "machines/mi300x-rocm6.3-amdsmi/_commands/02-hipcc-version.txt", f"={_HOST}"),
-    "doctor --log": tuple(f"logs/{p.name}" for p in sorted((HERE / "data" / "logs").glob("*.log"))),
+    "doctor --log": tuple(f"logs/{p.name}" for p in sorted((HERE / "logs").glob("*.log"))),
 }
 KINDS = tuple(SAMPLES)
 
@@ -53,7 +53,7 @@ def sample_lines(kind: str) -> list[str]:
     """The distinct non-blank lines of the samples of ``kind``."""
     lines: list[str] = []
     for source in SAMPLES[kind]:
-        text = source[1:] if source.startswith("=") else (HERE / source).read_text(encoding="utf-8", errors="replace")
+        text = source[1:] if source.startswith("=") else (HERE / "data" / source).read_text(encoding="utf-8", errors="replace")
         lines += [line.rstrip() for line in text.splitlines() if line.strip()]
     return list(dict.fromkeys(lines))
 
@@ -92,7 +92,7 @@ def attacks(kind: str, *, every: bool = False, size: int = SIZE) -> Iterator[tup
 
 
 def sample_lines_of(source: str) -> set[str]:
-    text = source[1:] if source.startswith("=") else (HERE / source).read_text(encoding="utf-8", errors="replace")
+    text = source[1:] if source.startswith("=") else (HERE / "data" / source).read_text(encoding="utf-8", errors="replace")
     return {line.rstrip() for line in text.splitlines() if line.strip()}
 
 
@@ -141,7 +141,7 @@ def slowest(kind: str, folder: Path, *, every: bool = False) -> tuple[float, str
 if __name__ == "__main__":
     import tempfile
 
-    sys.path.insert(0, str(HERE.parent))
+    sys.path.insert(0, str(HERE.parents[1]))
     with tempfile.TemporaryDirectory() as tmp:
         for kind in KINDS:
             seconds, label, count = slowest(kind, Path(tmp), every="--all" in sys.argv)

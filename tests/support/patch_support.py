@@ -9,9 +9,9 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from support import cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "rocm"
 TABLE = FIXTURES / "known-headers.toml"
@@ -57,8 +57,7 @@ def run_patch(project: Path, *args: str, env: dict[str, str] | None = None, json
     if in_process:
         code, stdout, stderr = _in_process(argv, environ, project)
     else:
-        result = subprocess.run((command_prefix or []) + [sys.executable, "-m", "resolver", *argv], capture_output=True,
-                                text=True, env=environ, cwd=project, timeout=60)
+        result = cli.run(*argv, environment=environ, cwd=project, prefix=command_prefix or (), timeout=60)
         code, stdout, stderr = result.returncode, result.stdout, result.stderr
     data = json.loads(stdout) if json_out and stdout.strip() else None
     return code, data, stderr if json_out else stdout + stderr

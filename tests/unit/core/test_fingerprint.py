@@ -22,7 +22,7 @@ PACKAGE = REPO / "resolver"
 
 # Each record that lets a run skip work -> the modules that build its key (each calls fingerprint()).
 SKIP_RECORDS = {
-    "step-stamp": ("resolver.workflows.setup",),
+    "step-stamp": ("resolver.workflows.chain",),
     "lock-check": ("resolver.lock.current",),
     "plan-memo": ("resolver.plan.planning",),
     "env-facts": ("resolver.kernels.envfacts",),

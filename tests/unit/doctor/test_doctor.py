@@ -4,15 +4,12 @@ logs (also non-UTF-8 and unknown ones); the environment checks on a real install
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO
+from support import DATA, REPO, cli
 
 from resolver.doctor.checks import cuda_vs_driver, hip_vs_rocm
 from resolver.doctor.context import FixContext, target_of
@@ -21,11 +18,6 @@ from resolver.doctor.signatures import decode_log, load_signatures, match_log
 LOGS = DATA / "logs"
 SIGNATURES = load_signatures()
 CASES = [(s.id, log) for s in SIGNATURES for log in s.logs]
-
-
-def _cli(project: Path, *args: str, stdin: bytes | None = None, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, input=stdin, timeout=600,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project), **(extra_env or {})), cwd=project)
 
 
 def _source_of(log: Path) -> str:
@@ -109,7 +101,7 @@ def test_version_and_driver_checks():
 
 def test_cli_log_from_stdin_with_bad_bytes(tmp_path):
     data = "构建失败\n".encode("gbk") + b"\xff\xfe\x00 junk\r\nImportError: x.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\r\n"
-    done = _cli(tmp_path, "doctor", "--log", "-", "--json", stdin=data)
+    done = cli.run("doctor", "--log", "-", "--json", project=tmp_path, stdin=data, text=False)
     assert done.returncode == 1, done.stderr
     doc = json.loads(done.stdout)
     first = doc["log"]["matches"][0]
@@ -123,23 +115,23 @@ def test_cli_unknown_log_is_its_own_answer(tmp_path):
     promise of fix lines (the log: a clean install transcript, nothing failed in it)."""
     log = tmp_path / "weird.log"
     log.write_bytes(b"Collecting torch\nSuccessfully installed torch-2.13.0\nstep 2 hangs here\n")
-    done = _cli(tmp_path, "doctor", "--log", str(log))
+    done = cli.run("doctor", "--log", str(log), project=tmp_path, text=False)
     assert done.returncode == 8, done.stderr
     out = done.stdout.decode()
     assert "no error doctor knows is in it" in out and "python -m resolver setup" in out and "step 2 hangs" in out
     assert "fix lines" not in out and "problems found" not in out
-    doc = json.loads(_cli(tmp_path, "doctor", "--log", str(log), "--json").stdout)
+    doc = json.loads(cli.run("doctor", "--log", str(log), "--json", project=tmp_path, text=False).stdout)
     assert doc["recognised"] is False and doc["verdict"] == "unrecognised" and doc["log"]["matches"] == []
     assert "setup" in doc["log"]["next_step"]
 
 
 def test_cli_missing_log_is_one_line(tmp_path):
-    done = _cli(tmp_path, "doctor", "--log", str(tmp_path / "nope.log"))
+    done = cli.run("doctor", "--log", str(tmp_path / "nope.log"), project=tmp_path, text=False)
     assert done.returncode == 3 and "Traceback" not in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
 
 
 def test_doctor_on_the_installed_cpu_environment(cpu_project):
-    done = _cli(cpu_project, "doctor", "--env", "cpu", "--json")
+    done = cli.run("doctor", "--env", "cpu", "--json", project=cpu_project, text=False)
     doc = json.loads(done.stdout)
     status = {f["name"]: f["status"] for f in doc["findings"]}
     assert status["torch"] == "ok" and status["cuda-vs-driver"] == "skip"
@@ -161,7 +153,7 @@ def test_doctor_sees_a_lock_that_changed_after_install(tmp_path, cpu_project):
     assert m, "pixi.lock has no sha256 entries"
     (project / "pixi.lock").write_text(lock.replace(m.group(1), "0" * 64, 1))
     (project / ".resolver" / "envs" / "cpu").symlink_to(cpu_project / ".resolver" / "envs" / "cpu", target_is_directory=True)
-    done = _cli(project, "doctor", "--env", "cpu", "--json")
+    done = cli.run("doctor", "--env", "cpu", "--json", project=project, text=False)
     doc = json.loads(done.stdout)
     lock_finding = next(f for f in doc["findings"] if f["name"] == "lock")
     assert lock_finding["status"] == "fail" and "install --env cpu" in lock_finding["fix"]
@@ -210,16 +202,18 @@ def test_doctor_judges_an_environment_against_a_captured_machine(tmp_path, other
     (project / ".resolver" / "envs").mkdir(parents=True)
     (project / ".resolver" / "envs" / "cu").symlink_to(other_torch_env, target_is_directory=True)
     machines = DATA / "machines"
-    pascal = json.loads(_cli(project, "doctor", "--sysroot", str(machines / "gtx1080ti-driver460-ubuntu2004"), "--json").stdout)
+    pascal = json.loads(cli.run("doctor", "--sysroot", str(machines / "gtx1080ti-driver460-ubuntu2004"), "--json",
+                                project=project, text=False).stdout)
     status = {f["name"]: f for f in pascal["findings"]}
     assert status["cuda-vs-driver"]["status"] == "fail" and "13.0" in status["cuda-vs-driver"]["detail"]
     assert status["gpu-arch:torch:sm_61"]["status"] == "fail" and "sm_75" in status["gpu-arch:torch:sm_61"]["detail"]
     assert pascal["context"]["arch"] == "6.1"
-    hopper = json.loads(_cli(project, "doctor", "--sysroot", str(machines / "h100-8x-ubuntu2204"), "--json").stdout)
+    hopper = json.loads(cli.run("doctor", "--sysroot", str(machines / "h100-8x-ubuntu2204"), "--json",
+                                project=project, text=False).stdout)
     arch = [f for f in hopper["findings"] if f["name"].startswith("gpu-arch:torch")]
     assert len(arch) == 1 and arch[0]["status"] == "ok" and arch[0]["detail"].startswith("8 x ")
 
 
 def test_doctor_refuses_a_missing_sysroot(tmp_path):
-    done = _cli(tmp_path, "doctor", "--sysroot", str(tmp_path / "nope"))
+    done = cli.run("doctor", "--sysroot", str(tmp_path / "nope"), project=tmp_path, text=False)
     assert done.returncode == 3 and len(done.stderr.decode().strip().splitlines()) == 1

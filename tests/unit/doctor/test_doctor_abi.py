@@ -14,11 +14,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, cli
 
 SOURCE = r"""
 // resolver ABI test extension: one ATen operator call and one c10 check.
@@ -79,9 +78,8 @@ def tinyabi_site(cpu_project) -> Path:
 
 
 def _doctor(project: Path, env: str, site: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "resolver", "doctor", "--env", env, "--extension", "tinyabi", "--json"],
-                          capture_output=True, text=True, timeout=600, cwd=project,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project), PYTHONPATH=str(site)))
+    done = cli.run("doctor", "--env", env, "--extension", "tinyabi", "--json", project=project,
+                   env={"PYTHONPATH": str(site)})
     doc = json.loads(done.stdout)
     doc["_rc"] = done.returncode
     return doc
@@ -115,9 +113,8 @@ def test_verify_fails_on_the_abi_mismatch_and_names_the_torch(tmp_path, cpu_proj
     (project / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
     (project / ".resolver" / "envs").mkdir(parents=True)
     (project / ".resolver" / "envs" / "other").symlink_to(other_torch_env, target_is_directory=True)
-    done = subprocess.run([sys.executable, "-m", "resolver", "verify", "--env", "other", "--extension", "tinyabi", "--json"],
-                          capture_output=True, text=True, timeout=600, cwd=project,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project), PYTHONPATH=str(tinyabi_site)))
+    done = cli.run("verify", "--env", "other", "--extension", "tinyabi", "--json", project=project,
+                   env={"PYTHONPATH": str(tinyabi_site)})
     assert done.returncode == 1, done.stderr[-2000:]
     doc = json.loads(done.stdout)
     check = next(c for c in doc["checks"] if c["name"] == "load:tinyabi")

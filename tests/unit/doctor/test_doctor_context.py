@@ -7,15 +7,13 @@ ROCm version; an unknown architecture is never printed as a placeholder."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support import DATA
+from support import DATA, cli, projects
 
 from resolver.doctor.signatures import load_signatures
 
@@ -40,7 +38,7 @@ def _env(root: Path, name: str, torch: str) -> None:
 
 @pytest.fixture()
 def project(tmp_path):
-    (tmp_path / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
+    projects.project(tmp_path, "[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
     _env(tmp_path, "cpu", "2.13.0+cpu")
     _env(tmp_path, "cu130", "2.14.1+cu130")
     _env(tmp_path, "rocm62", "2.9.1+rocm6.2.4")
@@ -48,9 +46,9 @@ def project(tmp_path):
 
 
 def _doctor(project: Path, log: Path, double: Path, *extra: str) -> tuple[int, dict]:
-    done = subprocess.run([sys.executable, "-m", "resolver", "doctor", "--log", str(log), "--json", *extra],
-                          capture_output=True, text=True, timeout=300, cwd=project,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_SYSROOT=str(double)))
+    done = cli.run("doctor", "--log", str(log), "--json", *extra, project=project,
+                   env={"RESOLVER_SYSROOT": str(double)},
+                   timeout=300)
     return done.returncode, json.loads(done.stdout)
 
 

@@ -7,14 +7,13 @@ The fleet folder holds `probe --json` of every captured machine (probed in-proce
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO
+from support import DATA, REPO, cli
 from support.fleet_profiles import machine_profiles
 
 from resolver.core.names import is_env_name
@@ -31,14 +30,6 @@ def fleet_dir(tmp_path_factory) -> Path:
     return folder
 
 
-def cli(*args: str, project: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if project is not None:
-        env["RESOLVER_PROJECT"] = str(project)
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, env=env,
-                          timeout=timeout)
-
-
 def one_error(done: subprocess.CompletedProcess) -> str:
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
@@ -47,7 +38,7 @@ def one_error(done: subprocess.CompletedProcess) -> str:
 
 
 def test_tests_machines_as_a_fleet_plan_into_classes(fleet_dir):
-    done = cli("plan", "--fleet", str(fleet_dir), "--json")
+    done = cli.run("plan", "--fleet", str(fleet_dir), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     fleet = json.loads(done.stdout)
     names = [c["environment"] for c in fleet["classes"]]
@@ -71,7 +62,8 @@ def test_tests_machines_as_a_fleet_plan_into_classes(fleet_dir):
     for c in fleet["classes"]:
         assert c["plan"]["environment"] == c["environment"]
         for node in c["nodes"]:
-            own = cli("plan", "--profile", str(fleet_dir / f"{node}.json"), "--json") if node == c["nodes"][0] else None
+            own = cli.run("plan", "--profile", str(fleet_dir / f"{node}.json"),
+                          "--json") if node == c["nodes"][0] else None
             if own is not None:
                 mine = json.loads(own.stdout)
                 assert mine["torch"]["requirement"] == c["plan"]["torch"]["requirement"]
@@ -79,7 +71,7 @@ def test_tests_machines_as_a_fleet_plan_into_classes(fleet_dir):
     # AMD nodes never share a class with NVIDIA ones; MI300X and RX 9070 XT on ROCm 7.1 share one
     assert by_node["mi300xvf-rocm7.1.1-amdsmi-version"] is by_node["rx9070xt-2x-rocm7.1.1-amdsmi-table"]
     assert by_node["mi300xvf-rocm7.1.1-amdsmi-version"]["plan"]["kernels"]["arch_list"] == ["gfx1201", "gfx942"]
-    human = cli("plan", "--fleet", str(fleet_dir))
+    human = cli.run("plan", "--fleet", str(fleet_dir))
     assert human.returncode == 0
     assert f"{len(names)} class(es) for {len(placed)} node(s); 2 node(s) no class can serve" in human.stdout
     assert "gb200-4x-aarch64" in human.stdout.split("no class can serve:")[1]
@@ -143,7 +135,7 @@ def test_bad_fleet_input_is_one_sentence_naming_the_file_and_writes_nothing(tmp_
         fleet = named
         words = [f"fleet folder {named} does not exist"]
     for command in (["plan"], ["lock"]):
-        done = cli(*command, "--fleet", str(fleet), *extra, "--json", project=project, timeout=120)
+        done = cli.run(*command, "--fleet", str(fleet), *extra, "--json", project=project, timeout=120)
         assert done.returncode == 3, (command, done.returncode, done.stderr[-2000:])
         error = one_error(done)
         for word in words:
@@ -164,7 +156,7 @@ def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_v
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    done = cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
+    done = cli.run("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
     assert done.returncode == 0, done.stderr[-3000:]
     fleet = json.loads(done.stdout)["fleet"]
     classes = [c["environment"] for c in fleet["classes"]]
@@ -182,11 +174,11 @@ def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_v
         assert list(stored[c["environment"]].nodes) == c["nodes"]
     # deterministic: the same fleet locks to the same bytes
     first = [(project / n).read_bytes() for n in ("pixi.toml", "pixi.lock")]
-    again = cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
+    again = cli.run("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
     assert again.returncode == 0, again.stderr[-2000:]
     assert [(project / n).read_bytes() for n in ("pixi.toml", "pixi.lock")] == first
     # the matrix: one entry per kernel package per class that builds kernels, each once
-    matrix = cli("build", "--matrix", "--json", project=project)
+    matrix = cli.run("build", "--matrix", "--json", project=project)
     assert matrix.returncode == 0, matrix.stderr[-2000:]
     include = json.loads(matrix.stdout)["include"]
     building = [c for c in fleet["classes"] if c["plan"]["kernels"]["strategy"] != "none"]
@@ -202,7 +194,7 @@ def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_v
     small = tmp_path / "small"
     small.mkdir()
     shutil.copy(fleet_dir / "h100-8x-ubuntu2204.json", small)
-    done = cli("lock", "--fleet", str(small), "--no-conda", "--no-pypi", "--json", project=project)
+    done = cli.run("lock", "--fleet", str(small), "--no-conda", "--no-pypi", "--json", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     assert _lock_envs(project) == ["cuda12-sm90", "default"]
     assert sorted(read_classes(Manifest.load(project / "pixi.toml"))) == ["cuda12-sm90"]
@@ -212,18 +204,18 @@ def test_a_variant_the_lock_does_not_hold_is_one_sentence(fleet_dir, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    done = cli("build", "--matrix", project=project)
+    done = cli.run("build", "--matrix", project=project)
     assert done.returncode == 2 and "records no fleet" in one_error(done)
-    assert cli("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", project=project).returncode == 0
-    done = cli("build", "--variant", "mamba-ssm@cuda99-sm1", project=project)
+    assert cli.run("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", project=project).returncode == 0
+    done = cli.run("build", "--variant", "mamba-ssm@cuda99-sm1", project=project)
     assert done.returncode == 2
     assert "--variant 'mamba-ssm@cuda99-sm1' names no class of the fleet" in one_error(done)
     assert not (project / ".resolver" / "envs").exists()
 
 
 def test_several_profiles_without_a_folder_are_a_fleet_too(fleet_dir):
-    done = cli("plan", "--profile", str(fleet_dir / "a100-gcp-ubuntu2404.json"),
-               "--profile", str(fleet_dir / "l4-plain-nvidia-smi-only.json"), "--json")
+    done = cli.run("plan", "--profile", str(fleet_dir / "a100-gcp-ubuntu2404.json"), "--profile",
+                   str(fleet_dir / "l4-plain-nvidia-smi-only.json"), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     fleet = json.loads(done.stdout)
     (only,) = fleet["classes"]
@@ -247,7 +239,7 @@ def test_a_thousand_node_profiles_plan_and_lock_in_seconds(tmp_path):
     for command in (["plan", "--fleet", str(fleet), "--json"],
                     ["lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json"]):
         started = time.monotonic()
-        done = cli(*command, project=project)
+        done = cli.run(*command, project=project)
         seconds = time.monotonic() - started
         assert done.returncode == 0, done.stderr[-2000:]
         assert seconds < 20, (command[0], seconds)

@@ -5,22 +5,19 @@ node fetching one exact package from it (sha256 from the channel's index). Real 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support import channel_factory as cf
+from support import cli
 
 from resolver.core.errors import BadInput, IntegrityError, SourceUnreachable
 from resolver.fleet.channel import fetch_package, packages_of
 
 
 def publish(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RESOLVER_PROJECT=str(cwd)) if cwd else dict(os.environ)
-    return subprocess.run([sys.executable, "-m", "resolver", "channel", "publish", *args, "--json"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    return cli.run("channel", "publish", *args, "--json", project=cwd)
 
 
 def index(folder: Path, subdir: str = "linux-64") -> dict:

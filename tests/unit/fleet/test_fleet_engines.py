@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO
+from support import DATA, REPO, cli, projects
 
 from resolver.fleet import engines
 
@@ -35,11 +35,6 @@ def problems(validator, document) -> list[str]:
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in validator.iter_errors(document)]
 
 
-def cli(*args: str, project: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {}), "RESOLVER_PROJECT": str(project)})
-
-
 @pytest.fixture(scope="module")
 def fleet_project(tmp_path_factory) -> Path:
     """tests/data/machines locked as one fleet (without the solves): 14 classes that build kernels, of two
@@ -48,27 +43,25 @@ def fleet_project(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("engines")
     machine_profiles(root / "nodes")
-    project = root / "project"
-    project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    done = cli("lock", "--fleet", str(root / "nodes"), "--no-conda", "--no-pypi", "--kernel-channel",
-               "https://kernels.example.org/mamba/", project=project)
+    project = projects.project(root / "project")
+    done = cli.run("lock", "--fleet", str(root / "nodes"), "--no-conda", "--no-pypi", "--kernel-channel",
+                   "https://kernels.example.org/mamba/", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     return project
 
 
 @pytest.fixture(scope="module")
 def matrix(fleet_project) -> list[dict]:
-    done = cli("build", "--matrix", "--json", project=fleet_project)
+    done = cli.run("build", "--matrix", "--json", project=fleet_project)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)["include"]
 
 
 def generated(project: Path, engine: str) -> str:
-    done = cli("build", "--matrix", "--format", engine, project=project)
+    done = cli.run("build", "--matrix", "--format", engine, project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
-    as_json = json.loads(cli("build", "--matrix", "--format", engine, "--json", project=project).stdout)
+    as_json = json.loads(cli.run("build", "--matrix", "--format", engine, "--json", project=project).stdout)
     assert as_json["text"] == done.stdout and as_json["file"] == engines.FILES[engine]
     return done.stdout
 
@@ -216,14 +209,14 @@ def test_format_without_matrix_and_a_fleet_without_kernels_are_one_sentence(tmp_
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    done = cli("build", "--format", "slurm", project=project)
+    done = cli.run("build", "--format", "slurm", project=project)
     assert done.returncode == 2 and "error: --format applies to --matrix" in done.stderr
     cpu = tmp_path / "cpu"
     cpu.mkdir()
     (cpu / "login-01.json").write_text(json.dumps({"platform": "linux-64", "glibc": "2.35", "python": "3.11.7",
                                                    "nvidia": None, "amd": None, "cuda_toolkit": None}))
-    assert cli("lock", "--fleet", str(cpu), "--no-conda", "--no-pypi", project=project).returncode == 0
-    done = cli("build", "--matrix", "--format", "github", project=project)
+    assert cli.run("lock", "--fleet", str(cpu), "--no-conda", "--no-pypi", project=project).returncode == 0
+    done = cli.run("build", "--matrix", "--format", "github", project=project)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "error: no class of the fleet in pixi.toml builds kernels: there is no matrix to write" in done.stderr
 

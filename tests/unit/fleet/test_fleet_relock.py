@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import conda_workspace
-from support import DATA, REPO
+from support import DATA, cli, projects
 
 DOUBLES = DATA / "doubles"
 H100, A100 = "cuda13-sm90", "cuda13-sm75-sm80"
@@ -38,8 +37,7 @@ def nodes(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("profiles")
     out = {}
     for double in ("h100-1x-driver580", "a100-t4-driver580"):
-        probed = subprocess.run([sys.executable, "-m", "resolver", "probe", "--json"], capture_output=True, text=True,
-                                timeout=120, env=dict(os.environ, RESOLVER_SYSROOT=str(DOUBLES / double)))
+        probed = cli.run("probe", "--json", env={"RESOLVER_SYSROOT": str(DOUBLES / double)})
         assert probed.returncode == 0, probed.stderr[-2000:]
         out[double] = folder / f"{double}.json"
         out[double].write_text(probed.stdout)
@@ -52,22 +50,13 @@ def nodes(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def _project(root: Path, toolchain: Path, packages: Path) -> Path:
-    root.mkdir(parents=True)
-    text = conda_workspace((REPO / "pixi.toml").read_text(), toolchain)
-    text = text.replace('channels = ["conda-forge"]', f'channels = ["conda-forge", "{packages.as_uri()}"]', 1)
-    (root / "pixi.toml").write_text(text)
-    return root
-
-
 def _lock(project: Path, fleet: list[Path], toolchain: Path, tmp: Path) -> dict:
     folder = tmp / f"fleet-{len(list(tmp.glob('fleet-*')))}"
     folder.mkdir()
     for node in fleet:
         shutil.copy(node, folder / node.name)
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--fleet", str(folder), "--target", "cuda13.0",
-                           "--no-pypi", "--json"], capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_CONDA_CHANNELS=str(toolchain)))
+    done = cli.run("lock", "--fleet", str(folder), "--target", "cuda13.0", "--no-pypi", "--json", project=project,
+                   env={"RESOLVER_CONDA_CHANNELS": str(toolchain)})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -87,11 +76,12 @@ def _changes(result: dict) -> dict[str, tuple[str, str]]:
 def test_a_relock_solves_only_the_classes_that_changed_and_writes_what_a_full_lock_writes(
         tmp_path, conda_channel, package_channel, nodes):
     def scratch(fleet: list[Path]) -> list[bytes]:
-        fresh = _project(tmp_path / f"scratch-{len(list(tmp_path.glob('scratch-*')))}", conda_channel, package_channel)
+        fresh = projects.project(tmp_path / f"scratch-{len(list(tmp_path.glob('scratch-*')))}",
+                                 toolchain=conda_channel, channels=(package_channel.as_uri(),))
         _lock(fresh, fleet, conda_channel, tmp_path)
         return _files(fresh)
 
-    project = _project(tmp_path / "project", conda_channel, package_channel)
+    project = projects.project(tmp_path / "project", toolchain=conda_channel, channels=(package_channel.as_uri(),))
     first = _lock(project, [nodes["h100-1x-driver580"]], conda_channel, tmp_path)
     assert _solved(first) == [H100, "default"]
     assert _changes(first)[H100][0] == "new"
@@ -119,7 +109,7 @@ def test_a_relock_solves_only_the_classes_that_changed_and_writes_what_a_full_lo
     assert f"\n  {H100}:" not in (project / "pixi.lock").read_text()
 
     # a class whose nodes now plan another Python: solved again, the change named
-    only_h100 = _project(tmp_path / "changed", conda_channel, package_channel)
+    only_h100 = projects.project(tmp_path / "changed", toolchain=conda_channel, channels=(package_channel.as_uri(),))
     _lock(only_h100, [nodes["h100-1x-driver580"]], conda_channel, tmp_path)
     changed = _lock(only_h100, [nodes["h100-py312"]], conda_channel, tmp_path)
     assert _solved(changed) == [H100]
@@ -129,7 +119,7 @@ def test_a_relock_solves_only_the_classes_that_changed_and_writes_what_a_full_lo
 
 
 def test_the_relock_says_what_happened_to_each_class(tmp_path, conda_channel, package_channel, nodes):
-    project = _project(tmp_path / "project", conda_channel, package_channel)
+    project = projects.project(tmp_path / "project", toolchain=conda_channel, channels=(package_channel.as_uri(),))
     _lock(project, [nodes["h100-1x-driver580"]], conda_channel, tmp_path)
     folder = tmp_path / "both"
     folder.mkdir()

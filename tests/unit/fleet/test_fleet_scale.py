@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
@@ -25,6 +24,7 @@ from resolver.plan.probe.profile import HardwareProfile
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import fleet_scale  # noqa: E402  (benchmarks/ is no package)
+from support import cli
 
 
 def _h100(uuid: str | None, **extra) -> dict:
@@ -109,11 +109,6 @@ def test_planning_streams_the_files_what_stays_per_node_is_small(tmp_path):
     assert per_node < 1500, f"{per_node:.0f} bytes held per node"
 
 
-def _cli(*args: str, project: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project)))
-
-
 def _toml(path: Path) -> dict:
     from resolver.core.toml import parse_toml
 
@@ -126,7 +121,7 @@ def test_a_large_fleet_is_counted_in_pixi_toml_and_listed_beside_it(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
-    done = _cli("lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json", project=project)
+    done = cli.run("lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     planned = json.loads(done.stdout)["fleet"]
     table = _toml(project / "pixi.toml")["tool"]["resolver"]["fleet"]
@@ -138,18 +133,18 @@ def test_a_large_fleet_is_counted_in_pixi_toml_and_listed_beside_it(tmp_path):
     assert listed[0].startswith("#")
     assert [tuple(line.split("\t")) for line in listed[1:]] == sorted(planned["nodes"].items())
     # the human answer stays a page whatever the fleet's size
-    human = _cli("plan", "--fleet", str(fleet), project=project)
+    human = cli.run("plan", "--fleet", str(fleet), project=project)
     assert human.returncode == 0
     assert len(human.stdout.splitlines()) < 20 * len(planned["classes"]) + 20
     assert f"{len(planned['nodes']):,} nodes (every one in `--json`" in human.stdout
-    locked = _cli("lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", project=project)
+    locked = cli.run("lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", project=project)
     assert locked.returncode == 0 and f"every node's class: {project / 'fleet-nodes.tsv'}" in locked.stdout
     assert len(locked.stdout.splitlines()) < 8 * len(planned["classes"]) + 20  # per class, not per node
     # a fleet small enough to list in pixi.toml takes the side file away
     small = tmp_path / "small"
     small.mkdir()
     shutil.copy(fleet / "node-00000.json", small)
-    assert _cli("lock", "--fleet", str(small), "--no-conda", "--no-pypi", project=project).returncode == 0
+    assert cli.run("lock", "--fleet", str(small), "--no-conda", "--no-pypi", project=project).returncode == 0
     assert not (project / "fleet-nodes.tsv").exists()
     table = _toml(project / "pixi.toml")["tool"]["resolver"]["fleet"]
     assert "node-list" not in table

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import torch_cpu_mirror
+from support.projects import torch_cpu_mirror
 
 from resolver import install
 from resolver.core.fs import sha256_of

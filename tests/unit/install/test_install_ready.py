@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import projects
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem
 from resolver.core.platforms import host_subdir
@@ -34,7 +35,7 @@ from resolver.install import (
 )
 from resolver.install.environment import READY_MARKER, Answer, Environment, ready_record
 from resolver.install.template import EnvBuild
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock
+from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact
 from resolver.project.paths import ProjectPaths
 from resolver.tools.conda import CondaRecord
 from resolver.tools.proc import Completed
@@ -59,8 +60,7 @@ CONDA_ENV = LockedEnv("cpu", HOST, (FORGE,), (record("python", "3.11.7"), record
 
 
 def project_with(tmp_path: Path, *envs: LockedEnv) -> ProjectPaths:
-    (tmp_path / "pixi.lock").write_text(render_lock(list(envs), tmp_path), encoding="utf-8")
-    return ProjectPaths(tmp_path)
+    return ProjectPaths(projects.project(tmp_path, "", lock=envs))
 
 
 def marker(**changes) -> dict:

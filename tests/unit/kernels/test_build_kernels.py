@@ -12,10 +12,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
+from support import cli
 
 from resolver.project.paths import ProjectPaths
 
@@ -37,8 +37,7 @@ def project() -> ProjectPaths:
 
 def _build(project: ProjectPaths) -> tuple[dict, float]:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--arch", ARCH, "--env", ENV, "--json"],
-                          capture_output=True, text=True, cwd=project.root, timeout=4 * 3600)
+    done = cli.run("build", "--arch", ARCH, "--env", ENV, "--json", cwd=project.root, timeout=4 * 3600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(done.stdout), time.monotonic() - started
 

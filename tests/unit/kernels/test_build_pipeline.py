@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import DATA
+from support import DATA, projects
 
 from resolver.core.errors import BuildFailed
 from resolver.kernels.driver import BuildOptions, build
@@ -48,8 +48,7 @@ def _make_venv(path: Path) -> None:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> ProjectPaths:
     root = tmp_path_factory.mktemp("a project")  # a space in every path: quoting is tested too
-    (root / "pixi.toml").write_text("[workspace]\nname = 'pipeline-test'\n")
-    paths = ProjectPaths(root)
+    paths = ProjectPaths(projects.project(root, "[workspace]\nname = 'pipeline-test'\n"))
     _make_venv(paths.env("ci"))
     return paths
 

@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, projects
 from support import channel_factory as cf  # noqa: E402
 from support import toolchain_channel as tc  # noqa: E402
 
@@ -116,10 +116,7 @@ def manifest_text(channel_url: str, toolchain: Path) -> str:
 
 
 def make_project(base: Path, channel_url: str, toolchain: Path) -> ProjectPaths:
-    base.mkdir(parents=True, exist_ok=True)
-    (base / "pixi.toml").write_text(manifest_text(channel_url, toolchain))
-    cf.build_wheelhouse(base / "wheels")
-    return ProjectPaths(base)
+    return ProjectPaths(projects.project(base, manifest_text(channel_url, toolchain), wheelhouse=True))
 
 
 @pytest.fixture(scope="module")

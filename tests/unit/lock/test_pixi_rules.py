@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, cli, projects
 from support import pixi_rules as rules
 
 SCHEMA = REPO.parent / "shared" / "schemas" / "pixi-manifest.schema.json"
@@ -33,9 +30,8 @@ def cpu_locked(cpu_project) -> rules.Workspace:
 def cuda_added(cpu_project, conda_channel, tmp_path_factory) -> rules.Workspace:
     root = tmp_path_factory.mktemp("cuda-added")
     shutil.copytree(cpu_project, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("envs", "verified"))
-    env = dict(os.environ, RESOLVER_PROJECT=str(root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--target", "cuda13.0", "--channel",
-                           str(conda_channel), "--json"], env=env, capture_output=True, text=True, timeout=1200)
+    done = cli.run("lock", "--target", "cuda13.0", "--channel", str(conda_channel), "--json", project=root,
+                   timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert "cpu" in summary["carried_over"] and "default" in summary["carried_over"]
@@ -69,12 +65,9 @@ def test_every_rule_holds_after_cuda13_is_added(cuda_added):
 
 def test_a_fresh_cuda13_lock_declares_the_driver_on_a_named_platform(tmp_path, conda_channel):
     """Nothing locked yet: the CUDA platform is added, under pixi's alias, with pixi's virtual packages."""
-    from conftest import conda_workspace
-
-    (tmp_path / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--target", "cuda13.0", "--channel",
-                           str(conda_channel), "--no-pypi", "--json"], env=dict(os.environ, RESOLVER_PROJECT=str(tmp_path)),
-                          capture_output=True, text=True, timeout=600)
+    projects.project(tmp_path, toolchain=conda_channel)
+    done = cli.run("lock", "--target", "cuda13.0", "--channel", str(conda_channel), "--no-pypi", "--json",
+                   project=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "platform linux-64-glibc235-cuda13" in json.loads(done.stdout)["added"]
     ws = workspace(tmp_path)

@@ -13,9 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support import cli, projects
+
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
-from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, read_lock, render_lock
+from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, read_lock
 from resolver.plan import locked
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths
@@ -74,11 +76,9 @@ def cpu_env(platform: LockedPlatform = LINUX_64, *, conda=None, pypi=None, chann
 
 def project(tmp_path: Path, manifest: str = MANIFEST, envs: list[LockedEnv] | None = None) -> ProjectPaths:
     """A project whose pixi.lock holds ``envs`` (default: the cpu environment) and the empty default one."""
-    (tmp_path / "pixi.toml").write_text(manifest)
     envs = [*([cpu_env()] if envs is None else envs), LockedEnv("default", LockedPlatform("linux-64", "linux-64", ()),
                                                                   (FORGE,))]
-    (tmp_path / "pixi.lock").write_text(render_lock(envs, tmp_path))
-    return ProjectPaths(tmp_path)
+    return ProjectPaths(projects.project(tmp_path, manifest, lock=envs))
 
 
 def cpu_plan(python: str = "3.11", torch: str = "2.13.0", platform: str = "linux-64") -> Plan:
@@ -335,24 +335,18 @@ def test_a_stamp_others_could_have_written_is_not_taken(tmp_path):
 
 
 # ----------------------------------------------------------------------------------- the CLI
-def cli(paths: ProjectPaths, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, RESOLVER_PROJECT=str(paths.root))
-    return subprocess.run([sys.executable, "-m", "resolver", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
-
-
 def test_lock_check_exits_0_when_current_and_1_with_the_reason_when_stale(tmp_path):
     paths = project(tmp_path)
     before = sorted(p.name for p in tmp_path.iterdir())
-    done = cli(paths, "lock", "--check", "--json")
+    done = cli.run("lock", "--check", "--json", project=paths.root)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["current"] is True and data["reasons"] == []
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))
-    done = cli(paths, "lock", "--check")
+    done = cli.run("lock", "--check", project=paths.root)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "pixi.toml asks for PyPI package numpy >=2.2 in environment cpu, but pixi.lock has numpy 2.1.0" in done.stdout
-    data = json.loads(cli(paths, "lock", "--check", "--json").stdout)
+    data = json.loads(cli.run("lock", "--check", "--json", project=paths.root).stdout)
     assert data["current"] is False and [r["kind"] for r in data["reasons"]] == ["dependency-changed"]
     assert data["reasons"][0]["environment"] == "cpu" and data["reasons"][0]["package"] == "numpy"
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # it wrote nothing, solved nothing
@@ -363,7 +357,7 @@ def test_a_no_op_lock_answers_without_rattler_or_tomlkit(tmp_path):
     tomlkit (most of what a full check costs)."""
     paths = project(tmp_path)
     locked.save(paths, cpu_plan(), Manifest.load(paths.manifest))  # what an earlier lock of --target cpu left
-    done = cli(paths, "lock", "--json")  # a full check of the stored plan: current, remembered
+    done = cli.run("lock", "--json", project=paths.root)  # a full check of the stored plan: current, remembered
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "up-to-date"
     probe = ("import sys; from resolver.cli import main; code = main(['lock', '--json']); "

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from support import projects
 from support.patch_support import (
     FIXTURES,
     HEADER,
@@ -37,9 +38,7 @@ FIXED_60 = _fixed_sha()
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
+    return projects.project(tmp_path / "project", "")
 
 
 def _overlay_header(project: Path, version: str = "6.0.2") -> Path:

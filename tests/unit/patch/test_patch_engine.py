@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import projects
 from support.patch_support import FIXTURES, HEADER, TABLE, make_rocm, sha, tree_state
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError
@@ -43,9 +44,7 @@ SIBLINGS = ["include/hip/amd_detail/amd_hip_vector_types.h", "include/hip/amd_de
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
+    return projects.project(tmp_path / "project", "")
 
 
 @pytest.fixture

@@ -4,11 +4,9 @@ request and expected outcome. Every rule of the decision tree and every example 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from support import cli
 from support.decide_cases import CASES, Case
 from support.profiles import A100, GTX1080TI, H100, MI250X, MI300X, T4, V100, amd, cpu, nvidia
 
@@ -119,31 +117,25 @@ def test_plan_for_raises_the_refusal() -> None:
     assert plan_for(Request(), HardwareProfile.from_json(cpu())).backend == "cpu"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-m", "resolver", "plan", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
-
-
 def test_cli_json_and_refusal(tmp_path) -> None:
     path = tmp_path / "v100.json"
     path.write_text(json.dumps(nvidia(V100)))
-    ok = _cli("--profile", str(path), "--json")
+    ok = cli.run("plan", "--profile", str(path), "--json")
     assert ok.returncode == 0, ok.stderr
     data = json.loads(ok.stdout)
     for key in ("backend", "backend_version", "python", "torch", "kernels", "patches", "warnings", "trace"):
         assert key in data
     assert data["torch"]["variant"] == "cu126" and data["kernels"]["arch_list"] == ["7.0"]
-    refused = _cli("--profile", str(path), "--target", "cuda13.0", "--json")
+    refused = cli.run("plan", "--profile", str(path), "--target", "cuda13.0", "--json")
     assert refused.returncode == 2
     assert "Traceback" not in refused.stderr + refused.stdout
     err = json.loads(refused.stdout)
     assert "CUDA 13 dropped sm_70" in err["error"] and err["because"]
     assert refused.stderr.strip().count("\n") == 0  # one line
-    human = _cli("--profile", str(path))
+    human = cli.run("plan", "--profile", str(path))
     assert human.returncode == 0 and "trace:" not in human.stdout and "cu126" in human.stdout
     assert "add --trace" in human.stdout
-    traced = _cli("--profile", str(path), "--trace")
+    traced = cli.run("plan", "--profile", str(path), "--trace")
     assert traced.returncode == 0 and traced.stdout.startswith(human.stdout.split("\n\nevery rule")[0])
     assert "trace:" in traced.stdout and traced.stdout != human.stdout
 
@@ -168,13 +160,14 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     path = tmp_path / "h100.json"
     path.write_text(json.dumps(nvidia(H100)))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    first, second = (_cli("--profile", str(path), "--json") for _ in range(2))
+    first, second = (cli.run("plan", "--profile", str(path), "--json") for _ in range(2))
     assert first.returncode == 0 and first.stdout == second.stdout
     memos = list((tmp_path / "cache" / "mamba-resolver" / "plans").glob("*.json"))
     assert len(memos) == 1
-    human = _cli("--profile", str(path), "--quiet")
+    human = cli.run("plan", "--profile", str(path), "--quiet")
     assert human.returncode == 0 and "trace:" not in human.stdout and "kernels" in human.stdout
-    assert "trace:" in _cli("--profile", str(path), "--trace").stdout  # rendered from the remembered plan as from a decided one
+    assert "trace:" in cli.run("plan", "--profile", str(path),
+                               "--trace").stdout  # rendered from the remembered plan as from a decided one
     profile = HardwareProfile.from_file(path)
     memo = planning.PlanMemo(profile, "auto", None)
     assert memo.file == memos[0] and {"schema_version": 1, **memo.recall()} == json.loads(first.stdout)
@@ -187,7 +180,7 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     other["value"]["backend"] = "wrong"
     memos[0].write_text(json.dumps(other))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert json.loads(_cli("--profile", str(path), "--json").stdout) == json.loads(first.stdout)
+    assert json.loads(cli.run("plan", "--profile", str(path), "--json").stdout) == json.loads(first.stdout)
 
 
 def test_the_plan_memo_is_keyed_by_every_file_of_the_package(tmp_path, monkeypatch) -> None:
@@ -227,7 +220,7 @@ def test_plan_for_gives_the_same_plan_from_its_memo(tmp_path, monkeypatch) -> No
 def test_cli_bad_python(tmp_path) -> None:
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps(cpu()))
-    bad = _cli("--profile", str(path), "--python", "three")
+    bad = cli.run("plan", "--profile", str(path), "--python", "three")
     assert bad.returncode != 0 and "--python" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -11,14 +11,14 @@ import subprocess
 import sys
 
 import pytest
+from support import cli
 
 from resolver.plan.probe.findings import Findings
 from resolver.plan.probe.nvml import read_nvml
 
 
 def _probe_json() -> dict:
-    out = subprocess.run([sys.executable, "-m", "resolver", "probe", "--json"], capture_output=True, text=True,
-                         timeout=60)
+    out = cli.run("probe", "--json", timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import DATA
+from support import DATA, cli
 
 from resolver.core.errors import BadInput
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.plan.probe.report import MAX_BYTES, profile_from_report, read_report
 
 REPORTS = DATA / "machines"  # report-*.txt: pasted reports, cited in report-sources.md
-
-
-def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], input=stdin, capture_output=True, timeout=60)
 
 
 def _report(name: str) -> HardwareProfile:
@@ -33,7 +28,7 @@ def _gpus(info) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------------- what it reads
 
 def test_plain_nvidia_smi_paste_through_the_cli() -> None:
-    out = _cli("probe", "--json", "--from-report", str(REPORTS / "report-plain-nvidia-smi-tesla-t4.txt"))
+    out = cli.run("probe", "--json", "--from-report", str(REPORTS / "report-plain-nvidia-smi-tesla-t4.txt"), text=False)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     for key in ("platform", "glibc", "python", "nvidia", "amd", "cuda_toolkit"):
@@ -86,7 +81,7 @@ def test_rocm_smi_paste() -> None:
 
 def test_standard_input() -> None:
     text = (REPORTS / "report-nvidia-smi-q-v100-hami.txt").read_bytes()
-    out = _cli("probe", "--json", "--from-report", "-", stdin=text)
+    out = cli.run("probe", "--json", "--from-report", "-", stdin=text, text=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["nvidia"]["gpus"][0]["name"] == "Tesla V100-PCIE-16GB"
 
@@ -100,10 +95,11 @@ def test_profile_round_trips_through_json() -> None:
 
 def test_plan_states_what_the_report_did_not_say(tmp_path: Path) -> None:
     profile = tmp_path / "profile.json"
-    out = _cli("probe", "--json", "--from-report", str(REPORTS / "report-nvidia-smi-L-and-plain-quadro-rtx4000.txt"))
+    out = cli.run("probe", "--json", "--from-report",
+                  str(REPORTS / "report-nvidia-smi-L-and-plain-quadro-rtx4000.txt"), text=False)
     assert out.returncode == 0, out.stderr
     profile.write_bytes(out.stdout)
-    plan = _cli("plan", "--json", "--profile", str(profile))
+    plan = cli.run("plan", "--json", "--profile", str(profile), text=False)
     assert plan.returncode == 0, plan.stderr
     data = json.loads(plan.stdout)
     assert data["backend"] == "cuda" and data["python"] == "3.12"
@@ -111,7 +107,7 @@ def test_plan_states_what_the_report_did_not_say(tmp_path: Path) -> None:
     assert any("glibc version unknown" in w for w in data["warnings"])
     (python_step,) = [s for s in data["trace"] if s["rule"] == "python"]
     assert python_step["because"].startswith("Python not in the report")
-    chosen = json.loads(_cli("plan", "--json", "--profile", str(profile), "--python", "3.11").stdout)
+    chosen = json.loads(cli.run("plan", "--json", "--profile", str(profile), "--python", "3.11", text=False).stdout)
     assert chosen["python"] == "3.11" and not any(w.startswith("Python not in") for w in chosen["warnings"])
 
 
@@ -125,23 +121,25 @@ def _one_line_error(out: subprocess.CompletedProcess) -> str:
 
 
 def test_text_with_nothing_the_probe_knows_is_one_sentence() -> None:
-    stderr = _one_line_error(_cli("probe", "--from-report", str(REPORTS / "report-nvidia-smi-failed-no-driver.txt")))
+    stderr = _one_line_error(cli.run("probe", "--from-report",
+                                     str(REPORTS / "report-nvidia-smi-failed-no-driver.txt"), text=False))
     assert "holds no output the probe can read" in stderr and "Fix: paste" in stderr
 
 
 def test_missing_file_and_too_large_file(tmp_path: Path) -> None:
-    assert "does not exist" in _one_line_error(_cli("probe", "--from-report", str(tmp_path / "none.txt")))
+    assert "does not exist" in _one_line_error(cli.run("probe", "--from-report", str(tmp_path / "none.txt"),
+                                                       text=False))
     big = tmp_path / "big.txt"
     one = (REPORTS / "report-plain-nvidia-smi-tesla-t4.txt").read_bytes()
     big.write_bytes(one * (MAX_BYTES // len(one) + 1))
-    assert "larger than 4 MiB" in _one_line_error(_cli("probe", "--from-report", str(big)))
+    assert "larger than 4 MiB" in _one_line_error(cli.run("probe", "--from-report", str(big), text=False))
     with pytest.raises(BadInput, match="NUL"):
         read_report(str(_with(tmp_path, b"\x00" + one)))
 
 
 def test_from_report_with_sysroot_is_refused() -> None:
-    stderr = _one_line_error(_cli("probe", "--sysroot", str(REPORTS / "h100-8x-ubuntu2204"),
-                                  "--from-report", str(REPORTS / "report-plain-nvidia-smi-tesla-t4.txt")))
+    stderr = _one_line_error(cli.run("probe", "--sysroot", str(REPORTS / "h100-8x-ubuntu2204"), "--from-report",
+                                     str(REPORTS / "report-plain-nvidia-smi-tesla-t4.txt"), text=False))
     assert "cannot be combined" in stderr
 
 
@@ -155,7 +153,7 @@ def test_control_characters_are_never_printed_back(tmp_path: Path) -> None:
     """A real report with terminal escapes injected into a GPU name: nothing of them reaches the terminal."""
     real = (REPORTS / "report-plain-nvidia-smi-tesla-t4.txt").read_text()
     hostile = real.replace("Tesla T4 ", "Tesla T4\x1b]0;owned\x07\x1b[2J\u202e").encode()
-    out = _cli("probe", "--from-report", str(_with(tmp_path, hostile)))
+    out = cli.run("probe", "--from-report", str(_with(tmp_path, hostile)), text=False)
     assert out.returncode == 0, out.stderr
     printed = out.stdout.decode()
     assert not any(ord(ch) < 0x20 and ch not in "\n\t" or ch == "\u202e" for ch in printed)

@@ -7,13 +7,10 @@ and derives the driver's CUDA from the knowledge base when a report lacks it. Ev
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import DATA
+from support import DATA, cli
 
 from resolver.plan.knowledge import Knowledge, pci_ids
 from resolver.plan.probe import probe_machine
@@ -24,11 +21,6 @@ REPORTS = DATA / "machines"
 
 def _report(name: str):
     return profile_from_report(read_report(str(REPORTS / f"report-{name}.txt")))
-
-
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd, env=dict(os.environ, RESOLVER_PROJECT=str(cwd or Path.cwd())))
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -62,31 +54,31 @@ def test_the_driver_s_cuda_comes_from_the_knowledge_base_when_the_report_lacks_i
     assert any(s.startswith("CUDA version: derived from driver 555.58") for s in nv.sources)
     said = _report("plain-nvidia-smi-570-rtx4080-cut-name").nvidia
     assert str(said.cuda_driver_version) == "12.8" and not said.cuda_driver_version_derived
-    out = _cli("probe", "--from-report", str(REPORTS / "report-lspci-proc-version-rtx3080-no-cuda.txt"))
+    out = cli.run("probe", "--from-report", str(REPORTS / "report-lspci-proc-version-rtx3080-no-cuda.txt"))
     assert "supports CUDA 12.5, derived from the driver version" in out.stdout
 
 
 def test_a_gpu_no_table_places_is_still_a_gpu_and_the_override_places_it(tmp_path):
     report = str(REPORTS / "report-nvidia-smi-q-unknown-error.txt")
-    out = _cli("probe", "--from-report", report, cwd=tmp_path)
+    out = cli.run("probe", "--from-report", report, project=tmp_path)
     assert out.returncode == 0
     assert "1 NVIDIA GPU, model unknown (Unknown Error)" in out.stdout and "GPU: none found" not in out.stdout
     assert "nvidia-smi --query-gpu=name,compute_cap --format=csv" in out.stdout and "--compute-capability" in out.stdout
     profile_file = tmp_path / "p.json"
-    profile_file.write_text(_cli("probe", "--json", "--from-report", report, cwd=tmp_path).stdout)
-    refused = _cli("plan", "--profile", str(profile_file), cwd=tmp_path)
+    profile_file.write_text(cli.run("probe", "--json", "--from-report", report, project=tmp_path).stdout)
+    refused = cli.run("plan", "--profile", str(profile_file), project=tmp_path)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "--compute-capability X.Y" in refused.stderr and "gpus.toml" not in refused.stderr
-    placed = json.loads(_cli("probe", "--json", "--from-report", report, "--compute-capability", "6.1",
-                             cwd=tmp_path).stdout)
+    placed = json.loads(cli.run("probe", "--json", "--from-report", report, "--compute-capability", "6.1",
+                                project=tmp_path).stdout)
     assert placed["nvidia"]["gpus"][0]["compute_capability"] == "6.1" and placed["nvidia"]["unidentified_gpus"] == []
     assert placed["overrides"] == {"--compute-capability": "6.1"}
-    planned = _cli("plan", "--profile", str(profile_file), "--compute-capability", "8.6", cwd=tmp_path)
+    planned = cli.run("plan", "--profile", str(profile_file), "--compute-capability", "8.6", project=tmp_path)
     # placed, the GPU passes; what stops this 2017 machine now is its driver (375.26), as it should
     assert planned.returncode == 2 and "driver 375.26" in planned.stderr and "compute capability" not in planned.stderr
-    bad = _cli("plan", "--profile", str(profile_file), "--compute-capability", "eight", cwd=tmp_path)
+    bad = cli.run("plan", "--profile", str(profile_file), "--compute-capability", "eight", project=tmp_path)
     assert bad.returncode == 3 and len(bad.stderr.strip().splitlines()) == 1
-    assert "--compute-capability" in _cli("lock", "--help").stdout and "--gfx" in _cli("lock", "--help").stdout
+    assert "--compute-capability" in cli.run("lock", "--help").stdout and "--gfx" in cli.run("lock", "--help").stdout
 
 
 def test_an_amd_gpu_no_table_places_takes_gfx(tmp_path):

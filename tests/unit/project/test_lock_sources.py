@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import projects
 
 from resolver.core.errors import BadInput
 from resolver.project.paths import ProjectPaths
@@ -14,12 +15,8 @@ from resolver.project.sources import Sources, channel_url
 
 
 def project(tmp_path: Path, pixi: str = "", pyproject: str | None = None) -> Path:
-    root = tmp_path / "p"
-    root.mkdir(exist_ok=True)
-    (root / "pixi.toml").write_text('[workspace]\nname = "t"\n' + pixi)
-    if pyproject is not None:
-        (root / "pyproject.toml").write_text(pyproject)
-    return root
+    return projects.project(tmp_path / "p", '[workspace]\nname = "t"\n' + pixi,
+                            files={} if pyproject is None else {"pyproject.toml": pyproject})
 
 
 # ---------------------------------------------------------------------------------------------- layers

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import torch_cpu_mirror
 from support import DATA, TESTS
 from support import pixi_rules as rules
+from support.projects import torch_cpu_mirror
 
 from resolver import lock
 from resolver.core.errors import BadInput

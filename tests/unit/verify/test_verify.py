@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import cli
 
 from resolver.core.inenv_protocol import parse as parse_output
 from resolver.verify.checkpoint import (
@@ -18,11 +18,6 @@ from resolver.verify.checkpoint import (
     tensor_shapes,
     write_tiny_checkpoint,
 )
-
-
-def _cli(project: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "resolver", *args], capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project)), cwd=project)
 
 
 def _project_with(tmp_path: Path, envs: dict[str, Path]) -> Path:
@@ -68,13 +63,13 @@ def test_parse_output_takes_the_last_marker_line():
 def test_verify_refuses_a_folder_without_a_checkpoint(tmp_path, cpu_project):
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = _cli(cpu_project, "verify", "--model", str(empty))
+    done = cli.run("verify", "--model", str(empty), project=cpu_project)
     assert done.returncode == 3
     assert "config.json" in done.stderr and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
 def test_verify_passes_in_the_cpu_environment(cpu_project):
-    done = _cli(cpu_project, "verify", "--json")
+    done = cli.run("verify", "--json", project=cpu_project)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)
     assert doc["ok"] and doc["versions"]["torch"].startswith("2.13.0")
@@ -92,7 +87,7 @@ def test_verify_fails_when_the_checkpoint_does_not_fit_its_config(tmp_path, cpu_
     config = json.loads((model / "config.json").read_text())
     config["num_hidden_layers"] = 3  # the weights hold 2 layers
     (model / "config.json").write_text(json.dumps(config))
-    done = _cli(cpu_project, "verify", "--model", str(model), "--json")
+    done = cli.run("verify", "--model", str(model), "--json", project=cpu_project)
     assert done.returncode == 1, done.stdout[-2000:]
     doc = json.loads(done.stdout)
     assert not doc["ok"]
@@ -103,8 +98,8 @@ def test_verify_fails_when_the_checkpoint_does_not_fit_its_config(tmp_path, cpu_
 @pytest.mark.slow
 def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
     project = _project_with(tmp_path, {"cpu": cpu_project / ".resolver" / "envs" / "cpu", "other": other_torch_env})
-    done = _cli(project, "bench", "--env", "cpu", "--compare", "other", "--prompt-len", "16", "--new-tokens", "8",
-                "--repeat", "3", "--json")
+    done = cli.run("bench", "--env", "cpu", "--compare", "other", "--prompt-len", "16", "--new-tokens", "8",
+                   "--repeat", "3", "--json", project=project)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)
     torches = [r["torch"] for r in doc["runs"]]
@@ -163,7 +158,7 @@ def test_verify_reads_a_mamba_ssm_checkpoint(tmp_path, cpu_project):
     (ms / "config.json").write_text(json.dumps(MAMBA_SSM_CONFIG))
     python = cpu_project / ".resolver" / "envs" / "cpu" / "bin" / "python"
     subprocess.run([str(python), "-c", TO_MAMBA_SSM, str(hf / "model.safetensors"), str(ms / "pytorch_model.bin")], check=True)
-    doc = json.loads(_cli(cpu_project, "verify", "--model", str(ms), "--json").stdout)
+    doc = json.loads(cli.run("verify", "--model", str(ms), "--json", project=cpu_project).stdout)
     assert doc["ok"], [c for c in doc["checks"] if c["status"] == "fail"]
     assert doc["model"]["files"] == ["pytorch_model.bin"] and doc["model"]["spec"]["d_model"] == 64
     result = doc["results"]["float32"]
@@ -175,9 +170,9 @@ def test_verify_and_doctor_in_an_environment_without_torch(tmp_path):
     env = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     project = _project_with(tmp_path / "p", {"bare": env})
-    done = _cli(project, "verify")
+    done = cli.run("verify", project=project)
     assert done.returncode == 7, done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "install --env bare --force" in done.stderr
-    doc = json.loads(_cli(project, "doctor", "--json").stdout)
+    doc = json.loads(cli.run("doctor", "--json", project=project).stdout)
     torch = next(f for f in doc["findings"] if f["name"] == "torch")
     assert torch["status"] == "fail" and "torch" in torch["detail"] and "--force" in torch["fix"]

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-from support import REPO
 from support import channel_factory as cf  # noqa: E402
-
-
-def _project(tmp_path: Path) -> Path:
-    project = tmp_path / "p"
-    project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    return project
-
-
-def _setup(project: Path, *args: str, env_extra: dict[str, str] | None = None, **kwargs):
-    env = dict(os.environ, RESOLVER_PROJECT=str(project), **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "resolver", "setup", *args], env=env, capture_output=True,
-                          text=True, **kwargs)
+from support import cli, projects
 
 
 def test_rocm60_target_here_plans_locks_and_names_what_remains(tmp_path):
@@ -37,8 +22,9 @@ def test_rocm60_target_here_plans_locks_and_names_what_remains(tmp_path):
     mirror = tmp_path / "rocm-mirror"
     wheel = cf.write_wheel(mirror, "torch", f"{version}+{label}", {"torch/__init__.py": f'__version__ = "{version}+{label}"\n'})
     wheel.rename(mirror / f"torch-{version}+{label}-{tag}-{tag}-linux_x86_64.whl")
-    project = _project(tmp_path)
-    done = _setup(project, "--target", "rocm6.0", "--json", env_extra={"RESOLVER_FIND_LINKS": str(mirror)}, timeout=600)
+    project = projects.project(tmp_path / "p")
+    done = cli.run("setup", "--target", "rocm6.0", "--json", env={"RESOLVER_FIND_LINKS": str(mirror)}, timeout=600,
+                   project=project)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert not report["complete"]
@@ -52,31 +38,32 @@ def test_rocm60_target_here_plans_locks_and_names_what_remains(tmp_path):
     lock_text = (project / "pixi.lock").read_text()
     assert f"torch-{version}+{label}" in lock_text or f"torch-{version}%2B{label}" in lock_text
     # the human form says what remains, in words
-    again = _setup(project, "--target", "rocm6.0", env_extra={"RESOLVER_FIND_LINKS": str(mirror)}, timeout=600)
+    again = cli.run("setup", "--target", "rocm6.0", env={"RESOLVER_FIND_LINKS": str(mirror)}, timeout=600,
+                    project=project)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "lock     skipped" in again.stdout and "to finish on the target machine" in again.stdout
 
 
 def test_rocm60_without_a_mirror_says_the_index_is_out_of_reach(tmp_path):
-    project = _project(tmp_path)
-    done = _setup(project, "--target", "rocm6.0", timeout=600)
+    project = projects.project(tmp_path / "p")
+    done = cli.run("setup", "--target", "rocm6.0", timeout=600, project=project)
     assert done.returncode == 3
     error = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and "cannot be reached from here" in error[0] and "--find-links" in error[0]
 
 
 def test_concurrent_setup_waits_or_refuses(tmp_path):
-    project = _project(tmp_path)
+    project = projects.project(tmp_path / "p")
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; from resolver.workflows.steps import project_lock\n"
                                f"with project_lock(Path({str(project / '.resolver' / 'state')!r})):\n"
                                "    print('held', flush=True); time.sleep(3)"],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    busy = _setup(project, "--dry-run", "--no-wait", timeout=60)
+    busy = cli.run("setup", "--dry-run", "--no-wait", timeout=60, project=project)
     assert busy.returncode == 6 and "another resolver run holds the project" in busy.stderr
     started = time.monotonic()
-    waited = _setup(project, "--dry-run", timeout=60)
+    waited = cli.run("setup", "--dry-run", timeout=60, project=project)
     holder.wait()
     assert waited.returncode == 0, waited.stderr
     assert "waiting for another resolver run" in waited.stdout + waited.stderr
@@ -84,9 +71,9 @@ def test_concurrent_setup_waits_or_refuses(tmp_path):
 
 
 def test_dry_run_changes_nothing(tmp_path):
-    project = _project(tmp_path)
+    project = projects.project(tmp_path / "p")
     before = sorted(p.name for p in project.iterdir())
-    done = _setup(project, "--dry-run", "--json", timeout=120)
+    done = cli.run("setup", "--dry-run", "--json", timeout=120, project=project)
     assert done.returncode == 0, done.stderr
     steps = {s["name"]: s["status"] for s in json.loads(done.stdout)["steps"]}
     assert steps["lock"] == "would-run" and steps["install"] == "would-run"
@@ -96,7 +83,7 @@ def test_dry_run_changes_nothing(tmp_path):
 
 @pytest.mark.parametrize("target", ["cuda99.0", "rocm5.7"])
 def test_targets_that_cannot_be_planned_are_refused_before_anything_is_written(tmp_path, target):
-    project = _project(tmp_path)
-    done = _setup(project, "--target", target, timeout=120)
+    project = projects.project(tmp_path / "p")
+    done = cli.run("setup", "--target", target, timeout=120, project=project)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert not (project / "pixi.lock").exists()
