@@ -53,7 +53,7 @@ def sample_lines(kind: str) -> list[str]:
     """The distinct non-blank lines of the samples of ``kind``."""
     lines: list[str] = []
     for source in SAMPLES[kind]:
-        text = source[1:] if source.startswith("=") else (HERE / "data" / source).read_text(encoding="utf-8", errors="replace")
+        text = source[1:] if source.startswith("=") else (HERE / source).read_text(encoding="utf-8", errors="replace")
         lines += [line.rstrip() for line in text.splitlines() if line.strip()]
     return list(dict.fromkeys(lines))
 
@@ -92,7 +92,7 @@ def attacks(kind: str, *, every: bool = False, size: int = SIZE) -> Iterator[tup
 
 
 def sample_lines_of(source: str) -> set[str]:
-    text = source[1:] if source.startswith("=") else (HERE / "data" / source).read_text(encoding="utf-8", errors="replace")
+    text = source[1:] if source.startswith("=") else (HERE / source).read_text(encoding="utf-8", errors="replace")
     return {line.rstrip() for line in text.splitlines() if line.strip()}
 
 

@@ -115,8 +115,8 @@ def test_a_stored_plan_without_a_field_every_plan_has_is_refused_as_malformed(mi
 
 def _plans() -> list[Plan]:
     """A plan of each backend, one for another machine, one for a fleet's class."""
-    from test_decide import H100, MI300X, cpu
-    from test_decide import amd as amd_profile
+    from support.profiles import H100, MI300X, cpu
+    from support.profiles import amd as amd_profile
 
     cpu_plan = decide(HardwareProfile.from_json(cpu()), Request(), K).plan
     cuda = decide(HardwareProfile.from_json(nvidia(H100)), Request(), K).plan
