@@ -17,7 +17,6 @@ Target(backend='cuda', version=DottedVersion(parts=(12, 6)))
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -46,6 +45,8 @@ class Target:
             cleaned = f"cuda{cleaned[2:-1]}.{cleaned[-1]}"  # accept the wheel tag form, cu126 → cuda12.6
         match = _TARGET.match(cleaned)
         if not match:
+            import difflib  # only for the suggestion in a refusal
+
             close = difflib.get_close_matches(cleaned, _EXAMPLES, n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise UsageError(f"unknown target {text!r}",
@@ -296,23 +297,3 @@ class PlanOutcome:
     plan: Plan | None
     refusal: Refusal | None = None
     trace: tuple[TraceStep, ...] = field(default=())
-
-
-def plan_shape():
-    """The shape of :meth:`resolver.core.model.Plan.to_json`, for a plan read back from a record."""
-    from resolver.core.records import Fields, Flag, ListOf, MapOf, Text, optional
-
-    text, long = Text(max_len=4096), Text(max_len=1 << 16)
-    return Fields({
-        "backend": Text("cpu|cuda|rocm"), "backend_version": optional(text), "python": Text(r"3\.\d+", 8),
-        "platform": text, "target": text, "environment": Text(r"[a-z0-9-]{1,64}", 64),
-        "torch": Fields({"version": text, "variant": text, "source": Fields({"kind": text, "url": text}),
-                         "conda": optional(Fields({"channel": text, "spec": text})), "cxx11_abi": Flag(),
-                         "requirement": text}),
-        "kernels": Fields({"strategy": Text("build|prebuilt|none"), "arch_list": ListOf(text, 256),
-                           "packages": MapOf(text), "toolkit": optional(text), "toolkit_source": optional(text),
-                           "prebuilt_wheels": MapOf(text)}),
-        "patches": ListOf(Fields({"id": text, "file": text}), 256), "warnings": ListOf(long, 1024),
-        "trace": ListOf(Fields({"rule": text, "result": long, "because": long}), 4096),
-        "glibc": optional(text), "cuda_driver": optional(text), "runnable_here": Flag(), "summary": long,
-        "conda_packages": MapOf(text)})

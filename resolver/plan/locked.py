@@ -61,8 +61,8 @@ def keep(project: ProjectPaths, plan: Plan) -> None:
 def record(project: ProjectPaths, env_name: str) -> dict[str, Any] | None:
     """What :func:`save` kept for ``env_name`` (``plan``, ``key``, ``pythons``, ``manifest_env``), or None
     when there is no such record (or it is not one)."""
-    from resolver.core.model import plan_shape
     from resolver.core.records import Fields, MapOf, OfType, Text, read_record
+    from resolver.plan.shape import plan_shape
 
     shape = Fields({"plan": plan_shape(), "key": OfType(dict),
                     "pythons": MapOf(Text(r"\d+(\.\d+)*", 32), Text(max_len=64)),

@@ -142,7 +142,7 @@ class PlanMemo:
 
     def _memo(self):
         from resolver.core.fingerprint import Memo
-        from resolver.core.model import plan_shape
+        from resolver.plan.shape import plan_shape
 
         return Memo(self.file, plan_shape(), label="plan-memo", limit=4 << 20)
 
