@@ -30,6 +30,7 @@ from support import (
 from support import channel_factory as cf  # noqa: E402
 from support import package_factory as pf  # noqa: E402
 from support.hostile import needs_mount, one_error, tree, write_project_lock  # noqa: E402
+from support.processes import wait_until_reading_stdin
 
 from resolver.core.errors import BadInput, IntegrityError  # noqa: E402
 from resolver.project.paths import ProjectPaths  # noqa: E402
@@ -441,7 +442,7 @@ def test_a_fleet_folder_with_a_link_loop_is_bad_input(tmp_path):
 def test_a_killed_probe_does_not_promise_to_resume(sig, code, word):
     probe = subprocess.Popen([sys.executable, "-m", "resolver", "probe", "--from-report", "-"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)  # waiting for the paste on standard input
+    wait_until_reading_stdin(probe.pid)  # the moment it waits for the paste
     probe.send_signal(sig)
     _, err = probe.communicate(timeout=30)
     assert probe.returncode == code and err.startswith(word), err
