@@ -63,6 +63,13 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                          "test_the_seed_documents_five_errors_are_covered", "test_build_stuck_only_when_the_log_ends_there",
                          "test_named_groups_and_the_fix_are_filled_for_this_environment", "test_version_and_driver_checks",
                          "test_isolated_build_is_not_blamed_when_the_build_saw_the_environments_torch")),
+                      "tests/unit/doctor/test_doctor_render.py",
+                      *(f"tests/unit/doctor/test_doctor_log_corpus.py::{t}" for t in (
+                          "test_each_corpus_log_is_read_as_its_family",
+                          "test_every_signature_renders_without_a_hole_in_any_context",
+                          "test_what_a_driver_runs_follows_the_tables", "test_console_prefixes_come_off_and_wrapped_words_join",
+                          "test_a_log_that_matches_nothing_names_its_closest_families",
+                          "test_every_pattern_starts_with_a_literal", "test_normalising_keeps_each_seed_log_in_its_family")),
                       "resolver/doctor/signatures.py", "resolver/doctor/context.py")),
     "lock-sources": (("resolver/project/sources.py",), ("tests/unit/project/test_lock_sources.py", "resolver/project/sources.py")),
     "lockfile": (("resolver/lock/lockfile.py",),

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from resolver.doctor.context import UNKNOWN, FixContext
 from resolver.doctor.needles import Haystack, needles
@@ -105,3 +107,23 @@ def test_closest_families_rank_by_shared_title_words_and_cap_at_three():
     near = closest_families(words, SIGNATURES)
     assert near[0].id == SIGNATURES[0].id and len(near) <= 3
     assert closest_families("kernel image", SIGNATURES, limit=1)[0].id == "no-kernel-image"
+
+
+def _tail_start_by_lines(text: str) -> int:
+    """The same answer read the slow way: the offsets of every line, the fifth from the end that holds text."""
+    offsets, at = [], 0
+    for line in text.split("\n"):
+        offsets.append((at, line))
+        at += len(line) + 1
+    holding = [offset for offset, line in offsets if line.strip()]
+    return holding[-5] if len(holding) >= 5 else 0
+
+
+@given(st.text(alphabet="ab \n", max_size=40))
+@settings(max_examples=400, derandomize=True, deadline=None)
+def test_the_tail_and_a_line_agree_with_reading_every_line(text):
+    assert _tail_start(text) == _tail_start_by_lines(text)
+    lines = text.split("\n")
+    for offset in range(len(text) + 1):
+        number = text.count("\n", 0, offset) + 1
+        assert _line_at(text, offset) == (number, lines[number - 1])
