@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from resolver.core.errors import BadInput
 from resolver.doctor.context import UNKNOWN, FixContext
 from resolver.doctor.needles import Haystack, needles
 from resolver.doctor.signatures import _line_at, _tail_start, closest_families, load_signatures, match_log
@@ -127,3 +128,12 @@ def test_the_tail_and_a_line_agree_with_reading_every_line(text):
     for offset in range(len(text) + 1):
         number = text.count("\n", 0, offset) + 1
         assert _line_at(text, offset) == (number, lines[number - 1])
+
+
+def test_a_signature_table_that_is_not_toml_is_named_with_its_fix(tmp_path):
+    broken = tmp_path / "signatures.toml"
+    broken.write_text("[[signature]\nid = ", encoding="utf-8")
+    with pytest.raises(BadInput) as refused:
+        load_signatures(broken)
+    assert refused.value.message.startswith(f"{broken} is not valid TOML (")
+    assert refused.value.fix == "restore it from the repository (git checkout resolver/doctor/signatures.toml)"
