@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from support import REPO
+from support import REPO, cli
 
 from resolver.core.errors import BadInput
 
@@ -135,8 +135,7 @@ def test_an_oversized_tool_resolver_is_one_sentence_exit_3(tmp_path):
 
     nodes = ", ".join(['"n"'] * (TOOL_VALUES + 1))
     (tmp_path / "pixi.toml").write_text(WORKSPACE + f'\n[tool.resolver.fleet.classes.cpu]\nnodes = [{nodes}]\n')
-    done = subprocess.run([sys.executable, "-m", "resolver", "verify"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = cli.run("verify", cwd=tmp_path, timeout=120, env={"PYTHONPATH": str(REPO)})
     assert done.returncode == 3, done.stderr[-2000:]
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"error: [tool.resolver] in {tmp_path / 'pixi.toml'} holds more than {TOOL_VALUES} values")

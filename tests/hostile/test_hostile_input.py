@@ -298,8 +298,7 @@ def test_the_reported_pastes_through_the_command_line(tmp_path):
         path = tmp_path / f"{label}.txt"
         path.write_text(text)
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "resolver", "probe", "--from-report", str(path)],
-                              capture_output=True, text=True, timeout=60)
+        done = cli.run("probe", "--from-report", str(path), timeout=60)
         seconds = time.perf_counter() - started
         assert seconds < PASTE_BOUND_S, f"{label}: {seconds:.2f} s"
         line = one_error(done, 3)
@@ -440,8 +439,8 @@ def test_a_fleet_folder_with_a_link_loop_is_bad_input(tmp_path):
 
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_killed_probe_does_not_promise_to_resume(sig, code, word):
-    probe = subprocess.Popen([sys.executable, "-m", "resolver", "probe", "--from-report", "-"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    probe = cli.start("probe", "--from-report", "-", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True)
     wait_until_reading_stdin(probe.pid)  # the moment it waits for the paste
     probe.send_signal(sig)
     _, err = probe.communicate(timeout=30)

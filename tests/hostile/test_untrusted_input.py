@@ -210,10 +210,8 @@ def test_a_cache_of_uv_flags_from_an_older_resolver_runs_nothing(tmp_path):
                                "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        env = dict(os.environ, RESOLVER_PROJECT=str(tmp_path))
-        env.pop("RESOLVER_SYSROOT", None)
-        locking = subprocess.Popen([sys.executable, "-m", "resolver", "lock", "--target", "cpu"], cwd=tmp_path,
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        locking = cli.start("lock", "--target", "cpu", project=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
         try:
             for line in locking.stdout:  # it reaches the project lock, and waits
                 if "waiting for another resolver run" in line:
@@ -425,7 +423,7 @@ def test_disk_full_while_writing_the_lock_is_bad_input_without_leftovers(tmp_pat
     project.mkdir()
     prepare = (f"cp {seeded / 'pixi.toml'} .; mkdir -p .resolver/state; "
                "echo 'pid 1, started 00:00:00 ........' > .resolver/state/project.lock; ")
-    result = _on_a_full_disk(project, [sys.executable, "-m", "resolver", "lock", "--target", "cpu", "--no-pypi"],
+    result = _on_a_full_disk(project, cli.argv("lock", "--target", "cpu", "--no-pypi"),
                              prepare)
     line = one_error(result, 3)
     assert "cannot write" in line and "disk space" in line  # whichever file of the project it was writing
@@ -445,7 +443,7 @@ def test_disk_full_during_a_download_says_disk_not_network(tmp_path, server):
     (tmp_path / "lockcopy").mkdir()
     for name in ("pixi.toml", "pixi.lock"):
         shutil.copy(project / name, tmp_path / "lockcopy" / name)
-    result = _on_a_full_disk(project, [sys.executable, "-m", "resolver", "install", "--env", "cpu"], prepare)
+    result = _on_a_full_disk(project, cli.argv("install", "--env", "cpu"), prepare)
     line = one_error(result, 3)
     assert "No space left on device" in line and "disk space" in line and "network" not in line
     assert [p for p in (tmp_path / "left").read_text().split() if not p.endswith("pixi.lock")] == []

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import projects
+from support import cli, projects
 from support.patch_support import HEADER, TABLE, make_rocm, run_patch, sha, tree_state
 
 
@@ -160,11 +159,9 @@ def test_twelve_concurrent_runs_all_succeed_and_leave_no_temporary_files(tmp_pat
     """Each run used to delete the others' temporary files (6 of 12 failed with a wrong fix)."""
     root = make_rocm(tmp_path)
     before = tree_state(root)
-    env = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_PATCH_TABLES=str(TABLE))
-    for name in ("ROCM_PATH", "ROCM_HOME", "RESOLVER_CRASH_AT"):
-        env.pop(name, None)
-    children = [subprocess.Popen([sys.executable, "-m", "resolver", "patch", "--rocm-root", str(root), "--json"],
-                                 cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {"RESOLVER_PATCH_TABLES": str(TABLE), "ROCM_PATH": None, "ROCM_HOME": None, "RESOLVER_CRASH_AT": None}
+    children = [cli.start("patch", "--rocm-root", str(root), "--json", project=project, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for _ in range(12)]
     results = [(child.wait(timeout=120), child.stderr.read()) for child in children]
     for child in children:

@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -161,9 +160,8 @@ def test_a_kernel_build_shows_its_progress_with_an_estimate_from_the_last_build(
     done of the total with the time so far and what is left, estimated from the H100 run's build of the
     same package, a line every 10 s while it runs and one when it ends."""
     assert h100_run[0].returncode == 0, h100_run[0].stderr[-3000:]
-    env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_KERNEL_RECIPES=str(TINY_RECIPE)))
-    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--env", "cuda13", "--arch", "8.6", "--no-install"],
-                          env=env, capture_output=True, text=True, timeout=900)
+    env = without_system_cuda(cli.environ(project, {"RESOLVER_KERNEL_RECIPES": str(TINY_RECIPE)}))
+    done = cli.run("build", "--env", "cuda13", "--arch", "8.6", "--no-install", environment=env, cwd=project, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     print(f"\n$ python -m resolver build --env cuda13 --arch 8.6 --no-install\n{done.stdout}{done.stderr}")
     progress = [line for line in done.stderr.splitlines() if line.startswith("tiny-ext: translation units: ")]
@@ -245,9 +243,8 @@ def test_a_fallback_environment_without_a_matching_compiler_is_refused_before_th
     assert "make a conda channel reachable" in error and error.endswith("with --target cuda12.")
     assert "is a fallback" in (project / "pixi.lock").read_text().splitlines()[0]
     assert not (project / ".resolver" / "envs").exists()
-    plan = subprocess.run([sys.executable, "-m", "resolver", "plan", "--target", "cuda13.0", "--json"],
-                          env=dict(os.environ, RESOLVER_SYSROOT=str(DOUBLES / "h100-1x-driver580"), CUDA_HOME=str(home)),
-                          capture_output=True, text=True, timeout=60)
+    plan = cli.run("plan", "--target", "cuda13.0", "--json", timeout=60,
+                   env={"RESOLVER_SYSROOT": str(DOUBLES / "h100-1x-driver580"), "CUDA_HOME": str(home)})
     assert plan.returncode == 0, plan.stderr
     kernels = json.loads(plan.stdout)["kernels"]
     assert kernels["toolkit_source"] == "environment" and kernels["toolkit"] == "nvcc 13.0"
@@ -267,9 +264,8 @@ def test_real_kernels_through_the_gpu_journey_on_the_h100_double(conda_channel):
     runs = []
     for _ in range(2):
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "cuda13.0", "--sysroot",
-                               str(DOUBLES / "h100-1x-driver580"), "--json"], env=env, capture_output=True, text=True,
-                              timeout=4 * 3600)
+        done = cli.run("setup", "--target", "cuda13.0", "--sysroot", str(DOUBLES / "h100-1x-driver580"), "--json",
+                       environment=env, cwd=project, timeout=4 * 3600)
         assert done.returncode == 0, done.stderr[-4000:]
         result = json.loads(done.stdout)
         runs.append({"wall_s": round(time.monotonic() - started, 1),

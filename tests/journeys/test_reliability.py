@@ -7,7 +7,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -144,7 +143,7 @@ def test_read_only_project_folder(tmp_path: Path) -> None:
     project = tmp_path / "ro"
     project.mkdir()
     (project / "pixi.toml").write_text(GOOD_MANIFEST)
-    command = [sys.executable, "-m", "resolver", "lock", "--target", "cpu"]
+    command = cli.argv("lock", "--target", "cpu")
     if os.geteuid() == 0:
         if shutil.which("unshare") is None:
             pytest.skip("needs unshare to make a read-only mount as root")

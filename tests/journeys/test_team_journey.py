@@ -9,10 +9,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import cli
 from support.projects import torch_cpu_mirror
 
 
@@ -36,8 +36,8 @@ def test_a_lock_made_here_installs_in_a_second_checkout_with_only_mirror_entries
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "RESOLVER_"))}
     env.update(RESOLVER_PROJECT=str(second), PIP_CONFIG_FILE=os.devnull,
                XDG_CACHE_HOME=str(tmp_path / "teammate-cache"))  # another machine: none of our verified files
-    done = subprocess.run([sys.executable, "-m", "resolver", "install", "--env", "cpu", "--channel", str(conda_channel),
-                           "--json"], env=env, capture_output=True, text=True, timeout=1200)
+    done = cli.run("install", "--env", "cpu", "--channel", str(conda_channel), "--json", environment=env,
+                   cwd=second, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert summary["kind"] == "conda" and summary["path"] == str(second / ".resolver" / "envs" / "cpu")

@@ -10,10 +10,7 @@ platform resolved), and each class's change is said (`fleet.changes`)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -125,9 +122,8 @@ def test_the_relock_says_what_happened_to_each_class(tmp_path, conda_channel, pa
     folder.mkdir()
     for node in (nodes["h100-1x-driver580"], nodes["a100-py312"]):
         shutil.copy(node, folder)
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--fleet", str(folder), "--target", "cuda13.0",
-                           "--no-pypi"], capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_CONDA_CHANNELS=str(conda_channel)))
+    done = cli.run("lock", "--fleet", str(folder), "--target", "cuda13.0", "--no-pypi", project=project,
+                   env={"RESOLVER_CONDA_CHANNELS": str(conda_channel)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"  class {A100}: solved: a new class (1 node(s): a100-py312)" in done.stdout
     assert f"  class {H100}: kept: unchanged (1 node(s): h100-1x-driver580)" in done.stdout

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
+from support import cli
 from support.projects import torch_cpu_mirror
 
 from resolver import install
@@ -57,7 +56,5 @@ def test_cpu_reinstall_from_warm_cache_is_a_no_op(cpu_project):
 
 
 def test_install_without_lock_is_one_sentence(tmp_path):
-    env = dict(os.environ, RESOLVER_PROJECT=str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "resolver", "install", "--env", "cpu"], env=env,
-                          capture_output=True, text=True)
+    done = cli.run("install", "--env", "cpu", project=tmp_path)
     assert done.returncode == 3 and done.stderr.count("\n") == 1 and "pixi.lock" in done.stderr

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import DATA, projects
+from support import DATA, cli, projects
 
 from resolver.core.errors import BuildFailed
 from resolver.kernels.driver import BuildOptions, build
@@ -130,9 +130,8 @@ def test_compiler_error_is_one_sentence_with_the_first_error_and_the_log(project
 
 
 def test_cli_json(project, first_build):
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
-                           "--env", "ci", "--arch", "7.5", "--json"], capture_output=True, text=True, env=env)
+    done = cli.run("build", "--recipe", str(TINY / "recipe"), "--env", "ci", "--arch", "7.5", "--json",
+                   project=project.root)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["compiled"] == 0 and data["packages"][0]["status"] == "cached"
@@ -140,13 +139,11 @@ def test_cli_json(project, first_build):
 
 
 def test_cli_errors_are_one_line(project):
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
-                           "--env", "nope", "--arch", "7.5"], capture_output=True, text=True, env=env)
+    done = cli.run("build", "--recipe", str(TINY / "recipe"), "--env", "nope", "--arch", "7.5", project=project.root)
     assert done.returncode == 7
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    bad_arch = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"),
-                               "--env", "ci", "--arch", "hopper"], capture_output=True, text=True, env=env)
+    bad_arch = cli.run("build", "--recipe", str(TINY / "recipe"), "--env", "ci", "--arch", "hopper",
+                       project=project.root)
     if HAS_NVCC:
         assert bad_arch.returncode == 3 and "--arch" in bad_arch.stderr
 
@@ -217,9 +214,7 @@ def test_overlay_include_folder_comes_first(project, tmp_path):
 def test_no_locked_plan_and_no_arch_asks_for_arch(project):
     """The architectures come from the environment's locked plan, never from this machine's GPUs: with no
     locked plan and no --arch the build asks for them, on a machine with GPUs too."""
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "build", "--recipe", str(TINY / "recipe"), "--env", "ci"],
-                          capture_output=True, text=True, env=env)
+    done = cli.run("build", "--recipe", str(TINY / "recipe"), "--env", "ci", project=project.root)
     if not HAS_NVCC:
         assert done.returncode == 0  # host-only build: no architectures to choose
         return
@@ -281,9 +276,8 @@ def test_sigterm_stops_the_compilers_too(project, tmp_path):
         "    def build_extension(self, ext):\n",
         "    def build_extension(self, ext):\n        import time\n        print('[tiny] compiling slowly', flush=True)\n"
         "        time.sleep(300)\n"))
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    child = subprocess.Popen([sys.executable, "-m", "resolver", "build", "--recipe", str(recipe), "--env", "ci",
-                              "--arch", "7.5"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = cli.start("build", "--recipe", str(recipe), "--env", "ci", "--arch", "7.5", project=project.root,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         logs = [l for l in project.logs.glob("build-tiny-ext-*.log") if "compiling slowly" in l.read_text(errors="replace")]

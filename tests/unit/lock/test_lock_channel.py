@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import REPO, projects
+from support import REPO, cli, projects
 from support import channel_factory as cf  # noqa: E402
 from support import toolchain_channel as tc  # noqa: E402
 
@@ -339,9 +339,7 @@ def test_a_named_mirror_that_times_out_is_one_sentence_and_writes_nothing(served
                                                                          conda_channel):
     project = make_project(tmp_path / "p", served[1].url, conda_channel)
     before = project.manifest.read_bytes()
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--target", "cpu", "--channel", silent_channel],
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = cli.run("lock", "--target", "cpu", "--channel", silent_channel, project=project.root, timeout=120)
     assert done.returncode == 3, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "cannot be reached" in errors[0] and silent_channel in errors[0]
@@ -372,21 +370,19 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     project, _, _ = locked
     copy = tmp_path / "cli"
     shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("envs", "cache"))
-    env = dict(os.environ, RESOLVER_PROJECT=str(copy))
-    cmd = [sys.executable, "-m", "resolver"]
-    done = subprocess.run([*cmd, "lock", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("lock", "--json", project=copy)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)  # the stored plans are what pixi.lock holds: nothing to resolve
     assert data["status"] == "up-to-date" and data["locked"] == [] and data["reasons"] == []
-    done = subprocess.run([*cmd, "lock", "--check", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("lock", "--check", "--json", project=copy)
     assert done.returncode == 0 and json.loads(done.stdout)["current"] is True
-    done = subprocess.run([*cmd, "lock", "--force", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("lock", "--force", "--json", project=copy)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["status"] == "locked" and data["reasons"] == []
     assert [e["environment"] for e in data["locked"]] == ["cpu", "cuda13"] and data["carried_over"] == ["default"]
     assert (copy / "pixi.lock").read_bytes() == project.lockfile.read_bytes()
-    done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("install", "--env", "cpu", "--json", project=copy)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["kind"] == "conda" and data["path"] == str(copy / ".resolver" / "envs" / "cpu")
@@ -395,7 +391,7 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     assert conda == ["pip", "python", "rt-base", "rt-kernel", "rt-lib", "rt-tool", "setuptools", "wheel"]
     assert data["status"] == "installed" and data["conda_packages"] == len(conda)
     assert data["enter"]["pixi"] == "pixi shell -e cpu" and data["enter"]["shell"] == f"source {copy / '.resolver' / 'envs' / 'cpu' / 'bin' / 'activate'}"
-    done = subprocess.run([*cmd, "install", "--env", "nope"], env=env, capture_output=True, text=True)
+    done = cli.run("install", "--env", "nope", project=copy)
     assert done.returncode == 7 and done.stderr.count("\n") == 1 and "no environment 'nope'" in done.stderr
 
 
@@ -433,9 +429,8 @@ def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_p
     project, _, _ = locked
     copy = ProjectPaths(tmp_path / "interrupted")
     shutil.copytree(project.root, copy.root, ignore=shutil.ignore_patterns(".resolver"))
-    env = dict(os.environ, RESOLVER_PROJECT=str(copy.root))
-    proc = subprocess.Popen([sys.executable, "-m", "resolver", "install", "--env", "cpu"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = cli.start("install", "--env", "cpu", project=copy.root, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(copy.envs.glob(".cpu.tmp-*")) and proc.poll() is None:
         time.sleep(0.02)
@@ -566,10 +561,7 @@ def test_cli_locks_for_another_machine_from_its_profile(served, tmp_path, conda_
     project = make_project(tmp_path / "p", served[1].url, conda_channel)
     version = plan.torch.requirement.split("==", 1)[1]
     cf.write_wheel(project.root / "wheels", "torch", version, {"torch/__init__.py": f'__version__ = "{version}"\n'})
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--profile", str(profile), "--target", "cuda13.0",
-                           "--json"],
-                          env=env, capture_output=True, text=True)
+    done = cli.run("lock", "--profile", str(profile), "--target", "cuda13.0", "--json", project=project.root)
     assert done.returncode == 0, done.stderr[-2000:]
     locked_env = next(e for e in json.loads(done.stdout)["locked"] if e["environment"] == plan.env_name)
     assert locked_env["torch"] == f"torch=={version}" and not locked_env["fallback"]
@@ -624,17 +616,14 @@ def test_a_lock_edited_to_drop_python_is_refused_before_anything_is_built(locked
 def test_sources_named_on_the_command_line_are_remembered_for_install(served, tmp_path, conda_channel, monkeypatch):
     monkeypatch.delenv("RESOLVER_CONDA_CHANNELS")
     project = make_project(tmp_path / "p", served[1].url, conda_channel)
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    cmd = [sys.executable, "-m", "resolver"]
-    done = subprocess.run([*cmd, "lock", "--target", "cpu", "--channel", str(conda_channel), "--json"], env=env,
-                          capture_output=True, text=True)
+    done = cli.run("lock", "--target", "cpu", "--channel", str(conda_channel), "--json", project=project.root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert Sources.load(project.root).conda_channels == (str(conda_channel),)
-    again = subprocess.run([*cmd, "lock", "--target", "cpu", "--json"], env=env, capture_output=True, text=True)
+    again = cli.run("lock", "--target", "cpu", "--json", project=project.root)
     assert again.returncode == 0, again.stderr[-2000:]  # no flag: the channel named before still answers
     assert Sources.load(project.root).conda_channels == (str(conda_channel),)
     assert not any(e["fallback"] for e in json.loads(again.stdout)["locked"]), again.stdout
-    done = subprocess.run([*cmd, "install", "--env", "cpu", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("install", "--env", "cpu", "--json", project=project.root)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["kind"] == "conda"
 
@@ -652,17 +641,14 @@ def test_a_machine_whose_python_is_too_old_gets_an_environment_with_a_supported_
     project.root.mkdir()
     (project.root / "pixi.toml").write_text(f'[workspace]\nname = "py38"\nchannels = ["{server.url}"]\n'
                                             'platforms = ["linux-64"]\n')
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root))
-    planned = subprocess.run([sys.executable, "-m", "resolver", "plan", "--profile", str(profile), "--target", "cpu",
-                              "--json"], env=env, capture_output=True, text=True)
+    planned = cli.run("plan", "--profile", str(profile), "--target", "cpu", "--json", project=project.root)
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     python = plan["python"]
     assert python != "3.8" and plan["conda_packages"]["python"] == f"{python}.*"
     why = next(t for t in plan["trace"] if t["rule"] == "python")
     assert "3.8" in why["because"] and f"its own Python {python}" in why["because"]
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--profile", str(profile), "--target", "cpu",
-                           "--no-pypi", "--json"], env=env, capture_output=True, text=True)
+    done = cli.run("lock", "--profile", str(profile), "--target", "cpu", "--no-pypi", "--json", project=project.root)
     assert done.returncode == 0, done.stderr[-2000:]
     cpu = lockfile(project).environment("cpu")
     pythons = [p.location for p in cpu.packages(cpu.platforms()[0]) if p.name == "python"]

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from support import projects
+from support import cli, projects
 from support.patch_support import (
     FIXTURES,
     HEADER,
@@ -68,13 +68,10 @@ def test_overlay_apply_leaves_rocm_untouched_and_second_run_is_idempotent(tmp_pa
 
 
 def test_human_output_says_already_applied(tmp_path, project):
-    import subprocess
-    import sys
     root = make_rocm(tmp_path)
     run_patch(project, "--rocm-root", str(root))
-    env = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_PATCH_TABLES=str(FIXTURES / "known-headers.toml"))
-    out = subprocess.run([sys.executable, "-m", "resolver", "patch", "--rocm-root", str(root)], capture_output=True,
-                         text=True, env=env, timeout=60)
+    out = cli.run("patch", "--rocm-root", str(root), project=project, timeout=60,
+                  env={"RESOLVER_PATCH_TABLES": str(FIXTURES / "known-headers.toml")})
     assert out.returncode == 0 and "already applied" in out.stdout
 
 
@@ -419,9 +416,7 @@ def test_unknown_version_falls_back_to_the_checksum(tmp_path, project):
 
 
 def test_help_lists_every_flag():
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, "-m", "resolver", "patch", "--help"], capture_output=True, text=True, timeout=60)
+    out = cli.run("patch", "--help", timeout=60)
     assert out.returncode == 0
     for flag in ("--rocm-root", "--overlay", "--in-place", "--check", "--revert", "--dry-run", "--force", "--json"):
         assert flag in out.stdout

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
-from support import DATA
+from support import DATA, cli
 
 from resolver.plan.probe import probe_machine
 
@@ -100,9 +98,7 @@ def test_corpus_covers_the_required_machines() -> None:
 
 
 def test_cli_replays_a_machine_with_the_contract_keys() -> None:
-    out = subprocess.run([sys.executable, "-m", "resolver", "probe", "--json",
-                          "--sysroot", str(MACHINES_DIR / "h100-8x-ubuntu2204")],
-                         capture_output=True, text=True, timeout=60)
+    out = cli.run("probe", "--json", "--sysroot", str(MACHINES_DIR / "h100-8x-ubuntu2204"), timeout=60)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["nvidia"]["gpus"][0] == {**data["nvidia"]["gpus"][0], "name": "NVIDIA H100 80GB HBM3",

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import DATA
+from support import DATA, cli
 
 from resolver.core.errors import BadInput
 from resolver.plan.probe import probe_machine
@@ -80,8 +78,7 @@ def test_unknown_platform_is_refused(tmp_path: Path) -> None:
 
 def test_cli_malformed_sysroot_is_one_line(tmp_path: Path) -> None:
     root = _sysroot(tmp_path, 'system = "Linux"\n')
-    out = subprocess.run([sys.executable, "-m", "resolver", "probe", "--sysroot", str(root)],
-                         capture_output=True, text=True, timeout=60)
+    out = cli.run("probe", "--sysroot", str(root), timeout=60)
     assert out.returncode == 3 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
 
@@ -204,8 +201,7 @@ def test_capture_refuses_a_non_empty_folder(tmp_path: Path) -> None:
 
 
 def test_capture_cli(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "resolver", "probe", "--capture", str(tmp_path / "cap"), "--json"],
-                         capture_output=True, text=True, timeout=60)
+    out = cli.run("probe", "--capture", str(tmp_path / "cap"), "--json", timeout=60)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["replay_matches"] is True and data["profile"]["platform"] == "linux-64"
@@ -271,8 +267,7 @@ def test_amd_smi_without_gfx_falls_back_to_kfd(tmp_path: Path) -> None:
 
 
 def test_capture_and_sysroot_together_is_refused(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "resolver", "probe", "--sysroot", str(H100), "--capture",
-                          str(tmp_path / "x"), "--json"], capture_output=True, text=True, timeout=60)
+    out = cli.run("probe", "--sysroot", str(H100), "--capture", str(tmp_path / "x"), "--json", timeout=60)
     assert out.returncode == 3 and "cannot be combined" in json.loads(out.stdout)["error"]
     assert not (tmp_path / "x").exists()
 

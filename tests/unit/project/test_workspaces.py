@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, TESTS
+from support import DATA, TESTS, cli
 from support import pixi_rules as rules
 from support.projects import torch_cpu_mirror
 
@@ -228,15 +227,12 @@ def test_a_lock_laid_out_otherwise_is_kept_as_pixi_writes_it_next(tmp_path, cond
 
 
 def test_the_cli_says_what_it_added_to_an_existing_workspace(tmp_path, conda_forge):
-    import subprocess
 
     project = copy_workspace("solve-groups", tmp_path / "cli")
     torch = torch_cpu_mirror()
     if torch is None:
         pytest.skip("pip's configuration here has no local torch 2.13.0+cpu wheelhouse")
-    env = dict(os.environ, RESOLVER_PROJECT=str(project.root), RESOLVER_CONDA_CHANNELS=str(conda_forge))
-    done = subprocess.run([sys.executable, "-m", "resolver", "lock", "--target", "cpu"], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = cli.run("lock", "--target", "cpu", project=project.root, env={"RESOLVER_CONDA_CHANNELS": str(conda_forge)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert "added to pixi.toml: environment cpu (its own feature cpu, no default feature)" in done.stdout
     assert "kept unchanged: default, max-py310, min-py38" in done.stdout

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, cli
 from support import channel_factory as cf  # noqa: E402
 
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact, render_lock  # noqa: E402
@@ -77,8 +77,7 @@ def test_a_planted_file_with_a_record_of_its_own_size_mtime_inode_is_hashed_and_
     assert plant_ctime  # (the newer form is refused too, when the folder is not private: see below)
     environ = dict(os.environ, RESOLVER_PROJECT=str(project), XDG_CACHE_HOME=str(cache), PIP_CONFIG_FILE=os.devnull,
                    PIP_NO_INDEX="1")
-    done = subprocess.run([sys.executable, "-m", "resolver", "install", "--env", "cpu", "--json"], cwd=project,
-                          env=environ, capture_output=True, text=True, timeout=300)
+    done = cli.run("install", "--env", "cpu", "--json", cwd=project, environment=environ, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     python = project / ".resolver" / "envs" / "cpu" / "bin" / "python"
     value = subprocess.run([str(python), "-c", "import tiny; print(tiny.VALUE)"], capture_output=True, text=True)

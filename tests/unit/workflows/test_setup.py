@@ -15,8 +15,9 @@ from support import cli, projects
 def test_rocm60_target_here_plans_locks_and_names_what_remains(tmp_path):
     """The PyTorch ROCm index is out of reach here, as on an air-gapped cluster: a local mirror of it
     (a wheelhouse with the pinned torch build) makes the lock real; the rest is left to the ROCm machine."""
-    plan = json.loads(subprocess.run([sys.executable, "-m", "resolver", "plan", "--target", "rocm6.0", "--json"],
-                                     capture_output=True, text=True, check=True).stdout)
+    planned = cli.run("plan", "--target", "rocm6.0", "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
     version, label = plan["torch"]["version"], plan["torch"]["variant"]
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     mirror = tmp_path / "rocm-mirror"
