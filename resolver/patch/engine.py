@@ -291,7 +291,13 @@ class _Worker:
                 link = _overlay_path(self.overlay, rel, "a sibling in the overlay record")
             except BadInput:
                 return False  # a record naming paths outside the overlay is not ours: rebuilt, never trusted
-            if not inside(self.rocm.path, self.rocm.path / rel) or sha256_file(link) != sha256_file(self.rocm.path / rel):
+            expected = self.rocm.path / rel
+            if not inside(self.rocm.path, expected):
+                return False
+            if link.is_symlink():  # the overlay's own link to the ROCm header: its target is what counts
+                if os.readlink(link) != str(expected):
+                    return False
+            elif sha256_file(link) != sha256_file(expected):
                 return False
         return True
 
