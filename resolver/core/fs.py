@@ -364,6 +364,23 @@ def create_new(path: str | Path, *, under: str | Path | None = None, what: str =
     raise BadInput(f"cannot create {what} beside {path}: 999 names are taken", fix=f"clean up {path.parent}")
 
 
+def new_log(path: str | Path, text: str = "", *, under: str | Path | None = None) -> Path:
+    """Create a run's log (or a backup) with ``text`` in it through :func:`create_new` (a new file: a
+    taken name gets ``-2``, ``-3``, ...); the path it has. Later lines go in through :func:`append_text`."""
+    handle, created = create_new(path, under=under, what="the log")
+    with handle:
+        handle.write(text.encode("utf-8"))
+    return created
+
+
+def append_text(path: str | Path, text: str, *, under: str | Path | None = None) -> None:
+    """Add ``text`` to the log ``path`` (made when missing), never through a link or into anything but a
+    regular file."""
+    fd = _open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, under=under, what="the log", create_parent=True)
+    with os.fdopen(fd, "ab") as handle:
+        handle.write(text.encode("utf-8"))
+
+
 def open_append(path: str | Path, *, under: str | Path | None = None, what: str = "the log") -> BinaryIO:
     """The existing regular file ``path`` open to append (a log this run created with :func:`create_new`),
     never through a link put there since."""
@@ -395,10 +412,11 @@ def mark_tree(path: str | Path, *, under: str | Path | None = None) -> None:
             os.close(os.open(TREE_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd))
 
 
-def is_marked_tree(path: str | Path, *, under: str | Path | None = None) -> bool:
+def is_marked_tree(path: str | Path, *, under: str | Path | None = None, marks: tuple[str, ...] = (TREE_MARK,)) -> bool:
+    """Whether the folder ``path``, reached without a link, holds one of ``marks`` (see :func:`remove_tree`)."""
     try:
         with _open_tree(path, under, create=False) as fd:
-            return stat.S_ISREG(os.stat(TREE_MARK, dir_fd=fd, follow_symlinks=False).st_mode)
+            return any(_has_mark(fd, mark) for mark in marks)
     except (OSError, BadInput):
         return False
 
@@ -427,10 +445,11 @@ def _open_tree(path: str | Path, under: str | Path | None, *, create: bool) -> I
 
 
 def remove_tree(path: str | Path, *, under: str | Path | None = None, made_by_us: bool = False,
-                missing_ok: bool = True) -> bool:
+                marks: tuple[str, ...] = (TREE_MARK,), missing_ok: bool = True) -> bool:
     """Delete the folder ``path`` and all below it, reached without a link and walked by descriptors (a
-    link inside is removed as a link, never followed). ``made_by_us``: only when it holds the mark
-    :func:`mark_tree` left (else one :class:`BadInput`, nothing deleted). True when it was removed."""
+    link inside is removed as a link, never followed). ``made_by_us``: only when it holds one of ``marks``,
+    files only the resolver writes there (:func:`mark_tree`'s, an environment's ready marker), else one
+    :class:`BadInput` and nothing deleted. True when it was removed."""
     try:
         with _parent_fd(path, under, create=False) as (dfd, name, root, parts):
             try:
@@ -443,7 +462,7 @@ def remove_tree(path: str | Path, *, under: str | Path | None = None, made_by_us
                                    "through it", fix=f"remove {path} yourself, then run again") from None
                 raise
             try:
-                if made_by_us and not _has_mark(fd):
+                if made_by_us and not any(_has_mark(fd, mark) for mark in marks):
                     raise BadInput(f"{path} was not made by the resolver; it is not deleted",
                                    fix=f"move {path} aside yourself, then run again")
                 _empty_folder(fd)
@@ -457,9 +476,11 @@ def remove_tree(path: str | Path, *, under: str | Path | None = None, made_by_us
         raise
 
 
-def _has_mark(fd: int) -> bool:
+def _has_mark(fd: int, mark: str = TREE_MARK) -> bool:
+    """Whether the folder holds ``mark``: a regular file or a real folder (never a link to one)."""
     try:
-        return stat.S_ISREG(os.stat(TREE_MARK, dir_fd=fd, follow_symlinks=False).st_mode)
+        mode = os.stat(mark, dir_fd=fd, follow_symlinks=False).st_mode
+        return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
     except OSError:
         return False
 
@@ -515,6 +536,20 @@ def copy_file(source: str | Path, target: str | Path, *, limit: int, what: str =
                 raise BadInput(f"{what} {source} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
             sink.write(block)
     return size
+
+
+def copy_file_new(source: str | Path, target: str | Path, *, limit: int, what: str = "the file",
+                  under: str | Path | None = None) -> Path:
+    """Copy the regular file ``source`` (at most ``limit`` bytes) to a new file at ``target`` made by
+    :func:`create_new` (a backup: a taken name gets ``-2``, ``-3``, ...); the path it has."""
+    with open_read(source, under=under, what=what) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput(f"{what} {source} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
+    sink, created = create_new(target, what=f"the copy of {what}")
+    with sink:
+        sink.write(data)
+    return created
 
 
 def place_link(target: str | Path, link: str | Path, *, under: str | Path | None = None) -> None:
@@ -763,6 +798,13 @@ def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | No
     if info.st_size > limit:
         raise BadInput(f"{what} {path} is larger than {_size(limit)}", fix=fix or f"pass a file of at most {_size(limit)}")
     return info.st_size
+
+
+def read_head(path: str | Path, *, limit: int, what: str, under: str | Path | None = None) -> str:
+    """The first ``limit`` bytes of the regular file ``path`` as UTF-8 (the rest ignored), through the door:
+    for pages whose tail may be cut (an index page of links)."""
+    with open_read(path, under=under, what=what) as handle:
+        return handle.read(limit).decode("utf-8", errors="replace")
 
 
 def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
