@@ -391,10 +391,12 @@ def remove_file(path: str | Path, *, under: str | Path | None = None, missing_ok
     """Remove the file (or link: the link itself) ``path``, reached through the door. True when one was removed."""
     try:
         with _parent_fd(path, under, create=False) as (dfd, name, _root, _parts):
-            info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-            if stat.S_ISDIR(info.st_mode):
-                raise BadInput(f"{path} is a folder, not a file", fix=f"move {path} aside, then run again")
-            os.unlink(name, dir_fd=dfd)
+            try:
+                os.unlink(name, dir_fd=dfd)  # a folder there: IsADirectoryError, as os.unlink says
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    exc.filename = os.fspath(path)
+                raise
             return True
     except FileNotFoundError:
         if missing_ok:

@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, Refusal, UsageError
-from resolver.core.fs import write_atomic, write_json_atomic
+from resolver.core.fs import read_bytes_bounded, write_atomic, write_json_atomic
 from resolver.core.ui import Output
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths, project_lock
-from resolver.project.pixi_toml import read_pixi_toml
+from resolver.project.pixi_toml import MANIFEST_LIMIT, read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.chain import Chain
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
@@ -185,7 +185,7 @@ class _Journey:
     def _lock(self, step: UpgradeStep) -> None:
         from resolver import lock
         from resolver.lock.current import holds
-        from resolver.lock.lockfile import read_lock
+        from resolver.lock.lockfile import LOCK_LIMIT, read_lock
         from resolver.project.sources import Sources
         from resolver.workflows.upgrade.lockdiff import entries_unchanged, lock_diff
 
@@ -195,8 +195,9 @@ class _Journey:
         record = replace(old.with_choice(old.choice(current) or step.current.choice).with_choice(step.new.choice),
                          default=old.default or current,
                          candidate=new if new != (old.default or current) else old.candidate)
-        before_lock = project.lockfile.read_bytes() if project.lockfile.is_file() else b""
-        before_manifest = project.manifest.read_bytes()
+        before_lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock") \
+            if project.lockfile.is_file() else b""
+        before_manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml")
         status = "locked"
         if holds(project, step.new.plan):
             status = "current"
@@ -208,7 +209,7 @@ class _Journey:
             self.out.info(f"locking '{new}' beside '{current}' (pixi.toml and pixi.lock; '{current}' stays as it is)")
             sources = Sources.load(project.root, flags=self.options.source_flags)
             lock.lock_plans(project, [step.new.plan], sources=sources, info=self.out.info, edit=record.write)
-        after = project.lockfile.read_bytes()
+        after = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock")
         if not entries_unchanged(before_lock.decode("utf-8", "replace"), after.decode("utf-8", "replace"), current):
             write_atomic(project.lockfile, before_lock, label="lock")
             write_atomic(project.manifest, before_manifest, label="manifest")
@@ -227,7 +228,8 @@ class _Journey:
         self.result.record = read_pixi_toml(project.manifest).tool.upgrade
         self.result.lock = {"status": status, "environment": new, "current_entries_unchanged": True,
                             "diff": diff.to_json() if diff else None,
-                            "manifest_changed": before_manifest != project.manifest.read_bytes(),
+                            "manifest_changed": before_manifest != read_bytes_bounded(
+                                project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml"),
                             "lock_changed": before_lock != after}
 
     def _ready(self, step: UpgradeStep) -> Environment:
