@@ -292,8 +292,26 @@ def to_yaml(value: Any) -> str:
     """
     import yaml
 
-    return yaml.dump(value, Dumper=_dumper(), sort_keys=False, default_flow_style=False, allow_unicode=False,
+    return yaml.dump(_plain(value), Dumper=_dumper(), sort_keys=False, default_flow_style=False, allow_unicode=False,
                      width=1 << 16, indent=2)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as Python's own types (a value read from pixi.toml may be a str or int subclass), whatever is
+    not JSON-like refused."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    raise TypeError(f"{type(value).__name__} is not written into a CI file")
 
 
 def _dumper():

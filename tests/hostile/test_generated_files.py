@@ -13,9 +13,13 @@ Two guards, each tested on its own:
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from pathlib import Path
 
 import pytest
-from support import cli, projects
+import yaml
+from support import cli, engine_files, projects
 
 from resolver.core.errors import BadInput, ExitCode
 from resolver.fleet import engines
@@ -144,3 +148,283 @@ def test_lock_fleet_refuses_a_kernel_channel_it_would_record(tmp_path):
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("error: --kernel-channel '/shared/$(touch MARKER)' holds '$', '(', ')'") and "Fix:" in line
     assert (project / "pixi.toml").read_text() == WORKSPACE
+
+
+# ------------------------------------------------------------------------------------------ the writers
+# Each test below gives the writers values the reader above never lets through: the writers alone must keep
+# them data (the second guard of the class).
+BASE_ENTRY = {"package": "mamba-ssm", "variant": "mamba-ssm@cuda12-sm90", "environment": "cuda12-sm90", "archs": "9.0",
+              "platform": "linux-64", "runs-on": "ubuntu-latest", "toolkit": "nvcc 12.6",
+              "requires": "linux-64, nvcc 12.6; no GPU", "command": "python -m resolver build --variant mamba-ssm@cuda12-sm90"}
+ENTRY_FIELDS = tuple(BASE_ENTRY)
+INJECTED = ("$(touch MARKER)", "`touch MARKER`", "'$(touch MARKER)'", "\"$(touch MARKER)\"", "\\$(touch MARKER)",
+            "\ntouch MARKER\n", "';touch MARKER;'", "\";touch MARKER;\"", "${IFS}touch${IFS}MARKER",
+            "\nevil:\n  stage: build\n  script: [touch MARKER]\n", "\n      - run: touch MARKER\n",
+            "\ndefaults:\n  run:\n    shell: sh -c 'touch MARKER; {0}'\n", "\u2028evil: 1", "\x85evil: 1",
+            "${{ github.token }}", "#", " # ", ": x", "- x", "{a: b}", "[a]", "&a", "*a", "!!python/object:os.system",
+            "%TAG", "|", ">", "\r", "\t", "\x1b]0;x\x07", "\u202e", "é", "\U0001f980", "--wrap=touch MARKER", "on",
+            "null", "0x1f", "9.0", "")
+
+
+def entry(**values) -> dict:
+    out = dict(BASE_ENTRY)
+    out.update(values)
+    return out
+
+
+def github_steps(workflow: dict) -> dict[str, list]:
+    return {name: job["steps"] for name, job in workflow["jobs"].items()}
+
+
+@pytest.fixture(scope="module")
+def clean() -> dict:
+    """The files for a value-free matrix: what a hostile value must leave unchanged around it."""
+    return {engine: engines.render(engine, [entry()], "/shared/kernels") for engine in engines.FORMATS}
+
+
+def check_github(text: str, entries: list[dict], clean: dict) -> None:
+    workflow = yaml.safe_load(text)
+    assert len(engine_files.comment_lines(text)) == len(engine_files.comment_lines(clean["github"]))
+    assert set(workflow) == {"name", "on", "jobs"}
+    expected = yaml.safe_load(clean["github"])
+    builds = [name for name in workflow["jobs"] if name.startswith("build")]
+    assert set(workflow["jobs"]) == {"current", "publish", *builds}
+    include = [e for name in builds for e in workflow["jobs"][name]["strategy"]["matrix"]["include"]]
+    assert include == entries  # the values, read back as they were
+    steps = github_steps(expected)
+    for name, job in workflow["jobs"].items():  # no step added, none changed
+        assert job["steps"] == steps["build" if name in builds else name]
+        assert set(job) == set(expected["jobs"]["build" if name in builds else name])
+    assert workflow["on"] == expected["on"] and "defaults" not in workflow
+    assert engine_files.problems("github-workflow", workflow) == []
+
+
+def check_gitlab(text: str, entries: list[dict], clean: dict) -> None:
+    pipeline = yaml.safe_load(text)
+    expected = yaml.safe_load(clean["gitlab"])
+    assert len(engine_files.comment_lines(text)) == len(engine_files.comment_lines(clean["gitlab"]))
+    builds = pipeline["publish"]["needs"]
+    assert set(pipeline) == {"stages", "default", "publish", *builds}  # no job added
+    assert pipeline["publish"] == {**expected["publish"], "needs": builds}
+    assert pipeline["stages"] == expected["stages"] and pipeline["default"] == expected["default"]
+    listed = []
+    for name in builds:
+        job = pipeline[name]
+        assert name.startswith("build-") and job["script"] == expected["build-linux-64"]["script"]
+        assert set(job) == set(expected["build-linux-64"])
+        variants = [v for row in job["parallel"]["matrix"] for v in row["VARIANT"]]
+        assert {engines.gitlab_tag(e) for e in entries if e["variant"] in variants} == set(job["tags"])
+        listed += variants
+    assert sorted(listed) == sorted(e["variant"] for e in entries)
+    assert engine_files.problems("gitlab-ci", pipeline) == []
+
+
+def check_slurm(text: str, entries: list[dict], channel: str | None, clean: dict, scratch: Path) -> None:
+    """Bash reads the script's values back as they were; the script, run as `bash kernels.sbatch` and as each
+    array task (every program it starts a recorder), passes each value as one argument and runs nothing else."""
+    from resolver.fleet.channel import local_folder
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    script = scratch / "kernels.sbatch"
+    script.write_text(text)
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    assert len(engine_files.comment_lines(text)) == len(engine_files.comment_lines(clean["slurm"]))
+    folder = local_folder(channel) if channel else None
+    assert engine_files.slurm_values(text) == {
+        "variants": [e["variant"] for e in entries], "archs": [e["archs"] for e in entries],
+        "platforms": [e["platform"] for e in entries], "known_platforms": sorted({e["platform"] for e in entries}),
+        "default_channel": [str(folder) if folder else ""]}
+    # submitted with bash: the array of this platform's tasks, then the publish step
+    platform = entries[0]["platform"] or "linux-64"  # KERNEL_PLATFORM empty: this machine's (the stub's x86_64)
+    done, calls = engine_files.run_slurm(script, scratch, env={"KERNEL_PLATFORM": platform})
+    sbatch = [c for c in calls if c[0] == "sbatch"]
+    if folder is None:
+        assert done.returncode == 2 and sbatch == []
+    else:
+        assert done.returncode == 0, done.stderr
+        tasks = ",".join(str(i) for i, e in enumerate(entries) if e["platform"] == platform)
+        assert sbatch[0] == ["sbatch", "--parsable", f"--chdir={scratch}", f"--array={tasks}", str(script)]
+        wrap = next(a for a in sbatch[1] if a.startswith("--wrap="))[len("--wrap="):]
+        assert engine_files.run_wrap(wrap, scratch) == [
+            ["python", "-m", "resolver", "channel", "publish", "--to", str(folder)]]
+        assert [c[0] for c in calls] == ["uname", "sbatch", "sbatch"]
+    # each task: the resolver's Python, given its variant as one argument, or a refusal for another platform
+    for task, e in list(enumerate(entries))[:3]:
+        done, calls = engine_files.run_slurm(script, scratch, task=task, env={"SLURM_CPUS_PER_TASK": "2"})
+        if e["platform"] == "linux-64":
+            assert done.returncode == 0, done.stderr
+            assert calls[-1] == ["python", "-m", "resolver", "build", "--variant", e["variant"], "--jobs", "2"]
+        else:
+            assert done.returncode == 2 and [c[0] for c in calls] == ["uname"] * len(calls)
+    assert not [p for p in scratch.rglob("*MARKER*")], "a value ran as a command"
+
+
+def test_a_command_substitution_in_the_kernel_channel_never_runs_when_bash_kernels_sbatch_runs(tmp_path, clean):
+    """The example of the class: `$(…)` in pixi.toml's kernel channel ran when the documented `bash kernels.sbatch`
+    ran. Each quoting of it stays one folder name, handed to `channel publish` as one argument."""
+    for k, injected in enumerate(("$(touch MARKER)", "`touch MARKER`", "';touch MARKER;'", "\"$(touch MARKER)\"")):
+        channel = f"/shared/kernels{injected}"
+        entries = [entry(), entry(variant="causal-conv1d@cuda12-sm90", package="causal-conv1d")]
+        check_slurm(engines.render("slurm", entries, channel), entries, channel, clean, tmp_path / str(k))
+
+
+def test_a_line_break_in_a_value_adds_no_job_to_the_gitlab_pipeline_and_no_step_to_the_github_workflow(clean):
+    """The other examples: a newline in a class's platform added a job to the GitLab pipeline, and one in the
+    kernel channel (in the workflow's comment) a `defaults` shell around every GitHub step."""
+    job = "\nevil:\n  stage: build\n  script: [touch MARKER]\n"
+    wrapper = "\ndefaults:\n  run:\n    shell: sh -c 'touch MARKER; {0}'\n"
+    for field in ENTRY_FIELDS:
+        for value in (job, wrapper, "x\u2028defaults: {run: {shell: x}}"):
+            entries = [entry(**{field: BASE_ENTRY[field] + value})]
+            check_gitlab(engines.render("gitlab", entries, "/k" + value), entries, clean)
+            check_github(engines.render("github", entries, "/k" + value), entries, clean)
+
+
+def test_the_job_current_fails_on_an_edited_workflow_and_on_a_refused_pixi_toml(tmp_path):
+    """`current` compares the committed workflow with the generated one byte for byte, under its own shell: an
+    added job, step or `defaults` fails it, and so does a pixi.toml the resolver refuses (it stays red, never
+    green on a file nobody generated)."""
+    import sys
+
+    project = projects.project(tmp_path / "project", manifest_text())
+    done = cli.run("build", "--matrix", "--format", "github", project=project)
+    assert done.returncode == 0, done.stderr
+    path = project / engines.FILES["github"]
+    path.parent.mkdir(parents=True)
+    path.write_text(done.stdout)
+    current = yaml.safe_load(done.stdout)["jobs"]["current"]["steps"][-1]
+    assert current["shell"] == "bash"  # a `defaults: run: shell:` in the file does not apply to it
+    python = Path(sys.executable).parent
+    env = {**cli.environ(project), "GITHUB_WORKFLOW_REF": f"org/repo/{engines.FILES['github']}@refs/heads/main",
+           "PATH": f"{python}{os.pathsep}{os.environ['PATH']}"}
+
+    def run_current() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "--noprofile", "--norc", "-c", current["run"]], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    assert run_current().returncode == 0
+    generated = path.read_text()
+    for edit in (generated + "  evil:\n    runs-on: ubuntu-latest\n    steps:\n      - run: touch MARKER\n",
+                 generated + "defaults:\n  run:\n    shell: sh -c 'touch MARKER; {0}'\n",
+                 generated.replace("    steps:\n", "    steps:\n      - run: touch MARKER\n", 1)):
+        assert edit != generated
+        path.write_text(edit)
+        done = run_current()
+        assert done.returncode == 1 and "this workflow is older than pixi.lock" in done.stdout
+    path.write_text(generated)
+    (project / "pixi.toml").write_text(with_value("platform", "linux-64\nevil"))
+    done = run_current()
+    assert done.returncode != 0 and "tool.resolver.fleet.classes.cuda12-sm80-sm90.platform" in done.stderr
+    assert not list(project.rglob("MARKER"))
+
+
+def test_a_nul_character_never_reaches_a_shell_script():
+    """bash cannot hold a NUL: the reader refuses it (a control character), and the writer refuses to write it."""
+    with pytest.raises(ValueError):
+        engines.render("slurm", [entry(variant="a\0b")], None)
+    path_text = with_value("toolkit", "nvcc 12.6\0")
+    from resolver.project.manifest import Manifest
+
+    with pytest.raises(BadInput):
+        Manifest.parse(path_text)
+
+
+# ------------------------------------------------------------------------------------------ fuzz property (a)
+# hostile strings in every field every matrix format reads: refused when pixi.toml is read (exit 3), or written so
+# that each engine reads back exactly the values, the YAML validates against the engine's schema, and the Slurm
+# script, run as `bash kernels.sbatch` and as its tasks, starts nothing but sbatch and the resolver with them.
+DEFAULT_EXAMPLES = 20
+LONG_EXAMPLES = int(os.environ.get("RESOLVER_FUZZ_EXAMPLES", "2000")) // 4  # each example runs bash a few times
+
+
+def hostile_text():
+    from hypothesis import strategies as st
+
+    fragment = st.one_of(st.sampled_from(INJECTED), st.text(max_size=6),
+                         st.characters(max_codepoint=0x9f), st.sampled_from("\u2028\u2029\x85\u202e\ufeff"))
+    return st.one_of(st.text(max_size=24), st.lists(fragment, min_size=1, max_size=5).map("".join))
+
+
+
+
+def _phases():
+    """Without shrinking unless RESOLVER_FUZZ_SHRINK=1: each example runs bash, and shrinking one takes minutes."""
+    from hypothesis import Phase
+
+    return tuple(Phase) if os.environ.get("RESOLVER_FUZZ_SHRINK") else (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+READ_FIELDS = ("kernel-channel", "name", "archs", "platform", "backend", "toolkit", "toolkit-source", "strategy")
+
+
+def _read_property(examples: int, *, random: bool):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from resolver.fleet import record
+    from resolver.project.manifest import Manifest
+
+    clean_files = {engine: engines.render(engine, [entry()], "/shared/kernels") for engine in engines.FORMATS}
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=not random, print_blob=True,
+              suppress_health_check=list(HealthCheck), phases=_phases())
+    @given(field=st.sampled_from(READ_FIELDS), text=hostile_text(), where=st.integers(0, 1))
+    def check(tmp_path_factory_dir, field, text, where):
+        value = ([text] if where == 0 else ["9.0", text]) if field == "archs" else text
+        try:
+            manifest = Manifest.parse(with_value(field, value))
+            entries = record.matrix(manifest, PACKAGES)
+        except BadInput as refused:
+            assert refused.code == ExitCode.BAD_INPUT and "\n" not in refused.message
+            return
+        channel = record.kernel_channel(manifest)
+        check_github(engines.render("github", entries, channel), entries, clean_files)
+        check_gitlab(engines.render("gitlab", entries, channel), entries, clean_files)
+        scratch = Path(tmp_path_factory_dir) / "slurm"
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+        check_slurm(engines.render("slurm", entries, channel), entries, channel, clean_files, scratch)
+
+    return check
+
+
+def _write_property(examples: int, *, random: bool):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    clean_files = {engine: engines.render(engine, [entry()], "/shared/kernels") for engine in engines.FORMATS}
+    value = hostile_text().map(lambda t: t.replace("\0", ""))  # NUL: refused by both guards (test above)
+    hostile_entry = st.fixed_dictionaries({f: st.one_of(st.just(BASE_ENTRY[f]), value) for f in ENTRY_FIELDS})
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=not random, print_blob=True,
+              suppress_health_check=list(HealthCheck), phases=_phases())
+    @given(entries=st.lists(hostile_entry, min_size=1, max_size=3, unique_by=lambda e: e["variant"]),
+           channel=st.one_of(st.none(), value.map(lambda t: "/shared/" + t)))
+    def check(tmp_dir, entries, channel):
+        check_github(engines.render("github", entries, channel), entries, clean_files)
+        check_gitlab(engines.render("gitlab", entries, channel), entries, clean_files)
+        import shutil
+
+        scratch = Path(tmp_dir) / "slurm"
+        shutil.rmtree(scratch, ignore_errors=True)
+        check_slurm(engines.render("slurm", entries, channel), entries, channel, clean_files, scratch)
+
+    return check
+
+
+def test_fuzz_values_in_pixi_toml_are_refused_or_read_back_by_every_engine(tmp_path):
+    pytest.importorskip("hypothesis")
+    _read_property(DEFAULT_EXAMPLES, random=False)(tmp_path)
+
+
+def test_fuzz_values_the_writers_are_given_read_back_and_never_run(tmp_path):
+    pytest.importorskip("hypothesis")
+    _write_property(DEFAULT_EXAMPLES, random=False)(tmp_path)
+
+
+@pytest.mark.fuzz
+def test_fuzz_generated_files_long_run(tmp_path):
+    pytest.importorskip("hypothesis")
+    _read_property(LONG_EXAMPLES, random=True)(tmp_path)
+    _write_property(LONG_EXAMPLES, random=True)(tmp_path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO, cli, projects
+from support import DATA, REPO, cli, engine_files, projects
 
 from resolver.fleet import engines
 
@@ -144,7 +144,7 @@ def test_the_slurm_script_is_one_array_task_per_variant_and_a_dependent_publish(
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     assert f"#SBATCH --array=0-{len(matrix) - 1}\n" in text
-    values = slurm_values(text)
+    values = engine_files.slurm_values(text)
     assert values["variants"] == [e["variant"] for e in matrix]
     assert values["archs"] == [e["archs"] for e in matrix]
     platforms = values["platforms"]
@@ -161,25 +161,6 @@ def test_the_slurm_script_is_one_array_task_per_variant_and_a_dependent_publish(
     if os.uname().machine == "x86_64":
         assert done.returncode == 2 and "builds for linux-aarch64, and this node is linux-64" in done.stderr
         assert "KERNEL_PLATFORM=linux-aarch64 bash" in done.stderr
-
-
-def slurm_values(text: str) -> dict[str, list[str]]:
-    """The values a generated Slurm script holds, as bash itself reads them: its text up to the constant body,
-    then each array printed one NUL-terminated word at a time (nothing of the script runs but assignments)."""
-    head = text[:text.index('\npython="${RESOLVER_PYTHON:-python}"\n')]
-    names = ("variants", "archs", "platforms", "known_platforms", "default_channel")
-    shown = "".join(f"printf '%s\\0' {name} \"${{{name}[@]}}\"; printf '\\1\\0'\n" for name in names)
-    done = subprocess.run(["bash", "-c", head + "\n" + shown], capture_output=True, timeout=30, check=True)
-    words = done.stdout.decode("utf-8", "surrogateescape").split("\0")
-    values, name = {}, None
-    for word in words[:-1]:
-        if name is None:
-            name, values[word] = word, []
-        elif word == "\1":
-            name = None
-        else:
-            values[name].append(word)
-    return values
 
 
 def test_the_parent_pipeline_in_the_docs_validates_and_triggers_the_generated_child():
