@@ -428,3 +428,23 @@ def test_fuzz_generated_files_long_run(tmp_path):
     pytest.importorskip("hypothesis")
     _read_property(LONG_EXAMPLES, random=True)(tmp_path)
     _write_property(LONG_EXAMPLES, random=True)(tmp_path)
+
+
+def test_a_kernel_package_whose_name_is_no_package_name_is_refused(tmp_path):
+    """The package names come from recipes (RESOLVER_KERNEL_RECIPES): each becomes part of a variant key in every
+    CI file, so a name that is not a package name is one sentence, exit 3, and no file."""
+    import shutil
+
+    from support.gpu_double import TINY_RECIPE
+
+    recipe = tmp_path / "recipe"
+    shutil.copytree(TINY_RECIPE, recipe)
+    text = (recipe / "recipe.yaml").read_text()
+    assert "name: tiny-ext\n" in text
+    (recipe / "recipe.yaml").write_text(text.replace("name: tiny-ext\n", "name: \"tiny-ext$(touch MARKER)\"\n", 1))
+    project = projects.project(tmp_path / "project", manifest_text())
+    done = cli.run("build", "--matrix", "--format", "slurm", project=project,
+                   env={"RESOLVER_KERNEL_RECIPES": str(recipe)})
+    assert done.returncode == ExitCode.BAD_INPUT and done.stdout == "" and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "kernel package name 'tiny-ext$(touch MARKER)' is not a package name" in line and "Fix:" in line
