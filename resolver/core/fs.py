@@ -348,9 +348,10 @@ def create_new(path: str | Path, *, under: str | Path | None = None, what: str =
     is taken (by anything: a file, a link someone planted), at ``name-2.ext``, ``name-3.ext``, ...: never
     appended to or written through what was there. The open handle (binary) and the path it has."""
     path = Path(path)
-    stem, suffix = (path.name.split(".", 1) + [""])[:2] if not path.name.startswith(".") else (path.name, "")
+    suffix = path.suffix if 1 < len(path.suffix) <= 5 and path.suffix[1:].isalnum() else ""  # .log, .json
+    stem = path.name[:len(path.name) - len(suffix)]
     for n in range(1, 1000):
-        candidate = path if n == 1 else path.with_name(f"{stem}-{n}" + (f".{suffix}" if suffix else ""))
+        candidate = path if n == 1 else path.with_name(f"{stem}-{n}{suffix}")
         try:
             fd = _open_file(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, under=under, what=what, mode=mode,
                             create_parent=True)
