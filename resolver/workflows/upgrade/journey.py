@@ -351,22 +351,29 @@ def promote(project: ProjectPaths, name: str, *, expect_candidate: bool = False)
     return new
 
 
-def rollback(project: ProjectPaths, *, wait: bool = True, on_wait=None) -> tuple[UpgradeRecord, UpgradeRecord]:
-    """Make the previous default the default again (the one promoted becomes ``previous``: ``rollback`` again
-    undoes the rollback). Returns (before, after)."""
+def rollback(project: ProjectPaths, *, to: str | None = None, wait: bool = True,
+             on_wait=None) -> tuple[UpgradeRecord, UpgradeRecord]:
+    """Make the environment that was the default before the last promotion the default again (``to``: the one
+    named). The record then names no previous default: a second ``rollback`` finds nothing to roll back and
+    never switches forward again. Returns (before, after); ``after == before`` when there was nothing to do."""
     with project_lock(project.stamps, wait=wait, on_wait=on_wait):
         if not project.manifest.is_file():
             raise BadInput(f"{project.manifest} does not exist", fix="run the command in the project folder")
         manifest = Manifest.load(project.manifest)
         record = manifest.tool.upgrade
-        if not record.previous:
-            raise UsageError("pixi.toml names no previous default environment to roll back to",
-                             fix="promote an upgrade first (`python -m resolver upgrade --torch X.Y --promote`)")
-        if record.previous not in manifest.environment_names():
-            raise BadInput(f"the previous default '{record.previous}' is no longer in pixi.toml",
-                           fix="restore its feature and environment in pixi.toml (from version control), or edit "
-                               "[tool.resolver.upgrade]")
-        after = replace(record, default=record.previous, previous=record.default)
+        names = [n for n in manifest.environment_names() if n != "default"]
+        if to is not None and to not in names:
+            raise UsageError(f"no environment '{to}'; pixi.toml has: {', '.join(names) or 'none'}",
+                             fix=f"name one of them: `python -m resolver rollback --to {names[0] if names else 'ENV'}`")
+        wanted = to or record.previous
+        if wanted is None or wanted == record.default:
+            return record, record
+        if wanted not in names:
+            raise BadInput(f"the previous default '{wanted}' is no longer in pixi.toml",
+                           fix="restore its feature and environment in pixi.toml (from version control), or name "
+                               "another with `python -m resolver rollback --to ENV`")
+        after = replace(record, default=wanted, previous=None,
+                        candidate=None if record.candidate == wanted else record.candidate)
         after.write(manifest)
         manifest.save()
         return record, after
