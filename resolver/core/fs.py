@@ -155,6 +155,17 @@ def register_root(path: str | Path, *, what: str, own_trees: tuple[tuple[str, ..
     return known
 
 
+def registered_roots() -> list[dict[str, Any]]:
+    """The roots this process guards, as data (a child process that writes below them registers the same)."""
+    return [{"path": r.path, "what": r.what, "own_trees": [list(t) for t in r.own_trees]} for r in _ROOTS.values()]
+
+
+def register_roots(roots: list[dict[str, Any]]) -> None:
+    """Register the roots :func:`registered_roots` gave (in a child process)."""
+    for root in roots:
+        register_root(root["path"], what=str(root["what"]), own_trees=tuple(tuple(t) for t in root["own_trees"]))
+
+
 def guarded_root(path: str | Path, under: str | Path | None = None) -> tuple[Root, tuple[str, ...]] | None:
     """The root ``path`` is reached from (``under``, else the nearest registered root above it) and the
     names below it; None when ``path`` is under no root."""
