@@ -229,6 +229,8 @@ def check_slurm(text: str, entries: list[dict], channel: str | None, clean: dict
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     assert len(engine_files.comment_lines(text)) == len(engine_files.comment_lines(clean["slurm"]))
+    assert engine_files.sbatch_directives(text) == [  # no option added to what sbatch reads
+        line.replace("--array=0-0", f"--array=0-{len(entries) - 1}") for line in engine_files.sbatch_directives(clean["slurm"])]
     folder = local_folder(channel) if channel else None
     assert engine_files.slurm_values(text) == {
         "variants": [e["variant"] for e in entries], "archs": [e["archs"] for e in entries],

@@ -62,6 +62,18 @@ def comment_lines(text: str) -> list[str]:
     return header
 
 
+def sbatch_directives(text: str) -> list[str]:
+    """The ``#SBATCH`` options sbatch reads from a script: those before its first line that is neither blank nor
+    a comment (sbatch stops there)."""
+    found = []
+    for line in text.split("\n")[1:]:
+        if line.strip() and not line.startswith("#"):
+            break
+        if line.startswith("#SBATCH"):
+            found.append(line)
+    return found
+
+
 _RECORDER = """#!/bin/sh
 # records its name and arguments, NUL-separated, one call a file
 n=0
