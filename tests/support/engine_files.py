@@ -33,19 +33,16 @@ def problems(name: str, document) -> list[str]:
 
 def slurm_values(text: str) -> dict[str, list[str]]:
     """The values a generated Slurm script holds, as bash itself reads them: its text up to the constant body,
-    then each array printed one NUL-terminated word at a time (nothing of the script runs but assignments)."""
+    then each array printed as its name, its length and its words, NUL-terminated (nothing of the script runs
+    but assignments)."""
     head = text[:text.index(SLURM_BODY)]
-    shown = "".join(f"printf '%s\\0' {name} \"${{{name}[@]}}\"; printf '\\1\\0'\n" for name in SLURM_ARRAYS)
+    shown = "".join(f"printf '%s\\0' {name} \"${{#{name}[@]}}\" \"${{{name}[@]}}\"\n" for name in SLURM_ARRAYS)
     done = subprocess.run(["bash", "-c", head + "\n" + shown], capture_output=True, timeout=30, check=True)
+    words = done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
     values: dict[str, list[str]] = {}
-    name = None
-    for word in done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]:
-        if name is None:
-            name, values[word] = word, []
-        elif word == "\1":
-            name = None
-        else:
-            values[name].append(word)
+    while words:
+        name, count, words = words[0], int(words[1]), words[2:]
+        values[name], words = words[:count], words[count:]
     return values
 
 
