@@ -37,7 +37,7 @@ def slurm_values(text: str) -> dict[str, list[str]]:
     but assignments)."""
     head = text[:text.index(SLURM_BODY)]
     shown = "".join(f"printf '%s\\0' {name} \"${{#{name}[@]}}\" \"${{{name}[@]}}\"\n" for name in SLURM_ARRAYS)
-    done = subprocess.run(["bash", "-c", head + "\n" + shown], capture_output=True, timeout=30, check=True)
+    done = subprocess.run(["bash", "-c", head + "\nset +u\n" + shown], capture_output=True, timeout=30, check=True)
     words = done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
     values: dict[str, list[str]] = {}
     while words:
