@@ -3,7 +3,9 @@ interpreter's start would dominate, in this process through ``resolver.cli.main`
 
 A child inherits the session's hermetic environment (its own home and caches, no network beyond loopback,
 the PyPI double: tests/support/hermetic.py, set by conftest.py), never a developer's own project or
-machine double, and reads no terminal: its stdin is empty unless a test gives one.
+machine double, and reads no terminal: its stdin is empty unless a test gives one. Its signals are at their
+defaults (tests/support/processes.py), as a shell's foreground command has them, even when the suite runs
+as a background job that ignores SIGINT.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import IO
+
+from support.processes import default_signals
 
 # Variables of the shell that started the tests which would point a child at another project or machine.
 NOT_INHERITED = ("RESOLVER_PROJECT", "RESOLVER_SYSROOT")
@@ -63,14 +67,16 @@ def run(*args: str, project: Path | str | None = None, env: Mapping[str, str | N
     elif isinstance(data, bytes) and text:
         data = data.decode()
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    def child_setup() -> None:
+        default_signals()
+        if memory_limit:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
     return subprocess.run([*prefix, *argv(*args)], env=environ(project, env, environment),
                           cwd=cwd if cwd is not None else project, input=data,
                           stdin=None if data is not None else (subprocess.DEVNULL if stdin is None else stdin),
                           capture_output=True, text=text, errors="replace" if text else None, timeout=timeout,
-                          preexec_fn=cap if memory_limit else None)
+                          preexec_fn=child_setup)
 
 
 def start(*args: str, project: Path | str | None = None, env: Mapping[str, str | None] | None = None,
@@ -80,6 +86,7 @@ def start(*args: str, project: Path | str | None = None, env: Mapping[str, str |
     with :func:`run`'s ``project``, ``env``, ``environment`` and ``cwd``; ``popen``: Popen's own
     arguments (stdout, stderr, text, start_new_session ...)."""
     popen.setdefault("stdin", subprocess.DEVNULL)
+    popen.setdefault("preexec_fn", default_signals)
     return subprocess.Popen(argv(*args), env=environ(project, env, environment),
                             cwd=cwd if cwd is not None else project, **popen)
 
