@@ -30,6 +30,7 @@ from resolver.core.platforms import host_subdir
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
+from resolver.install.launcher import write_launcher
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.project.paths import ProjectPaths
@@ -151,6 +152,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     target = _target(project, locked_environment(project, name))
     _remove_leftovers(project, target.env.name)  # an interrupted run's, even when up to date
     if not force and (ready_record(target.final) or {}).get("lock_digest") == target.digest:
+        _keep_launcher(target.final, project)
         return target.summary("up-to-date", started)
     ahead, why = bytecode_ahead(bytecode)
     # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
@@ -265,6 +267,7 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     try:
         make(tmp)
+        write_launcher(tmp, project.root)
         (tmp / READY_MARKER).write_text(json.dumps({
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
             "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
@@ -274,6 +277,15 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _keep_launcher(final: Path, project: ProjectPaths) -> None:
+    """The launcher of an environment already up to date, written when it is missing or names another
+    project or resolver (the project moved; an environment installed before launchers were written)."""
+    try:
+        write_launcher(final, project.root)
+    except (OSError, ResolverError):  # an environment this user cannot write: it still works, without it
+        pass
 
 
 def _does_not_run(final: Path) -> str | None:
