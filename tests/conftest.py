@@ -72,6 +72,14 @@ def _checkout_state() -> list[tuple[str, int]]:
     return state
 
 
+# ---- disk: a passing module's fixture folders go when the module ends (tests/support/disk.py) ------------
+from support.disk import (  # noqa: E402 - after the path they are found on; hooks, registered by their names
+    pytest_fixture_post_finalizer,  # noqa: F401
+    pytest_fixture_setup,  # noqa: F401
+    pytest_runtest_makereport,  # noqa: F401
+)
+
+
 @pytest.fixture(autouse=True)
 def leaves_the_checkout_alone():
     """A test that runs the resolver without a project of its own would lock, install or remember
