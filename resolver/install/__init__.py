@@ -96,11 +96,28 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
-        have = ", ".join(e.platform.subdir for e in envs[name])
-        raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
-                                     "machine)")
+        have = ", ".join(dict.fromkeys(e.platform.subdir for e in envs[name]))
+        if not any(_for_a_gpu(e) for e in envs[name]):
+            raise EnvironmentProblem(
+                f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
+                fix=f"add this platform: `python -m resolver lock --platform {subdir}` (it adds {subdir} to "
+                    "[workspace] platforms of pixi.toml and locks the CPU environment for it too; commit both files "
+                    "for your team), then install again")
+        raise EnvironmentProblem(f"environment '{name}' is for the GPU machines its plan serves ({have}), not for "
+                                 f"this machine ({subdir})",
+                                 fix=f"lock an environment for this machine: `python -m resolver lock --target "
+                                     f"{Target.for_environment(name)}` here (or `--target cpu`)")
     return matching[0]
+
+
+def _for_a_gpu(env: LockedEnv) -> bool:
+    """Whether a locked environment is a GPU one: its platform declares a CUDA driver, or its torch is a
+    CUDA or ROCm build."""
+    if any(vp.startswith("__cuda") for vp in env.platform.virtual_packages):
+        return True
+    torch = next((a for a in env.pypi if a.name == "torch"), None)
+    local = torch.version.partition("+")[2] if torch is not None else ""
+    return local.startswith(("cu", "rocm"))
 
 
 def environment_digest(env: LockedEnv) -> str:
