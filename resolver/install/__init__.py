@@ -31,6 +31,7 @@ from resolver.core.platforms import host_subdir
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
+from resolver.install.launcher import write_launcher
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.project.paths import ProjectPaths
@@ -96,11 +97,28 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
-        have = ", ".join(e.platform.subdir for e in envs[name])
-        raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
-                                     "machine)")
+        have = ", ".join(dict.fromkeys(e.platform.subdir for e in envs[name]))
+        if not any(_for_a_gpu(e) for e in envs[name]):
+            raise EnvironmentProblem(
+                f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
+                fix=f"add this platform: `python -m resolver lock --platform {subdir}` (it adds {subdir} to "
+                    "[workspace] platforms of pixi.toml and locks the CPU environment for it too; commit both files "
+                    "for your team), then install again")
+        raise EnvironmentProblem(f"environment '{name}' is for the GPU machines its plan serves ({have}), not for "
+                                 f"this machine ({subdir})",
+                                 fix=f"lock an environment for this machine: `python -m resolver lock --target "
+                                     f"{Target.for_environment(name)}` here (or `--target cpu`)")
     return matching[0]
+
+
+def _for_a_gpu(env: LockedEnv) -> bool:
+    """Whether a locked environment is a GPU one: its platform declares a CUDA driver, or its torch is a
+    CUDA or ROCm build."""
+    if any(vp.startswith("__cuda") for vp in env.platform.virtual_packages):
+        return True
+    torch = next((a for a in env.pypi if a.name == "torch"), None)
+    local = torch.version.partition("+")[2] if torch is not None else ""
+    return local.startswith(("cu", "rocm"))
 
 
 def environment_digest(env: LockedEnv) -> str:
@@ -152,6 +170,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     target = _target(project, locked_environment(project, name))
     _remove_leftovers(project, target.env.name)  # an interrupted run's, even when up to date
     if not force and (ready_record(target.final) or {}).get("lock_digest") == target.digest:
+        _keep_launcher(target.final, project)
         return target.summary("up-to-date", started)
     ahead, why = bytecode_ahead(bytecode)
     # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
@@ -267,6 +286,7 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     try:
         make(tmp)
+        write_launcher(tmp, project.root)
         mark_tree(tmp)
         write_text_atomic(tmp / READY_MARKER, json.dumps({
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
@@ -278,6 +298,15 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
         with contextlib.suppress(OSError, BadInput):
             remove_tree(tmp)
         raise
+
+
+def _keep_launcher(final: Path, project: ProjectPaths) -> None:
+    """The launcher of an environment already up to date, written when it is missing or names another
+    project or resolver (the project moved; an environment installed before launchers were written)."""
+    try:
+        write_launcher(final, project.root)
+    except (OSError, ResolverError):  # an environment this user cannot write: it still works, without it
+        pass
 
 
 def _does_not_run(final: Path) -> str | None:

@@ -325,8 +325,9 @@ class Manifest:
             del feature["system-requirements"]
         if "platforms" not in feature:
             feature["platforms"] = tomlkit.array()
-        if platform.name not in [str(p) for p in feature["platforms"]]:
-            feature["platforms"].append(platform.name)
+        for served in [platform, *(self.cpu_platforms(platform) if plan.backend == "cpu" else ())]:
+            if served.name not in [str(p) for p in feature["platforms"]]:
+                feature["platforms"].append(served.name)
         if "dependencies" not in feature:
             feature["dependencies"] = tomlkit.table()
         for package, spec in plan.conda_packages:
@@ -369,6 +370,29 @@ class Manifest:
             entry["no-default-feature"] = True
             envs[name] = entry
         return name
+
+    def cpu_platforms(self, planned: PixiPlatform) -> list[PixiPlatform]:
+        """The workspace platforms a CPU environment serves besides ``planned`` (its plan's): every one of
+        another subdir the resolver locks that declares no CUDA driver, so a teammate on another machine
+        (a Mac, Windows) installs the same CPU environment. A GPU environment serves its plan's alone."""
+        from resolver.core.platforms import KNOWN
+
+        return [p for p in self.platforms().values()
+                if p.subdir != planned.subdir and p.subdir in KNOWN and p.cuda is None]
+
+    def add_workspace_platform(self, subdir: str) -> bool:
+        """Declare ``subdir`` in [workspace] platforms (a bare subdir: pixi's defaults) unless a platform of
+        that subdir is declared already; whether it was added."""
+        import tomlkit
+
+        if any(p.subdir == subdir for p in self.platforms().values()):
+            return False
+        ws = self.workspace
+        if "platforms" not in ws:
+            ws["platforms"] = tomlkit.array()
+        ws["platforms"].append(subdir)
+        self.added.append(f"platform {subdir}")
+        return True
 
     def planned_platform(self, plan: Plan) -> PixiPlatform:
         """The workspace platform a plan's environment runs on: one the workspace has (the subdir's own

@@ -45,7 +45,9 @@ class ProjectPaths:
 
     @classmethod
     def discover(cls, start: str | Path | None = None) -> "ProjectPaths":
-        """The nearest folder at or above ``start`` (default: cwd) holding pixi.toml; else ``start``.
+        """The nearest folder at or above ``start`` (default: cwd) holding pixi.toml; else the project of
+        the environment the user is in (``RESOLVER_ENV_PROJECT``, set by its ``bin/mamba-resolver``:
+        :mod:`resolver.install.launcher`), when it still holds a pixi.toml; else ``start``.
 
         ``RESOLVER_PROJECT`` overrides the search.
         """
@@ -56,6 +58,9 @@ class ProjectPaths:
         for folder in (here, *here.parents):
             if (folder / "pixi.toml").is_file():
                 return cls(folder)
+        entered = os.environ.get("RESOLVER_ENV_PROJECT")
+        if entered and os.path.isabs(entered) and (Path(entered) / "pixi.toml").is_file():
+            return cls(Path(entered).resolve())
         return cls(here)
 
     @property

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO, cli
+from support import DATA, cli, shipped_manifest
 
 from resolver.workflows.upgrade.lockdiff import environment_entries
 
@@ -443,7 +443,7 @@ def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_p
     from resolver.project.manifest import Manifest
     from resolver.project.upgrade_record import Choice, UpgradeRecord
 
-    text = (REPO / "pixi.toml").read_text()
+    text = shipped_manifest()
     manifest = Manifest.parse(text)
     record = UpgradeRecord(default="cpu", candidate="cpu-torch2-14").with_choice(Choice("cpu", "cpu", "2.13", "3.11"))
     record.write(manifest)

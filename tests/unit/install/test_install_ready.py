@@ -425,7 +425,23 @@ def test_an_environment_locked_for_other_machines_only_is_refused(tmp_path):
         locked_environment(project, "cpu")
     subdir = host_subdir()
     assert refusal(error) == (f"environment 'cpu' is locked for {OTHER.subdir}, not for this machine ({subdir})",
-                              f"lock it for {subdir} (`python -m resolver lock --target cpu` on this machine)")
+                              f"add this platform: `python -m resolver lock --platform {subdir}` (it adds {subdir} to "
+                              "[workspace] platforms of pixi.toml and locks the CPU environment for it too; commit both "
+                              "files for your team), then install again")
+
+
+@pytest.mark.parametrize("gpu", ["platform", "torch"])
+def test_a_gpu_environment_of_other_machines_says_to_plan_one_for_this_machine(tmp_path, gpu):
+    cuda = LockedPlatform("cuda", OTHER.subdir, ("__cuda=13",) if gpu == "platform" else ())
+    torch = PypiArtifact("torch", "2.13.0+cu130" if gpu == "torch" else "2.13.0", "https://x.org/torch.whl", "ab" * 32)
+    project = project_with(tmp_path, LockedEnv("cuda13", cuda, (FORGE,), (record("python", "3.11.7",
+                                                                                 subdir=OTHER.subdir),), (torch,)))
+    with pytest.raises(EnvironmentProblem) as error:
+        locked_environment(project, "cuda13")
+    assert refusal(error) == (f"environment 'cuda13' is for the GPU machines its plan serves ({OTHER.subdir}), not for "
+                              f"this machine ({host_subdir()})",
+                              "lock an environment for this machine: `python -m resolver lock --target cuda13` here "
+                              "(or `--target cpu`)")
 
 
 # ------------------------------------------------------------------------------------------ what install makes
@@ -570,7 +586,7 @@ def test_what_is_made_is_marked_ready_with_what_was_locked_and_moved_into_place(
         "environment": "cpu", "kind": "conda", "python": "3.11", "platform": HOST.subdir,
         "lock_digest": environment_digest(CONDA_ENV), "conda": ["python-3.11.7-h0_0", "zlib-1.3.1-h0_0"],
         "pypi": ["plain==1"], "seeded": []}
-    assert not (project.env("cpu") / "bin").exists()
+    assert [p.name for p in (project.env("cpu") / "bin").iterdir()] == ["mamba-resolver"]  # the launcher alone
 
 
 def test_a_make_that_fails_leaves_no_half_environment(tmp_path):
