@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -27,6 +26,7 @@ from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, Reso
 from resolver.core.fingerprint import fingerprint
 from resolver.core.model import Target
 from resolver.core.platforms import host_subdir
+from resolver.core.records import write_record
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
@@ -265,11 +265,11 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     try:
         make(tmp)
-        (tmp / READY_MARKER).write_text(json.dumps({
+        write_record(tmp / READY_MARKER, {
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
             "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
             "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, target.kind, env)},
-            indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            label="ready-marker", place=target.final / READY_MARKER, strict=True)
         swap_into_place(tmp, target.final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from resolver.core.errors import Busy
+from resolver.core.seal import user_cache_dir  # where the seal's key lives too: the ground floor's
 
 
 @dataclass(frozen=True)
@@ -318,13 +319,3 @@ def tool_answers() -> Path | None:
     """What toolkit binaries (nvcc, hipcc) said about themselves, keyed by what each binary really is."""
     base = user_cache_dir()
     return None if base is None else base / "tool-answers.json"
-
-
-def user_cache_dir() -> Path | None:
-    """The resolver's folder in the user's cache (``$XDG_CACHE_HOME/mamba-resolver``, ``~/.cache/…``):
-    what is worth keeping across projects (verified artefacts, unpacked conda packages, remembered plans,
-    the answers of toolkit binaries)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not base or base.startswith("~"):
-        return None
-    return Path(base) / "mamba-resolver"

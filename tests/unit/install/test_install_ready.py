@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import projects
+from support import projects, records
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem
 from resolver.core.platforms import host_subdir
@@ -71,8 +71,7 @@ def marker(**changes) -> dict:
 
 
 def write_marker(folder: Path, data: dict) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / READY_MARKER).write_text(json.dumps(data), encoding="utf-8")
+    records.plant(folder / READY_MARKER, data)
 
 
 def installed(project: ProjectPaths, name: str, kind: str = "conda", python: bool = True) -> Path:
@@ -181,7 +180,9 @@ def test_an_environment_is_ready_once_its_marker_is_there(tmp_path):
     (tmp_path / READY_MARKER).mkdir()
     assert not env.ready  # a folder in its place is no marker
     (tmp_path / READY_MARKER).rmdir()
-    (tmp_path / READY_MARKER).write_text("{}")
+    records.unsealed(tmp_path / READY_MARKER, marker())
+    assert not env.ready  # a marker that came with the folder (a copy, a clone) is not install's
+    write_marker(tmp_path, marker())
     assert env.ready
 
 

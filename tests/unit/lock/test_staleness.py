@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import cli, projects
+from support import cli, projects, records
 
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
@@ -308,7 +308,7 @@ def test_the_check_reads_what_it_is_given_and_solves_nothing(tmp_path):
 def test_a_current_answer_is_remembered_by_its_inputs_only(tmp_path):
     paths = project(tmp_path)
     assert current.lock_status(paths, remember=True).current
-    stamp = json.loads(paths.lock_check_stamp.read_text())
+    stamp = records.read(paths.lock_check_stamp)
     assert stamp == {"inputs_digest": stamp["inputs_digest"], "value": True} and len(stamp["inputs_digest"]) == 64
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))  # the stamp no longer applies
     assert not current.lock_status(paths, remember=True).current
@@ -319,18 +319,18 @@ def test_a_current_answer_is_remembered_by_its_inputs_only(tmp_path):
 def test_a_stamp_others_could_have_written_is_not_taken(tmp_path):
     paths = project(tmp_path)
     assert current.lock_status(paths, remember=True).current
-    stamp = paths.lock_check_stamp.read_text()
+    stamp = paths.lock_check_stamp.read_bytes()
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))
     # a stamp claiming the edited inputs are current: taken only from a file no one else can write
     from resolver.lock.current import _inputs_digest
 
-    paths.lock_check_stamp.write_text(json.dumps({"inputs_digest": _inputs_digest(paths, None), "value": True}))
+    records.plant(paths.lock_check_stamp, {"inputs_digest": _inputs_digest(paths, None), "value": True})
     os.chmod(paths.lock_check_stamp, 0o666)
     assert not current.lock_status(paths).current
     os.chmod(paths.lock_check_stamp, 0o644)
     paths.lock_check_stamp.unlink()
     os.symlink(tmp_path / "elsewhere.json", paths.lock_check_stamp)
-    (tmp_path / "elsewhere.json").write_text(stamp)
+    (tmp_path / "elsewhere.json").write_bytes(stamp)
     assert not current.lock_status(paths).current
 
 
