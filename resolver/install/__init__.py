@@ -27,6 +27,7 @@ from resolver.core.fingerprint import fingerprint
 from resolver.core.model import Target
 from resolver.core.platforms import host_subdir
 from resolver.core.records import write_record
+from resolver.install import identity
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
@@ -246,6 +247,12 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
                    for r in env.conda]
     wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
               for a in env.pypi]
+    # each file is the package its entry names, before anything is installed (the sha256 alone proves
+    # only that it is the file the lock's author pointed at)
+    for record, path in zip(env.conda, conda_files):
+        identity.check_conda(path, record.name, record.version, record.build, record.subdir)
+    for artifact, path in zip(env.pypi, wheels):
+        identity.check_wheel(path, artifact.name, artifact.version, artifact.file_name)
     return conda_files, wheels
 
 

@@ -715,18 +715,19 @@ def test_a_cached_build_that_no_longer_runs_is_dropped_and_the_lock_built(tmp_pa
 
 def stored_env(project: ProjectPaths, tmp_path: Path) -> LockedEnv:
     """CONDA_ENV's kind of lock whose every artefact is in the verified store already (nothing is fetched)."""
+    from support.channel_factory import write_wheel
+    from support.package_factory import index_json, write_conda
+
     store, conda = project.verified_store, []
     for name in ("python", "zlib"):
-        data = f"{name} package".encode()
-        sha = hashlib.sha256(data).hexdigest()
-        (tmp_path / f"{name}.conda").write_bytes(data)
+        package = write_conda(tmp_path / "chan", index_json(name, "1.0", subdir=HOST.subdir), [])
+        sha = hashlib.sha256(package.read_bytes()).hexdigest()
         rec = record(name, "1.0", sha)
-        store.copy_in(tmp_path / f"{name}.conda", sha, rec.file_name)
+        store.copy_in(package, sha, rec.file_name)
         conda.append(rec)
-    wheel = b"wheel"
-    (tmp_path / "plain.whl").write_bytes(wheel)
-    artifact = PypiArtifact("plain", "1", WHEEL.location, hashlib.sha256(wheel).hexdigest())
-    store.copy_in(tmp_path / "plain.whl", artifact.sha256, artifact.file_name)
+    wheel = write_wheel(tmp_path / "wheels", "plain", "1", {"plain.py": ""})
+    artifact = PypiArtifact("plain", "1", WHEEL.location, hashlib.sha256(wheel.read_bytes()).hexdigest())
+    store.copy_in(wheel, artifact.sha256, artifact.file_name)
     return LockedEnv("cpu", HOST, (FORGE,), tuple(conda), (artifact,), python="3.11")
 
 
