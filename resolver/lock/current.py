@@ -98,8 +98,22 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
         planned: list[Any] = locked.file_digests(project) if plans is None else [locked.plan_key(p) for p in plans]
     except (BadInput, OSError):
         return None
+    sources = _sources(project)
     rules = [Path(__file__).with_name(name) for name in ("staleness.py", "reasons.py")]  # the rules, as they are now
-    return fingerprint(*rules, __version__, str(project.root.resolve()), manifest, lock, plans is None, planned, pypi)
+    return fingerprint(*rules, __version__, str(project.root.resolve()), manifest, lock, plans is None, planned, pypi,
+                       None if sources is None else [sources.to_json(), sources.origins])
+
+
+def _sources(project: ProjectPaths) -> Sources | None:
+    """The source settings in force here (pixi.toml's and pyproject.toml's [tool.resolver], what the last
+    lock here was told, the environment's variables): part of what a check's answer depends on. None
+    when they cannot be read (``lock`` then says why)."""
+    from resolver.project.sources import Sources
+
+    try:
+        return Sources.load(project.root)
+    except BadInput:
+        return None
 
 
 def _check_memo(project: ProjectPaths):
@@ -126,6 +140,6 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> LockSta
     except BadInput as exc:
         missing = staleness.check(None, manifest, plans).reasons[:-1]
         return LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
-    return staleness.check(lock, manifest, plans, pypi=pypi)
+    return staleness.check(lock, manifest, plans, pypi=pypi, sources=_sources(project))
 
 

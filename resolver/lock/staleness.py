@@ -42,6 +42,7 @@ from resolver.lock.reasons import (
     EnvironmentNotDeclared,
     EnvironmentRemoved,
     IndexesChanged,
+    LocationNotCanonical,
     LockMissing,
     PackagesNotRequired,
     PlatformAdded,
@@ -57,14 +58,17 @@ if TYPE_CHECKING:
     from resolver.core.model import Plan
     from resolver.lock.lockfile import LockedEnv, PypiArtifact
     from resolver.project.manifest import EnvSpec, Manifest
+    from resolver.project.sources import Sources
 
 
 # ------------------------------------------------------------------------------------------ check
 def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, plans: Iterable[Plan] = (), *,
-          environments: Iterable[str] | None = None, pypi: bool = True) -> LockStatus:
+          environments: Iterable[str] | None = None, pypi: bool = True, sources: Sources | None = None) -> LockStatus:
     """Whether ``lock`` (None: there is no pixi.lock) satisfies ``manifest`` and ``plans``, and every
     reason it does not; ``environments``: only whether these still do (what a relock may carry over);
-    ``pypi=False``: the PyPI packages are not held to pixi.toml (a lock made with ``--no-pypi``)."""
+    ``pypi=False``: the PyPI packages are not held to pixi.toml (a lock made with ``--no-pypi``);
+    ``sources``: the source settings in force, held against where the lock records its files (a path of
+    this machine that a mirror now maps to a canonical address is stale: a lock now records the address)."""
     reasons: list[Reason] = []
     names = manifest.environment_names()
     for plan in plans:
@@ -76,6 +80,8 @@ def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, pl
             reasons.append(EnvironmentMissing(environment=name))
         else:
             reasons += _environment_reasons(manifest, name, lock[name], pypi)
+            if sources is not None and pypi:
+                reasons += [r for env in lock[name] for r in _location_reasons(env, sources)]
     if environments is None:
         reasons += [EnvironmentRemoved(environment=name) for name in sorted(lock) if name not in names]
     return LockStatus(tuple(reasons))
@@ -212,6 +218,18 @@ def _pypi_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
     extra = sorted(set(artifacts) - _pypi_reached(spec, artifacts, _marker_environment(env)))
     if extra:
         yield PackagesNotRequired(**where, ecosystem="pypi", packages=tuple(extra))
+
+
+def _location_reasons(env: LockedEnv, sources: Sources) -> Iterator[Reason]:
+    """Each locked PyPI file recorded at a path of this machine that ``sources`` map to its canonical address
+    (what :class:`resolver.lock.canonical.Canonicalizer` would record now)."""
+    for art in env.pypi:
+        if not art.location.startswith("file://"):
+            continue
+        canonical = sources.canonical(art.location)
+        if canonical is not None and canonical != art.location:
+            yield LocationNotCanonical(environment=env.name, platform=env.platform.name, package=art.name,
+                                       location=art.location, canonical=canonical)
 
 
 def _pypi_reached(spec: EnvSpec, artifacts: dict[str, PypiArtifact], markers: dict[str, str]) -> set[str]:

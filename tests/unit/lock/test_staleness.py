@@ -388,3 +388,43 @@ def test_setup_says_why_it_relocks(tmp_path):
                                         "pixi.lock has numpy 2.1.0 (linux-64)")
     paths.lockfile.unlink()
     assert lock_step() == ("would-run", "relock: pixi.lock does not exist")
+
+
+# ------------------------------------------------------------------------------------ sources
+def test_a_path_of_this_machine_that_a_mirror_now_maps_is_stale(tmp_path, monkeypatch):
+    """The sources are part of staleness: a wheel recorded at a path of this machine is current while no
+    source maps it; once [tool.resolver.mirrors] maps that folder to its canonical index, a lock records the
+    canonical address, so the lock is stale, and says which file and which address."""
+    import dataclasses
+
+    from resolver.project.sources import Sources
+
+    env = cpu_env()
+    local = "file:///srv/wheels/torch-2.13.0%2Bcpu-py3-none-any.whl"
+    env = dataclasses.replace(env, pypi=tuple(dataclasses.replace(a, location=local) if a.name == "torch" else a
+                                              for a in env.pypi))
+    paths = project(tmp_path, envs=[env])
+    lock, manifest = read_lock(paths.lockfile, paths.root), Manifest.load(paths.manifest)
+    assert staleness.check(lock, manifest, sources=Sources()).current
+    mirrored = Sources(mirrors=((TORCH_INDEX, "/srv/wheels"),))
+    (reason,) = staleness.check(lock, manifest, sources=mirrored).reasons
+    assert isinstance(reason, reasons.LocationNotCanonical) and reason.package == "torch"
+    assert reason.canonical == f"{TORCH_INDEX}/torch-2.13.0%2Bcpu-py3-none-any.whl"
+    assert "[tool.resolver.mirrors] now maps to" in reason.sentence
+    assert staleness.check(lock, manifest, sources=mirrored, pypi=False).current  # --no-pypi holds no wheel
+    # through lock_status: the mirrors entry in pixi.toml makes the remembered "current" answer not apply
+    assert current.lock_status(paths, remember=True).current
+    paths.manifest.write_text(MANIFEST + f'\n[tool.resolver.mirrors]\n"{TORCH_INDEX}" = "/srv/wheels"\n')
+    assert [r.kind for r in current.lock_status(paths).reasons] == ["location-not-canonical"]
+
+
+def test_a_remembered_answer_holds_only_for_the_same_sources(tmp_path, monkeypatch):
+    """Sources set outside pixi.toml (an environment variable, what the last lock here was told) are inputs
+    of the check too: the answer remembered under other sources is not taken."""
+    from resolver.lock.current import _inputs_digest
+
+    paths = project(tmp_path)
+    monkeypatch.delenv("RESOLVER_FIND_LINKS", raising=False)
+    before = _inputs_digest(paths, None)
+    monkeypatch.setenv("RESOLVER_FIND_LINKS", "/srv/other-wheels")
+    assert _inputs_digest(paths, None) != before
