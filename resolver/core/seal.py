@@ -47,6 +47,9 @@ def user_cache_dir() -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not base or base.startswith("~"):
         return None
+    from resolver.core.fs import register_root
+
+    register_root(Path(base) / "mamba-resolver", what="the resolver's folder in the user's cache")
     return Path(base) / "mamba-resolver"
 
 

@@ -37,6 +37,13 @@ from resolver.core.seal import user_cache_dir  # where the seal's key lives too:
 class ProjectPaths:
     root: Path
 
+    def __post_init__(self) -> None:
+        # every path below the project is reached through the door (no link on the way), except inside an
+        # installed environment, which is a tree of its own (its folder may be a link the user made)
+        from resolver.core.fs import register_root
+
+        register_root(self.root, what="the project", own_trees=ENV_TREES)
+
     @classmethod
     def discover(cls, start: str | Path | None = None) -> "ProjectPaths":
         """The nearest folder at or above ``start`` (default: cwd) holding pixi.toml; else ``start``.
@@ -264,8 +271,6 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
     if read_only and not path.is_file():
         yield  # no run has ever held this project: nothing to wait for, nothing to create
         return
-    if not read_only:
-        state_dir.mkdir(parents=True, exist_ok=True)
     # never through a link: a project folder can be shared, and the holder writes its pid here
     fd = open_no_follow(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT, what="the project lock file")
     handle = os.fdopen(fd, "r" if read_only else "r+", encoding="utf-8")
@@ -300,11 +305,14 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
 def _shared_store(project: ProjectPaths, name: str) -> Path:
     base = user_cache_dir()
     if base is not None:
+        from resolver.core.errors import BadInput
+        from resolver.core.fs import make_folder
+
         try:
-            (base / name).mkdir(parents=True, exist_ok=True)
+            make_folder(base / name)
             if os.access(base / name, os.W_OK):
                 return base / name
-        except OSError:
+        except (OSError, BadInput):
             pass
     return project.cache / name
 
@@ -319,3 +327,6 @@ def tool_answers() -> Path | None:
     """What toolkit binaries (nvcc, hipcc) said about themselves, keyed by what each binary really is."""
     base = user_cache_dir()
     return None if base is None else base / "tool-answers.json"
+
+
+ENV_TREES = ((".resolver", "envs", "*"),)  # the installed environments: trees of their own below the project
