@@ -428,3 +428,25 @@ def test_a_remembered_answer_holds_only_for_the_same_sources(tmp_path, monkeypat
     before = _inputs_digest(paths, None)
     monkeypatch.setenv("RESOLVER_FIND_LINKS", "/srv/other-wheels")
     assert _inputs_digest(paths, None) != before
+
+
+def test_a_package_only_the_locks_own_requires_dist_reaches_is_not_required(tmp_path):
+    """pixi.lock claims numpy requires ``evil`` (and locks evil): where this user's resolver read numpy's own
+    metadata (the sealed record a lock keeps, by the wheel's sha256), that is what the check follows, and
+    evil is required by nothing; a record of that metadata that came with the checkout is no record."""
+    import dataclasses
+
+    base = cpu_env()
+    numpy_sha, evil_sha = "01" * 32, "02" * 32
+    pypi = tuple(dataclasses.replace(a, sha256=numpy_sha, requires_dist=("evil",)) if a.name == "numpy" else a
+                 for a in base.pypi) + (dataclasses.replace(wheel("evil", "1.0"), sha256=evil_sha),)
+    paths = project(tmp_path, envs=[dataclasses.replace(base, pypi=pypi)])
+    assert current.lock_status(paths).current  # the lock's own claim is all there is here
+    honest = {numpy_sha: {"requires_dist": [], "requires_python": ">=3.10"}}
+    records.unsealed(paths.pypi_requires, honest)  # as a clone would bring it: not this user's reading
+    assert current.lock_status(paths).current
+    records.plant(paths.pypi_requires, honest)  # what a lock here read from numpy's METADATA
+    reason = only(paths, reasons.PackagesNotRequired)
+    assert reason.packages == ("evil",) and reason.ecosystem == "pypi"
+    done = cli.run("lock", "--check", project=paths.root)
+    assert done.returncode == 1 and "evil" in done.stdout
