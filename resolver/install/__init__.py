@@ -254,7 +254,7 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
     for record, path in zip(env.conda, conda_files):
         identity.check_conda(path, record.name, record.version, record.build, record.subdir)
     for artifact, path in zip(env.pypi, wheels):
-        identity.check_wheel(path, artifact.name, artifact.version, artifact.file_name)
+        identity.check_wheel(path, artifact.name, artifact.version, artifact.file_name, artifact.requires_dist)
     return conda_files, wheels
 
 

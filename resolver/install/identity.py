@@ -54,9 +54,11 @@ def same_version(a: str, b: str) -> bool:
         return a.strip() == b.strip()
 
 
-def check_wheel(path: Path, name: str, version: str, file_name: str) -> None:
+def check_wheel(path: Path, name: str, version: str, file_name: str, requires_dist: tuple[str, ...] = ()) -> None:
     """Refuse the wheel at ``path`` (locked as ``file_name``) unless its name and its METADATA say it is
-    ``name`` ``version``."""
+    ``name`` ``version``, and every requirement the lock records for it (``requires_dist``) is one of its
+    METADATA's ``Requires-Dist`` (a claimed requirement the file does not have would make a package the
+    lock adds look required)."""
     entry = f"{name} {version}"
     stated = wheel_file_name(file_name)
     if stated is None:
@@ -70,6 +72,30 @@ def check_wheel(path: Path, name: str, version: str, file_name: str) -> None:
     if canonical_name(str(meta_name)) != canonical_name(name) or not same_version(str(meta_version), version):
         _refuse(entry, f"the METADATA of {printable(file_name)} says it is {printable(str(meta_name))} "
                        f"{printable(str(meta_version))}")
+    own = {requirement_key(str(text)) for text in meta.get_all("Requires-Dist") or []}
+    claimed = [text for text in requires_dist if requirement_key(text) not in own]
+    if claimed:
+        _refuse(entry, f"pixi.lock says it requires {printable(claimed[0])}, which the METADATA of "
+                       f"{printable(file_name)} does not")
+
+
+def requirement_key(text: str) -> tuple | str:
+    """What a PEP 508 requirement reaches: the package (its canonical name) and the extras asked of it;
+    text that is no requirement: itself. (Versions and markers are left out: a lock's writer may spell
+    them otherwise, rattler orders a marker's alternatives, and neither makes another package required.)
+
+    >>> requirement_key('numpy>=1 ; extra == "opt"') == requirement_key("NumPy >=1.0; extra == 'opt'")
+    True
+    >>> requirement_key("hf-xet ; os_name == 'a' or os_name == 'b'") == requirement_key("hf_xet ; os_name == 'b'")
+    True
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return text.strip()
+    return canonical_name(req.name), tuple(sorted(canonical_name(extra) for extra in req.extras))
 
 
 def check_conda(path: Path, name: str, version: str, build: str, subdir: str) -> None:

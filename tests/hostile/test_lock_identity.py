@@ -109,3 +109,19 @@ def test_names_and_versions_are_compared_in_their_normal_forms(tmp_path, python)
 
     check_wheel(wheel, "typing-extensions", "4.12.2.0", wheel.name)
     check_wheel(wheel, "typing.extensions", "4.12.2", wheel.name)
+
+
+def test_a_requirement_the_lock_claims_and_the_wheel_does_not_have_is_refused(tmp_path, python):
+    """pixi.lock says ``tiny`` requires ``evil`` (so evil, locked beside it, looks required): the wheel's
+    own METADATA does not say so, and the install is refused before anything is linked."""
+    tiny = write_wheel(tmp_path / "wheels", "tiny", "1.0", {"tiny.py": ""}, requires=["numpy ; extra == \"opt\""])
+    evil = write_wheel(tmp_path / "wheels", "evil", "1.0", {"evil.py": ""})
+    honest = wheel_entry("tiny", "1.0", tiny)
+    lying = PypiArtifact(honest.name, honest.version, honest.location, honest.sha256,
+                         ("NumPy; extra == 'opt'", "evil"))  # the first: the same requirement, spelled otherwise
+    project, done = install(tmp_path, (python[0],), ((lying, tiny), (wheel_entry("evil", "1.0", evil), evil)),
+                            (python[1],))
+    refused(project, done, "tiny 1.0", "requires evil")
+    from resolver.install.identity import check_wheel
+
+    check_wheel(tiny, "tiny", "1.0", tiny.name, ("NumPy; extra == 'opt'",))  # a claim it does have: taken
