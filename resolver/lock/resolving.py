@@ -79,7 +79,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     try:
         resolving = {(name, platform.name): pool.submit(_resolved, settings, manifest.environment(name, platform.name),
                                                         platform) for name, platform in todo}
-        again = _no_longer_required(existing, project, manifest, {name for name, _, _ in kept}, no_pypi)
+        again = _no_longer_required(existing, project, manifest, {name for name, _, _ in kept}, no_pypi, sources)
         kept = [entry for entry in kept if entry[0] not in again]
         for name in sorted(again):
             for platform in manifest.environment(name).platforms:
@@ -125,17 +125,19 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
 
 
 def _no_longer_required(existing: ExistingLock | None, project: ProjectPaths, manifest: Manifest, kept: set[str],
-                        no_pypi: bool) -> set[str]:
+                        no_pypi: bool, sources: Sources | None = None) -> set[str]:
     """Of the environments ``kept``, the ones pixi.lock holds with packages nothing in pixi.toml requires
-    any more (a dependency removed), where the resolver can lock them."""
+    any more (a dependency removed), or with a file at a path of this machine that ``sources`` now map to
+    its canonical address (a mirror added), where the resolver can lock them."""
     if existing is None or not kept:
         return set()
     from resolver.lock import staleness
     from resolver.lock.lockfile import locked_envs
 
     status = staleness.check(locked_envs(existing, project.root), manifest, environments=sorted(kept),
-                             pypi=not no_pypi)
-    return {r.environment for r in status.reasons if r.kind == "packages-not-required" and r.environment
+                             pypi=not no_pypi, sources=sources)
+    again = ("packages-not-required", "location-not-canonical")
+    return {r.environment for r in status.reasons if r.kind in again and r.environment
             and not any(manifest.unlockable(r.environment, p) for p in manifest.environment(r.environment).platforms)}
 
 

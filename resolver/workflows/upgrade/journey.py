@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, Refusal, UsageError
-from resolver.core.fs import read_bytes_bounded, write_atomic, write_json_atomic
+from resolver.core.fs import read_bytes_bounded, write_atomic
+from resolver.core.records import write_record
 from resolver.core.ui import Output
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.plan.knowledge import Knowledge
@@ -283,10 +284,10 @@ class _Journey:
 
     def _save_state(self, wanted: Wanted, step: UpgradeStep, stage: str, *, proof: Proof | None = None,
                     proof_inputs: str | None = None) -> None:
-        write_json_atomic(self.state_path, {
+        write_record(self.state_path, {
             "wanted": {**wanted.to_json(), "env": step.current.environment}, "current": step.current.environment,
             "candidate": step.new.environment, "stage": stage, "at": time.time(),
-            "proof": proof.to_json() if proof else None, "proof_inputs": proof_inputs}, label=f"upgrade-{stage}")
+            "proof": proof.to_json() if proof else None, "proof_inputs": proof_inputs}, label=f"upgrade-{stage}", strict=True)
 
 
 def _site_listing(env: Path) -> list[tuple[str, int]]:
