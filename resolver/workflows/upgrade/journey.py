@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, Refusal, UsageError
-from resolver.core.fs import write_atomic, write_json_atomic
+from resolver.core.fs import read_bytes_bounded, write_atomic, write_json_atomic
 from resolver.core.names import canonical_name
 from resolver.core.ui import Output
 from resolver.install.environment import READY_MARKER, Environment
@@ -30,7 +30,7 @@ from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Carry, Dependency, Manifest
 from resolver.project.paths import ProjectPaths, project_lock
-from resolver.project.pixi_toml import read_pixi_toml
+from resolver.project.pixi_toml import MANIFEST_LIMIT, read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.chain import Chain
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
@@ -198,7 +198,7 @@ class _Journey:
 
     def _lock(self, step: UpgradeStep, previous: dict[str, Any]) -> None:
         from resolver.lock.current import holds
-        from resolver.lock.lockfile import read_lock
+        from resolver.lock.lockfile import LOCK_LIMIT, read_lock
         from resolver.project.sources import Sources
         from resolver.workflows.upgrade.lockdiff import entries_unchanged, lock_diff
 
@@ -214,8 +214,9 @@ class _Journey:
         earlier = previous.get("removed") if previous.get("candidate") == new else None
         earlier = {str(k): str(v) for k, v in earlier.items()} if isinstance(earlier, dict) else {}
         missing = [d for d in users if d.key not in has]
-        before_lock = project.lockfile.read_bytes() if project.lockfile.is_file() else b""
-        before_manifest = project.manifest.read_bytes()
+        before_lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock") \
+            if project.lockfile.is_file() else b""
+        before_manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml")
         status = "locked"
         if holds(project, step.new.plan) and all(d.name in earlier for d in missing):
             status = "current"
@@ -237,7 +238,7 @@ class _Journey:
                      f"environment is locked without it, and `--promote` switches only with --allow-removal {name}",
                      f"pixi.toml [feature] of '{current}'; the resolver of pixi.lock") for name, why in
                 sorted(self.result.removed.items())))
-        after = project.lockfile.read_bytes()
+        after = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock")
         if not entries_unchanged(before_lock.decode("utf-8", "replace"), after.decode("utf-8", "replace"), current):
             write_atomic(project.lockfile, before_lock, label="lock")
             write_atomic(project.manifest, before_manifest, label="manifest")
@@ -256,7 +257,8 @@ class _Journey:
         self.result.record = read_pixi_toml(project.manifest).tool.upgrade
         self.result.lock = {"status": status, "environment": new, "current_entries_unchanged": True,
                             "diff": diff.to_json() if diff else None,
-                            "manifest_changed": before_manifest != project.manifest.read_bytes(),
+                            "manifest_changed": before_manifest != read_bytes_bounded(
+                                project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml"),
                             "lock_changed": before_lock != after}
 
     def _lock_carrying(self, step: UpgradeStep, record: UpgradeRecord, users: tuple[Dependency, ...],

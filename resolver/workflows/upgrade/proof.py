@@ -268,8 +268,10 @@ def _numerics(folder: Path, reports: dict[str, VerifyReport], options: ProofOpti
 def _first_difference(a: Path, b: Path) -> str:
     import json
 
-    ta = json.loads(a.with_suffix(".json").read_text(encoding="utf-8")).get("tokens", [])
-    tb = json.loads(b.with_suffix(".json").read_text(encoding="utf-8")).get("tokens", [])
+    from resolver.core.fs import read_bytes_bounded
+
+    ta = json.loads(read_bytes_bounded(a.with_suffix(".json"), limit=64 << 20, what="the logits record")).get("tokens", [])
+    tb = json.loads(read_bytes_bounded(b.with_suffix(".json"), limit=64 << 20, what="the logits record")).get("tokens", [])
     for row, (ra, rb) in enumerate(zip(ta, tb)):
         for step, (x, y) in enumerate(zip(ra, rb)):
             if x != y:
