@@ -254,6 +254,14 @@ class _Journey:
 
         old_entry, new_entry = entry(current), entry(new)
         diff = lock_diff(old_entry, new_entry) if old_entry is not None and new_entry is not None else None
+        gone = [m for m in (diff.removed if diff else ()) if canonical_name(m.name) not in
+                {canonical_name(n) for n in self.result.removed}]
+        if gone:  # packages the current environment has and the new one does not: a risk, not an aside
+            self.result.step = replace(self.result.step, risks=self.result.step.risks + (Risk(
+                "removal", "note", f"{len(gone)} package{'s' if len(gone) != 1 else ''} of '{current}' "
+                f"{'are' if len(gone) != 1 else 'is'} not in '{new}': {', '.join(f'{m.name} {m.before}' for m in gone)} "
+                "(nothing you declared requires them there): code that imports them directly breaks",
+                "pixi.lock: the two environments' entries"),))
         self.result.record = read_pixi_toml(project.manifest).tool.upgrade
         self.result.lock = {"status": status, "environment": new, "current_entries_unchanged": True,
                             "diff": diff.to_json() if diff else None,
