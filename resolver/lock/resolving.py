@@ -7,7 +7,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, SourceUnreachable
 from resolver.core.fs import read_bytes_bounded
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchang
     from resolver.core.model import Plan
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.lockfile import ExistingLock, LockedEnv
-    from resolver.project.manifest import EnvSpec, Manifest
+    from resolver.project.manifest import Carry, EnvSpec, Manifest
     from resolver.project.pixi_platforms import PixiPlatform
     from resolver.project.sources import Sources
 
@@ -38,11 +38,13 @@ class LockSettings:
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
                no_conda: bool = False, no_pypi: bool = False, info: Info = quiet,
-               edit: Callable[[Manifest], None] | None = None) -> LockSummary:
+               edit: Callable[[Manifest], None] | None = None,
+               carry: Mapping[str, Carry] | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
     (kept from the existing lock while it holds them as pixi.toml asks, else resolved); write pixi.toml
     and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
-    its classes)."""
+    its classes); ``carry``: per environment of a plan, the user's dependencies it takes from another
+    (``upgrade``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from resolver.core.fs import sha256_text, write_text_atomic
@@ -64,7 +66,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     notes: list[str] = []
     existing = existing_lock(project, manifest, notes, info)
     keep = held(existing, manifest, {plan.env_name for plan in plans})
-    wanted = {manifest.ensure_environment(plan, keep): plan for plan in plans}
+    wanted = {manifest.ensure_environment(plan, keep, (carry or {}).get(plan.env_name)): plan for plan in plans}
     existing = realigned(existing, manifest)  # with the platforms the plans added, as pixi aligns them on load
     changed = manifest.dumps().encode() != before
     for note in manifest.notes:
@@ -122,6 +124,21 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
                        sha256_text(text), tuple(notes), tuple(manifest.added))
+
+
+def resolves(project: ProjectPaths, manifest: Manifest, name: str, *, sources: Sources,
+             info: Info = quiet) -> str | None:
+    """Whether environment ``name`` of ``manifest`` (as held in memory: nothing is written) resolves on every
+    platform it has: None, or why not in one sentence."""
+    from resolver.lock.canonical import Canonicalizer
+
+    settings = LockSettings(project, sources, Canonicalizer(sources, project), info=info)
+    for platform in manifest.environment(name).platforms:
+        try:
+            lock_environment(settings, manifest.environment(name, platform.name), platform)
+        except BadInput as exc:
+            return exc.message
+    return None
 
 
 def _no_longer_required(existing: ExistingLock | None, project: ProjectPaths, manifest: Manifest, kept: set[str],

@@ -25,7 +25,7 @@ def test_the_mirrors_entry_lock_prints_makes_the_next_lock_record_the_canonical_
     assert machine_path in (root / "pixi.lock").read_text()
     printed = [f for f in fixes.printed_fixes(first.stdout + first.stderr) if "[tool.resolver.mirrors]" in f]
     assert printed, first.stdout + first.stderr
-    commands = fixes.follow(printed[0], root)
+    commands = fixes.apply(printed[0], root)
     assert commands == [["lock"]]
 
     check = cli.run("lock", "--check", "--json", project=root)  # the sources changed: stale until locked again
