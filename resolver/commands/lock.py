@@ -1,5 +1,6 @@
-"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets;
-nothing to do when pixi.lock already satisfies pixi.toml and the plans.
+"""`python -m resolver lock [--target T ...] [--profile FILE] [--platform SUBDIR ...]`: pixi.toml + pixi.lock for
+the targets; nothing to do when pixi.lock already satisfies pixi.toml and the plans. The CPU environment
+serves every platform [workspace] lists (`--platform` adds one), a GPU environment its plan's.
 
 `lock --check`: whether it does, and why not (exit 1), without solving anything.
 
@@ -31,6 +32,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="only say whether pixi.lock satisfies pixi.toml and the plans (exit 0) or why not "
                              "(exit 1); solves nothing, writes nothing. Default plans: the ones locked here before")
+    parser.add_argument("--platform", action="append", default=[], metavar="SUBDIR", type=_subdir,
+                        help="add this platform (a conda subdir: osx-arm64, win-64 ...) to [workspace] platforms and "
+                             "lock for it: the CPU environment serves every platform the workspace lists, a GPU "
+                             "environment its plan's (repeatable)")
     parser.add_argument("--force", action="store_true",
                         help="resolve again even when pixi.lock already satisfies pixi.toml and the plans")
     parser.add_argument("--fleet", type=Path, metavar="DIR",
@@ -43,6 +48,29 @@ def add_arguments(parser) -> None:
     from resolver.plan.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
+
+
+def _subdir(text: str) -> str:
+    from resolver.core.errors import UsageError
+    from resolver.core.platforms import KNOWN
+
+    if text not in KNOWN:
+        raise UsageError(f"--platform {text!r} is not a platform the resolver locks for",
+                         fix=f"name one of: {', '.join(KNOWN)}")
+    return text
+
+
+def _platforms_edit(project, subdirs: list[str]):
+    """What ``--platform`` changes in pixi.toml before the lock (None: every one is declared already)."""
+    from resolver.project.manifest import Manifest
+
+    if not subdirs:
+        return None
+    if project.manifest.is_file():
+        declared = {p.subdir for p in Manifest.load(project.manifest).platforms().values()}
+        if declared.issuperset(subdirs):
+            return None
+    return lambda manifest: [manifest.add_workspace_platform(subdir) for subdir in subdirs]
 
 
 def _fleet_request(args):
@@ -65,6 +93,9 @@ def run(args, out) -> int:
     project = ProjectPaths.discover()
     started = time.monotonic()
     fleet, request = None, None
+    if args.platform and (args.check or args.fleet is not None or len(args.profile) > 1):
+        raise UsageError(f"--platform adds a platform to pixi.toml, which {'--check' if args.check else '--fleet'} "
+                         "does not change", fix="run `lock --platform SUBDIR` on its own first")
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         if args.check:
             raise UsageError("--check takes the plans of one machine, not a fleet",
@@ -108,7 +139,7 @@ def run(args, out) -> int:
     else:
         summary = current.lock_project(project, plans, plan_here=lambda: plans_for(project, []), force=args.force,
                                        sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
-                                       on_wait=out.info)
+                                       on_wait=out.info, edit=_platforms_edit(project, args.platform))
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}
