@@ -91,7 +91,17 @@ diff -u "$workflow" "$generated" || {
 """
 
 
+def _no_expansion(engine: str, marker: str, values) -> None:
+    """An engine expands ``marker`` in the file's strings itself (GitHub's ``${{ … }}`` expressions, GitLab's
+    ``$VARIABLE`` in tags): no value may hold it, and YAML has no quoting that stops the engine. pixi.toml's
+    reader never lets one through; reaching here with one is a bug, never a file."""
+    for value in values:
+        if marker in str(value):
+            raise ValueError(f"{engine}: a value holding {marker!r} would be expanded by the engine: {value!r}")
+
+
 def github(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> str:
+    _no_expansion("github", "${{", (v for e in entries for v in e.values()))
     path = FILES["github"]
     setup = [{"uses": "actions/checkout@v4"},
              {"uses": "actions/setup-python@v5", "with": {"python-version": PYTHON_VERSION}},
@@ -148,6 +158,7 @@ def gitlab(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> 
     groups: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         groups.setdefault(gitlab_tag(entry), []).append(entry)
+    _no_expansion("gitlab", "$", [*groups, *(e["variant"] for e in entries)])
     pipeline: dict[str, Any] = {"stages": ["build", "publish"], "default": {"image": PYTHON_IMAGE}}
     names = []
     for tag, members in sorted(groups.items()):

@@ -261,6 +261,27 @@ def check_slurm(text: str, entries: list[dict], channel: str | None, clean: dict
     assert not [p for p in scratch.rglob("*MARKER*")], "a value ran as a command"
 
 
+def check_expanding_writer(engine: str, entries: list[dict], channel: str | None, clean: dict) -> None:
+    """GitHub expands ``${{ … }}`` in any string of a workflow, GitLab ``$VARIABLE`` in a job's tags (and the
+    variant is a variable's value): a value holding one is refused by the writer (YAML cannot quote it away);
+    any other reads back."""
+    marker = "${{" if engine == "github" else "$"
+    held = [e[k] for e in entries for k in (ENTRY_FIELDS if engine == "github" else ("variant",))]
+    held += [engines.gitlab_tag(e) for e in entries] if engine == "gitlab" else []
+    if any(marker in value for value in held):
+        with pytest.raises(ValueError):
+            engines.render(engine, entries, channel)
+        return
+    (check_github if engine == "github" else check_gitlab)(engines.render(engine, entries, channel), entries, clean)
+
+
+def test_an_engine_s_own_expansion_in_a_value_is_refused_by_its_writer():
+    with pytest.raises(ValueError):
+        engines.render("github", [entry(variant="x${{ github.token }}")], None)
+    with pytest.raises(ValueError):
+        engines.render("gitlab", [entry(**{"runs-on": "self-hosted-$CI_JOB_TOKEN"})], None)
+
+
 def test_a_command_substitution_in_the_kernel_channel_never_runs_when_bash_kernels_sbatch_runs(tmp_path, clean):
     """The example of the class: `$(…)` in pixi.toml's kernel channel ran when the documented `bash kernels.sbatch`
     ran. Each quoting of it stays one folder name, handed to `channel publish` as one argument."""
@@ -404,8 +425,8 @@ def _write_property(examples: int, *, random: bool):
     @given(entries=st.lists(hostile_entry, min_size=1, max_size=3, unique_by=lambda e: e["variant"]),
            channel=st.one_of(st.none(), value.map(lambda t: "/shared/" + t)))
     def check(tmp_dir, entries, channel):
-        check_github(engines.render("github", entries, channel), entries, clean_files)
-        check_gitlab(engines.render("gitlab", entries, channel), entries, clean_files)
+        check_expanding_writer("github", entries, channel, clean_files)
+        check_expanding_writer("gitlab", entries, channel, clean_files)
         import shutil
 
         scratch = Path(tmp_dir) / "slurm"
