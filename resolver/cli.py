@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 # The resolver's own dependencies (pyproject.toml's), by the module each is imported as. An environment the
 # resolver installs holds the user's packages, not these: its python cannot run the resolver.
 DEPENDENCIES = {"rattler": "py-rattler", "rattler_build": "py-rattler-build", "tomlkit": "tomlkit",
-                "packaging": "packaging", "tomli": "tomli", "uv": "uv"}
+                "packaging": "packaging", "tomli": "tomli", "uv": "uv", "yaml": "pyyaml"}
 LAUNCHER = "mamba-resolver"  # the console script, and the launcher in every environment's bin/
 
 
