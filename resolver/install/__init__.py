@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -25,9 +24,11 @@ from typing import Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.core.fingerprint import fingerprint
-from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree, write_text_atomic
+from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree
 from resolver.core.model import Target
 from resolver.core.platforms import host_subdir
+from resolver.core.records import write_record
+from resolver.install import identity
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
@@ -267,6 +268,12 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
                    for r in env.conda]
     wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
               for a in env.pypi]
+    # each file is the package its entry names, before anything is installed (the sha256 alone proves
+    # only that it is the file the lock's author pointed at)
+    for record, path in zip(env.conda, conda_files):
+        identity.check_conda(path, record.name, record.version, record.build, record.subdir)
+    for artifact, path in zip(env.pypi, wheels):
+        identity.check_wheel(path, artifact.name, artifact.version, artifact.file_name, artifact.requires_dist)
     return conda_files, wheels
 
 
@@ -288,11 +295,11 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
         make(tmp)
         write_launcher(tmp, project.root)
         mark_tree(tmp)
-        write_text_atomic(tmp / READY_MARKER, json.dumps({
+        write_record(tmp / READY_MARKER, {
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
             "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
             "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, target.kind, env)},
-            indent=2, sort_keys=True) + "\n", label="ready")
+            label="ready-marker", place=target.final / READY_MARKER, strict=True)
         swap_into_place(tmp, target.final)
     except BaseException:
         with contextlib.suppress(OSError, BadInput):

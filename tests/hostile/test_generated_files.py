@@ -229,20 +229,22 @@ def check_slurm(text: str, entries: list[dict], channel: str | None, clean: dict
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     assert len(engine_files.comment_lines(text)) == len(engine_files.comment_lines(clean["slurm"]))
+    assert engine_files.sbatch_directives(text) == [  # no option added to what sbatch reads
+        line.replace("--array=0-0", f"--array=0-{len(entries) - 1}") for line in engine_files.sbatch_directives(clean["slurm"])]
     folder = local_folder(channel) if channel else None
     assert engine_files.slurm_values(text) == {
         "variants": [e["variant"] for e in entries], "archs": [e["archs"] for e in entries],
         "platforms": [e["platform"] for e in entries], "known_platforms": sorted({e["platform"] for e in entries}),
         "default_channel": [str(folder) if folder else ""]}
     # submitted with bash: the array of this platform's tasks, then the publish step
+    done, calls = engine_files.run_slurm(script, scratch, env={"KERNEL_PLATFORM": entries[0]["platform"]})
     platform = entries[0]["platform"] or "linux-64"  # KERNEL_PLATFORM empty: this machine's (the stub's x86_64)
-    done, calls = engine_files.run_slurm(script, scratch, env={"KERNEL_PLATFORM": platform})
+    tasks = ",".join(str(i) for i, e in enumerate(entries) if e["platform"] == platform)
     sbatch = [c for c in calls if c[0] == "sbatch"]
-    if folder is None:
-        assert done.returncode == 2 and sbatch == []
+    if folder is None or not tasks:  # nothing to publish to, or nothing of this platform: one sentence, no job
+        assert done.returncode == 2 and sbatch == [] and done.stderr.startswith(b"error: ")
     else:
         assert done.returncode == 0, done.stderr
-        tasks = ",".join(str(i) for i, e in enumerate(entries) if e["platform"] == platform)
         assert sbatch[0] == ["sbatch", "--parsable", f"--chdir={scratch}", f"--array={tasks}", str(script)]
         wrap = next(a for a in sbatch[1] if a.startswith("--wrap="))[len("--wrap="):]
         assert engine_files.run_wrap(wrap, scratch) == [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from support import REPO, cli
+from support import REPO, cli, records
 from support.projects import torch_cpu_mirror
 
 from resolver import install
@@ -17,7 +17,7 @@ from resolver.project.paths import ProjectPaths
 
 def test_cpu_environment_is_a_conda_prefix_whose_python_imports_torch(cpu_project):
     env = cpu_project / ".resolver" / "envs" / "cpu"
-    marker = json.loads((env / "resolver-ready.json").read_text())
+    marker = records.read(env / "resolver-ready.json")
     assert marker["kind"] == "conda" and "torch==2.13.0+cpu" in marker["pypi"]
     assert (env / "conda-meta").is_dir() and any(p.name.startswith("python-3.") for p in (env / "conda-meta").iterdir())
     done = subprocess.run([str(env / "bin" / "python"), "-c",

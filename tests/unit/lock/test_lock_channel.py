@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import REPO, cli, projects
+from support import REPO, cli, projects, records
 from support import channel_factory as cf  # noqa: E402
 from support import toolchain_channel as tc  # noqa: E402
 
@@ -31,6 +31,7 @@ from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource  # 
 from resolver.core.versions import DottedVersion  # noqa: E402
 from resolver.lock import current  # noqa: E402
 from resolver.lock.lockfile import read_lock  # noqa: E402
+from resolver.plan import locked as locked_plans  # noqa: E402
 from resolver.plan.knowledge import Knowledge  # noqa: E402
 from resolver.project.manifest import Manifest  # noqa: E402
 from resolver.project.paths import ProjectPaths  # noqa: E402
@@ -201,7 +202,7 @@ def test_installed_environments_are_conda_prefixes_that_run(locked):
         local = "cpu" if name == "cpu" else "cu130"
         assert run(bin_dir / "python", "-c", "import torch, rtpy; print(torch.__version__, rtpy.VALUE)") == \
             f"2.13.0+{local} rtpy ok"
-        marker = json.loads((summary.path / "resolver-ready.json").read_text())
+        marker = records.read(summary.path / "resolver-ready.json")
         assert marker["lock_digest"] == install.locked_environment_digest(project, name)
         assert marker["kind"] == "conda"
     assert "release 13.0" in run(project.env("cuda13") / "bin" / "nvcc", "--version")  # the toolkit came with it
@@ -370,6 +371,11 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     project, _, _ = locked
     copy = tmp_path / "cli"
     shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("envs", "cache"))
+    assert locked_plans.read_all(ProjectPaths(copy)) == []  # records copied from another checkout are not this one's
+    for name in ("cpu", "cuda13"):  # what a lock of these targets here would have kept
+        kept = locked_plans.record(project, name)
+        locked_plans.save(ProjectPaths(copy), locked_plans.read(project, name), Manifest.load(copy / "pixi.toml"),
+                          kept["pythons"])
     done = cli.run("lock", "--json", project=copy)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)  # the stored plans are what pixi.lock holds: nothing to resolve
