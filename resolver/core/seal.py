@@ -25,11 +25,9 @@ On disk a record is one line, ``mamba-resolver-seal-v1 <hex>``, then the record'
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import os
 import secrets
-import stat
 from pathlib import Path
 
 KEY_NAME = "record.key"
@@ -89,6 +87,9 @@ def _key() -> bytes:
 def _stored_key(folder: Path) -> bytes | None:
     """The key kept in ``folder`` (made there if there is none); None when it cannot be kept or read as
     a private file of this user's."""
+    from resolver.core.errors import ResolverError
+    from resolver.core.fs import place_new
+
     path = folder / KEY_NAME
     key = _read_key(path)
     if key is not None:
@@ -96,37 +97,22 @@ def _stored_key(folder: Path) -> bytes | None:
     if os.path.lexists(path):
         return None  # something else is there: never trusted, never replaced
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = folder / f".{KEY_NAME}.{os.getpid()}-{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(secrets.token_bytes(KEY_BYTES))
-                handle.flush()
-                os.fsync(handle.fileno())
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)  # never replaces: a key another run made first is the key
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    except OSError:
+        place_new(path, secrets.token_bytes(KEY_BYTES), mode=0o600)
+    except (OSError, ResolverError):
         return None
     return _read_key(path)
 
 
 def _read_key(path: Path) -> bytes | None:
+    from resolver.core.errors import ResolverError
+    from resolver.core.fs import open_read
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+        with open_read(path, what="the records' key") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & 0o077 or info.st_size != KEY_BYTES:
+                return None
+            key = handle.read(KEY_BYTES + 1)
+    except (OSError, ResolverError):
         return None
-    try:
-        info = os.fstat(fd)
-        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077
-                or info.st_size != KEY_BYTES):
-            return None
-        key = os.read(fd, KEY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     return key if len(key) == KEY_BYTES else None

@@ -17,7 +17,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from resolver.core.fs import write_atomic
+from resolver.core.errors import ResolverError
+from resolver.core.fs import make_folder, read_bytes_bounded, write_atomic
 
 NAME = "mamba-resolver"
 PROJECT_VARIABLE = "RESOLVER_ENV_PROJECT"
@@ -58,10 +59,10 @@ def write_launcher(prefix: Path, project: Path) -> Path | None:
     path = prefix / "bin" / NAME
     text = launcher_text(project)
     try:
-        if path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8") == text:
+        if read_bytes_bounded(path, limit=64 << 10, what="the launcher", follow_symlinks=False) == text.encode("utf-8"):
             return path
-    except (OSError, UnicodeDecodeError):
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
+    except (OSError, ResolverError):
+        pass  # missing, or not a regular file of ours: written anew below
+    make_folder(path.parent)
     write_atomic(path, text.encode("utf-8"), mode=0o755, label="launcher")  # replaced, never edited in place
     return path
