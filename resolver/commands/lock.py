@@ -1,6 +1,6 @@
 """`python -m resolver lock [--target T ...] [--profile FILE] [--platform SUBDIR ...]`: pixi.toml + pixi.lock for
-the targets; nothing to do when pixi.lock already satisfies pixi.toml and the plans. The CPU environment
-serves every platform [workspace] lists (`--platform` adds one), a GPU environment its plan's.
+the targets; nothing to do when pixi.lock already satisfies pixi.toml and the plans. `--platform SUBDIR` locks
+the CPU environments for another machine's platform too (a GPU environment serves its plan's).
 
 `lock --check`: whether it does, and why not (exit 1), without solving anything.
 
@@ -33,9 +33,9 @@ def add_arguments(parser) -> None:
                         help="only say whether pixi.lock satisfies pixi.toml and the plans (exit 0) or why not "
                              "(exit 1); solves nothing, writes nothing. Default plans: the ones locked here before")
     parser.add_argument("--platform", action="append", default=[], metavar="SUBDIR", type=_subdir,
-                        help="add this platform (a conda subdir: osx-arm64, win-64 ...) to [workspace] platforms and "
-                             "lock for it: the CPU environment serves every platform the workspace lists, a GPU "
-                             "environment its plan's (repeatable)")
+                        help="lock the CPU environments for this platform too (a conda subdir: osx-arm64, win-64 "
+                             "...), for a teammate on another machine: it is added to [workspace] platforms and to "
+                             "their features; a GPU environment serves its plan's machines (repeatable)")
     parser.add_argument("--force", action="store_true",
                         help="resolve again even when pixi.lock already satisfies pixi.toml and the plans")
     parser.add_argument("--fleet", type=Path, metavar="DIR",
@@ -61,16 +61,22 @@ def _subdir(text: str) -> str:
 
 
 def _platforms_edit(project, subdirs: list[str]):
-    """What ``--platform`` changes in pixi.toml before the lock (None: every one is declared already)."""
+    """What ``--platform`` changes in pixi.toml before the lock: each subdir declared in [workspace] platforms
+    and served by every CPU environment locked here (None: nothing to change)."""
+    from resolver.plan import locked
     from resolver.project.manifest import Manifest
 
     if not subdirs:
         return None
-    if project.manifest.is_file():
-        declared = {p.subdir for p in Manifest.load(project.manifest).platforms().values()}
-        if declared.issuperset(subdirs):
-            return None
-    return lambda manifest: [manifest.add_workspace_platform(subdir) for subdir in subdirs]
+    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else None
+    cpu = [name for name in (manifest.environment_names() if manifest is not None else ())
+           if (plan := locked.read(project, name)) is not None and plan.backend == "cpu"]
+    if manifest is not None and all(
+            any(p.subdir == subdir for p in manifest.platforms().values())
+            and all(any(p.subdir == subdir for p in manifest.environment(name).platforms) for name in cpu)
+            for subdir in subdirs):
+        return None
+    return lambda manifest: [manifest.serve_platform(subdir, cpu) for subdir in subdirs]
 
 
 def _fleet_request(args):

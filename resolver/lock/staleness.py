@@ -123,13 +123,8 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
     # declare that platform, the environment is where its lock put it
     on_base = plan.backend == "cuda" and platform.name not in manifest.platforms() and \
         any(p.subdir == plan.platform and p.cuda is None for p in spec.platforms)
-    listed = [p.name for p in spec.platforms]
-    if platform.name not in listed and not on_base:
+    if platform.name not in [p.name for p in spec.platforms] and not on_base:
         yield PlatformAdded(environment=name, platform=platform.name, found_in=MANIFEST)
-    if plan.backend == "cpu":  # a CPU environment serves every plain platform of the workspace (a teammate's)
-        for other in manifest.cpu_platforms(platform):
-            if other.name not in listed:
-                yield PlatformAdded(environment=name, platform=other.name, found_in=MANIFEST)
 
 
 def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv], pypi: bool,

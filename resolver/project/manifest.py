@@ -427,9 +427,8 @@ class Manifest:
             del feature["system-requirements"]
         if "platforms" not in feature:
             feature["platforms"] = tomlkit.array()
-        for served in [platform, *(self.cpu_platforms(platform) if plan.backend == "cpu" else ())]:
-            if served.name not in [str(p) for p in feature["platforms"]]:
-                feature["platforms"].append(served.name)
+        if platform.name not in [str(p) for p in feature["platforms"]]:
+            feature["platforms"].append(platform.name)
         if "dependencies" not in feature:
             feature["dependencies"] = tomlkit.table()
         for package, spec in plan.conda_packages:
@@ -475,28 +474,28 @@ class Manifest:
             self.carry_dependencies(name, carry)
         return name
 
-    def cpu_platforms(self, planned: PixiPlatform) -> list[PixiPlatform]:
-        """The workspace platforms a CPU environment serves besides ``planned`` (its plan's): every one of
-        another subdir the resolver locks that declares no CUDA driver, so a teammate on another machine
-        (a Mac, Windows) installs the same CPU environment. A GPU environment serves its plan's alone."""
-        from resolver.core.platforms import KNOWN
-
-        return [p for p in self.platforms().values()
-                if p.subdir != planned.subdir and p.subdir in KNOWN and p.cuda is None]
-
-    def add_workspace_platform(self, subdir: str) -> bool:
-        """Declare ``subdir`` in [workspace] platforms (a bare subdir: pixi's defaults) unless a platform of
-        that subdir is declared already; whether it was added."""
+    def serve_platform(self, subdir: str, environments: Collection[str]) -> None:
+        """Lock ``environments`` (CPU ones: a GPU environment serves the machines its plan is for) for
+        ``subdir`` too: declared in [workspace] platforms (a bare subdir, pixi's defaults) unless a platform
+        of that subdir is, and named in each environment's own feature's ``platforms``."""
         import tomlkit
 
-        if any(p.subdir == subdir for p in self.platforms().values()):
-            return False
-        ws = self.workspace
-        if "platforms" not in ws:
-            ws["platforms"] = tomlkit.array()
-        ws["platforms"].append(subdir)
-        self.added.append(f"platform {subdir}")
-        return True
+        platform = next((p for p in self.platforms().values() if p.subdir == subdir and p.cuda is None), None)
+        if platform is None:
+            ws = self.workspace
+            if "platforms" not in ws:
+                ws["platforms"] = tomlkit.array()
+            ws["platforms"].append(subdir)
+            self.added.append(f"platform {subdir}")
+            platform = PixiPlatform.from_entry(subdir)
+        for name in environments:
+            self._check_ours(name)
+            feature = self.doc["feature"][name]
+            if "platforms" not in feature:
+                continue  # it names none: it has every workspace platform already
+            if platform.name not in [str(p) for p in feature["platforms"]]:
+                feature["platforms"].append(platform.name)
+                self.added.append(f"platform {platform.name} to environment {name}")
 
     def planned_platform(self, plan: Plan) -> PixiPlatform:
         """The workspace platform a plan's environment runs on: one the workspace has (the subdir's own

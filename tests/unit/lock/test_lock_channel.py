@@ -692,16 +692,6 @@ def test_lock_platform_adds_one_the_cpu_environment_serves_and_a_gpu_one_does_no
     assert install.install_environment(project, "cpu").platform == "linux-64"  # this machine's, as before
 
 
-def test_a_new_cpu_environment_serves_every_plain_platform_the_workspace_lists(served, tmp_path, conda_channel):
-    project = linux_kernel_only(make_project(tmp_path / "p", served[1].url, conda_channel))
-    name = tc.platform_name(conda_channel)
-    text = project.manifest.read_text().replace(f'platforms = ["{name}"]\n', "")  # the CPU feature's: it names none
-    project.manifest.write_text(text.replace("platforms = [{ name", 'platforms = ["osx-arm64", { name', 1))
-    lock.lock_plans(project, [cpu_plan()])
-    manifest = Manifest.load(project.manifest)
-    assert sorted(p.name for p in manifest.environment("cpu").platforms) == sorted([name, "osx-arm64"])  # no CUDA one
-
-
 def test_lock_platform_refuses_what_the_resolver_does_not_lock_for(tmp_path):
     done = cli.run("lock", "--platform", "amiga-68k", project=tmp_path)
     assert done.returncode == 2 and done.stderr.startswith("error: --platform 'amiga-68k' is not a platform")

@@ -390,20 +390,6 @@ def test_setup_says_why_it_relocks(tmp_path):
     assert lock_step() == ("would-run", "relock: pixi.lock does not exist")
 
 
-def test_a_workspace_platform_the_cpu_environment_does_not_list_yet(tmp_path):
-    """A teammate added osx-arm64 to [workspace] platforms by hand: the CPU plan serves it, so the lock is
-    stale until the CPU environment lists it; a CUDA-declaring platform is no CPU environment's."""
-    manifest = MANIFEST.replace('platforms = ["linux-64"]\n\n[feature', 'platforms = ["linux-64", "osx-arm64", '
-                                '{ name = "linux-64-cuda13", platform = "linux-64", cuda = "13" }]\n\n[feature', 1)
-    reason = only(project(tmp_path, manifest), reasons.PlatformAdded, [cpu_plan()])
-    assert (reason.environment, reason.platform) == ("cpu", "osx-arm64")
-    assert reason.sentence == "the plan runs environment cpu on platform osx-arm64, which pixi.toml does not list for it"
-    listed = project(tmp_path / "listed", manifest.replace('[feature.cpu]\nplatforms = ["linux-64"]',
-                                                          '[feature.cpu]\nplatforms = ["linux-64", "osx-arm64"]'))
-    left = [(r.platform, r.sentence) for r in found(listed, [cpu_plan()]) if isinstance(r, reasons.PlatformAdded)]
-    assert left == [("osx-arm64", "environment cpu is not locked for platform osx-arm64")]  # pixi.lock's turn now
-
-
 # ------------------------------------------------------------------------------------ sources
 def test_a_path_of_this_machine_that_a_mirror_now_maps_is_stale(tmp_path, monkeypatch):
     """The sources are part of staleness: a wheel recorded at a path of this machine is current while no
