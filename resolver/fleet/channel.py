@@ -279,7 +279,9 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
     target = local_channel / subdir / file_name
     target.parent.mkdir(parents=True, exist_ok=True)
     (local_channel / "noarch").mkdir(exist_ok=True)
+    stated = entry.get("size")
     download(f"{channel_url(location)}/{subdir}/{file_name}", target, expected_sha256=entry["sha256"],
+             size=stated if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 0 else None,
              what=file_name)
     try:  # the index's sha256 again (a file replaced since the download), what the index says is what it
         # holds, and every path and link of it stays inside the environment

@@ -23,7 +23,7 @@ from typing import Callable
 from urllib.parse import unquote
 
 from resolver.core.errors import BadInput, IntegrityError
-from resolver.core.index_page import index_files
+from resolver.core.index_page import index_files, read_local_page
 from resolver.core.names import canonical_name, download_name, file_name_of, inside, local_path, printable, redact_url
 from resolver.project.sources import Sources
 from resolver.tools.store import Mismatch, VerifiedStore
@@ -93,10 +93,7 @@ class Finder:
         project = canonical_name(name)
         page = index / project / "index.html"
         if page not in self._pages:
-            try:
-                self._pages[page] = page.read_text(encoding="utf-8", errors="replace")[:4 << 20]
-            except OSError:
-                self._pages[page] = ""
+            self._pages[page] = read_local_page(page)
         for listed in index_files(self._pages[page], page.as_uri()):
             if listed.file_name == file_name:
                 resolved = local_path(listed.url)

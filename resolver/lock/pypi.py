@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 from resolver.core.errors import BadInput, ResolverError, SourceUnreachable
-from resolver.core.index_page import PEP691, index_files
+from resolver.core.index_page import PEP691, index_files, read_local_page
 from resolver.core.names import (
     canonical_name,
     check_requirement,
@@ -238,10 +238,7 @@ def _listing(source: str, name: str, version: str) -> list[tuple[str, str, str]]
                 if canonical_name(p.name.split("-")[0]) == name and p.name.split("-")[1:2] == [version]]
     if folder is not None:
         page = folder / name / "index.html"
-        try:
-            return _files(page.read_text(encoding="utf-8", errors="replace")[:16 << 20], page.as_uri())
-        except OSError:
-            return []
+        return _files(read_local_page(page), page.as_uri())
     page_url = source.rstrip("/") + f"/{name}/"
     data = fetch_bytes(page_url, limit=64 << 20, accept=f"{PEP691}, text/html;q=0.1")
     if data is None:  # a find-links page rather than an index
