@@ -105,7 +105,8 @@ def test_a_node_refuses_a_hostile_kernel_package_and_links_nothing(tmp_path, ser
         cf.reindex(site)
     else:
         entry = {"name": "rt-kernel", "version": "1.2.0", "build": "cuda_1", "build_number": 0, "subdir": "linux-64",
-                 "depends": [], "sha256": hashlib.sha256(package.read_bytes()).hexdigest(), "size": 1}
+                 "depends": [], "sha256": hashlib.sha256(package.read_bytes()).hexdigest(),
+                 "size": package.stat().st_size}
         (site / "linux-64" / "repodata.json").write_text(json.dumps({"packages.conda": {package.name: entry}}))
     project, env = node(tmp_path)
     before = tree(tmp_path)
