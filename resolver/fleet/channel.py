@@ -3,8 +3,12 @@
 A channel is a folder of ``<subdir>/*.conda`` plus ``repodata.json`` per subdir, which any static file
 server or object store serves as is (rattler and pixi read it over HTTP). ``publish`` copies the packages
 of a local channel (``.resolver/channel``, or CI artefacts) into the shared folder and re-indexes it with
-py-rattler's ``index_fs``; a package already published under the same file name is kept (the file
-name carries the variant's build key, so it is the same variant). ``fetch_package`` reads the channel's
+py-rattler's ``index_fs``; a package already published under the same file name with the same bytes is
+kept, one with other bytes is refused (a published package never changes under its name), and a file of
+that name no publish put there (not in the index, or not the bytes it records) is replaced by ours. The
+indexer indexes every package file in the folder, so anything else no publish put there (a file dropped
+in by hand, one swapped after it was published, a FIFO or device under a package's name) is refused
+before anything is written: the index records only what was published. ``fetch_package`` reads the channel's
 ``repodata.json`` over HTTP (or from a folder) and downloads one file, checked against the sha256 the
 index records, into the project's own channel.
 
@@ -27,7 +31,7 @@ from typing import Any, Iterator
 from urllib.parse import urlparse
 
 from resolver.core.errors import BadInput, SourceUnreachable, UsageError
-from resolver.core.fs import atomic_stream, check_real_folder
+from resolver.core.fs import atomic_stream, check_real_folder, sha256_of
 from resolver.tools.package_check import PACKAGE_SUFFIXES, check_package
 
 _INDEX_LIMIT = 64 << 20
@@ -38,10 +42,11 @@ LOCK_NAME = ".publish.lock"
 class PublishReport:
     channel: str
     added: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # already there under the same name
+    kept: list[str] = field(default_factory=list)  # already there under the same name, the same bytes
+    replaced: list[str] = field(default_factory=list)  # a file of that name no publish put there: ours instead
 
     def to_json(self) -> dict[str, Any]:
-        return {"channel": self.channel, "added": self.added, "kept": self.kept}
+        return {"channel": self.channel, "added": self.added, "kept": self.kept, "replaced": self.replaced}
 
 
 def channel_url(location: str) -> str:
@@ -76,7 +81,17 @@ def packages_of(channel: Path) -> list[Path]:
             link = path if path.is_symlink() else path.parent
             raise BadInput(f"{link} is a symbolic link (to {os.readlink(link)}); packages are published from files, "
                            "never through a link", fix=f"copy the package itself into {channel}, then publish again")
-    return [path for path in found if stat.S_ISREG(path.stat().st_mode)]
+        _check_regular(path, fix=f"remove {path} from {channel} (a package is a regular file), then publish again")
+    return found
+
+
+def _check_regular(path: Path, *, fix: str) -> None:
+    """Refuse (exit 3) a package name that is a FIFO, a device, a socket or a folder: reading one would
+    wait forever or never end, and it is no package. Found with ``lstat``, without opening it."""
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO, device or socket"
+        raise BadInput(f"{path} is not a regular file ({kind})", fix=fix)
 
 
 def publish(source: Path, to: str) -> PublishReport:
@@ -104,8 +119,8 @@ def publish(source: Path, to: str) -> PublishReport:
     try:
         with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
             _check_writable_tree(folder, subdirs)  # again, now that no other publisher writes
-            _check_unindexed(folder, subdirs)
-            _copy_and_index(packages, folder, subdirs, report)
+            standing = _check_unindexed(folder, subdirs, {f"{p.parent.name}/{p.name}": sha256_of(p) for p in packages})
+            _copy_and_index(packages, folder, subdirs, report, standing)
     except BaseException:
         if made:  # the channel did not exist: it still does not
             shutil.rmtree(folder, ignore_errors=True)
@@ -113,35 +128,66 @@ def publish(source: Path, to: str) -> PublishReport:
     return report
 
 
-def _check_unindexed(folder: Path, subdirs: list[str]) -> None:
-    """The packages someone put into the channel folder without indexing them: the indexer reads them (and
-    panics on a broken one), so they are checked as ours are."""
-    import json
+def _check_unindexed(folder: Path, subdirs: list[str], ours: dict[str, str]) -> dict[str, str]:
+    """What the channel folder holds besides what its index records, before anything is written. The indexer
+    reads every package file there and indexes its sha256, so the channel publishes only what a publish put
+    there: a package file that is not a regular file (a FIFO would hang the indexer), one no index records
+    (dropped in by hand), or one whose bytes are no longer the ones its index records (swapped after it was
+    published) is refused, exit 3, naming it; unless it bears the name of one of ``ours`` (``subdir/name``
+    -> sha256), which then replaces it. Returns how each of ``ours`` already there stands: ``kept`` (the
+    same bytes) or ``replace`` (a file of that name no publish put there); a package the index records under
+    that name with other bytes is refused (a published package is never changed under its name)."""
+    from resolver.core.fs import sha256_of
 
-    from resolver.core.errors import ResolverError
-    from resolver.core.fs import read_bytes_bounded
-
+    standing: dict[str, str] = {}
     for subdir in subdirs:
         place = folder / subdir
         if not place.is_dir():
             continue
-        try:  # a folder others write to: its index is read as outside input, never through a link
-            index = json.loads(read_bytes_bounded(place / "repodata.json", limit=_INDEX_LIMIT, what="channel index",
-                                                  follow_symlinks=False))
-        except (BadInput, ValueError, RecursionError):
-            index = {}
-        index = index if isinstance(index, dict) else {}
-        known = {name for key in ("packages", "packages.conda") if isinstance(index.get(key), dict)
-                 for name in index[key]}
+        known = _index_shas(place)
         for path in sorted(place.iterdir()):
-            if path.name.endswith(PACKAGE_SUFFIXES) and path.name not in known:
-                try:
-                    check_package(path, subdir=subdir)
-                except ResolverError as exc:
-                    raise type(exc)(f"channel folder {folder} already holds {subdir}/{path.name}, which is not in its "
-                                    f"index and cannot be indexed ({exc.message})",
-                                    fix=f"remove {path} (no `channel publish` put it there), then publish again") \
-                        from None
+            if not path.name.endswith(PACKAGE_SUFFIXES):
+                continue
+            name = f"{subdir}/{path.name}"
+            _check_regular(path, fix=f"remove {path} (no `channel publish` put it there), then publish again")
+            sha = sha256_of(path)
+            if name in ours:
+                if sha == ours[name]:
+                    standing[name] = "kept"
+                elif known.get(path.name) == sha:
+                    raise BadInput(f"channel folder {folder} already publishes {name} with other content (sha256 "
+                                   f"{sha[:12]}…, the new one {ours[name][:12]}…); a published package is never "
+                                   "changed under its name", fix="give the new build another build number, or remove "
+                                                                 f"{path} from the channel first")
+                else:
+                    standing[name] = "replace"
+            elif path.name not in known:
+                raise BadInput(f"channel folder {folder} already holds {name}, which is not in its index: no "
+                               "`channel publish` put it there, and it is not indexed",
+                               fix=f"remove {path}, then publish again")
+            elif known[path.name] != sha:
+                raise BadInput(f"channel folder {folder} holds {name} with sha256 {sha[:12]}…, not the "
+                               f"{str(known[path.name])[:12]}… its index records: it was changed after it was "
+                               "published", fix=f"remove {path} (or put the published file back), then publish again")
+    return standing
+
+
+def _index_shas(place: Path) -> dict[str, object]:
+    """file name -> the sha256 ``place/repodata.json`` records for it (read as outside input, never
+    through a link; an unreadable index records nothing)."""
+    import json
+
+    from resolver.core.fs import read_bytes_bounded
+
+    try:
+        index = json.loads(read_bytes_bounded(place / "repodata.json", limit=_INDEX_LIMIT, what="channel index",
+                                              follow_symlinks=False))
+    except (BadInput, ValueError, RecursionError):
+        index = {}
+    index = index if isinstance(index, dict) else {}
+    return {name: entry.get("sha256") if isinstance(entry, dict) else None
+            for key in ("packages", "packages.conda") if isinstance(index.get(key), dict)
+            for name, entry in index[key].items()}
 
 
 def _check_writable_tree(folder: Path, subdirs: list[str]) -> None:
@@ -173,7 +219,8 @@ def _publishing(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport) -> None:
+def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport,
+                    standing: dict[str, str]) -> None:
     """Copy and index; on any failure remove whatever was added (packages, folders, the indexer's temporary
     files) and put the indexes back as they were."""
     from resolver.tools.conda import index_channel
@@ -181,17 +228,21 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
     indexes = {path: path.read_bytes() for subdir in subdirs
                for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
     before = _entries(folder)
+    replaced: dict[Path, bytes] = {}  # what was under a name ours replaced, put back when the publish fails
     try:
         for package in packages:
             subdir = package.parent.name
             target = folder / subdir / package.name
-            if target.is_file():
-                report.kept.append(f"{subdir}/{package.name}")
+            name = f"{subdir}/{package.name}"
+            if standing.get(name) == "kept":
+                report.kept.append(name)
                 continue
+            if standing.get(name) == "replace":
+                replaced[target] = target.read_bytes()
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(package, "rb") as handle, atomic_stream(target, mode=0o644, label="publish") as sink:
                 shutil.copyfileobj(handle, sink)
-            report.added.append(f"{subdir}/{package.name}")
+            (report.replaced if name in standing else report.added).append(name)
         for subdir in subdirs:
             (folder / subdir).mkdir(parents=True, exist_ok=True)
         index_channel(folder, tuple(subdirs))
@@ -201,7 +252,7 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-        for path, data in indexes.items():
+        for path, data in [*indexes.items(), *replaced.items()]:
             if not path.is_file() or path.read_bytes() != data:
                 with atomic_stream(path, label="publish-restore") as sink:
                     sink.write(data)

@@ -232,7 +232,7 @@ def test_publish_refuses_a_broken_package_someone_dropped_into_the_channel(tmp_p
     (site / "linux-64" / "dropped-1.0-h0_0.conda").write_bytes(os.urandom(4000))
     before = tree(site)
     done = publish(good_and(built, tmp_path / "second", None), site)
-    line = one_error(done, 4)
+    line = one_error(done, 3)
     clean_stderr(done)
     assert "dropped-1.0-h0_0.conda" in line and "not in its index" in line
     assert tree(site) == before
