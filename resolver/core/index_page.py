@@ -66,19 +66,3 @@ def json_index_files(document: Any, page_url: str) -> list[IndexFile]:
         out.append(IndexFile(entry["filename"], url, sha))
     return out
 
-
-PAGE_LIMIT = 16 << 20  # a project's page in a local index: a few kB; the largest PyPI pages are a few MB
-
-
-def read_local_page(page: Any) -> str:
-    """The text of a local index page (``<index>/<project>/index.html``), or "" when there is none; a FIFO,
-    a device (a link to ``/dev/zero``) or a page past :data:`PAGE_LIMIT` is one ``BadInput`` (exit 3),
-    found without waiting on it or filling memory."""
-    import os
-
-    from resolver.core.fs import read_text_bounded
-
-    if not os.path.lexists(page):
-        return ""
-    return read_text_bounded(page, limit=PAGE_LIMIT, what="the local index page",
-                             fix=f"replace {page} by the index's page (a regular file), or remove it")

@@ -17,7 +17,6 @@ import errno
 import functools
 import io
 import os
-import stat
 import time
 import urllib.error
 import urllib.parse
@@ -183,22 +182,22 @@ class _LocalAnswer:
 
 
 def _open_local(url: str) -> _LocalAnswer:
-    """A ``file://`` URL opened as a regular file, never waiting: a FIFO, a device (``/dev/zero``, a link to
-    it), a socket or a folder is :class:`NotRegular`, found without reading a byte."""
+    """A ``file://`` URL opened through the filesystem's door, never waiting: a regular file only (a FIFO, a
+    device, a socket, a folder, a link in its last name is :class:`NotRegular`, found without reading a
+    byte); a missing one is a URLError, as urllib gives."""
+    from resolver.core.fs import open_read
+
     parts = urllib.parse.urlsplit(url)
     if parts.netloc not in ("", "localhost"):
         raise urllib.error.URLError(f"a file:// URL names another host ({parts.netloc})")
     path = urllib.request.url2pathname(parts.path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        handle = open_read(path, what="the file")
+    except BadInput as exc:
+        raise NotRegular(exc.message) from None
     except OSError as exc:
         raise urllib.error.URLError(f"{path}: {exc.strerror}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO, device or socket"
-        raise NotRegular(f"{path} is not a regular file ({kind})")
-    return _LocalAnswer(os.fdopen(fd, "rb"), info.st_size)
+    return _LocalAnswer(handle, os.fstat(handle.fileno()).st_size)
 
 
 _SILENT: dict[str, str] = {}  # url -> why nothing answered, once per process: a firewall that drops costs one timeout
