@@ -31,9 +31,12 @@ def _scan(text: str, fact: tuple[str, re.Pattern]) -> re.Match | None:
         at = text.rfind(literal, 0, end)
         if at < 0:
             return None
-        start = text.rfind("\n", 0, at) + 1
-        stop = text.find("\n", at)
-        line = text[start:stop if stop >= 0 else len(text)]
+        start = text.rfind("\n", max(0, at - _LINE_LIMIT), at) + 1
+        if start == 0 and at >= _LINE_LIMIT:  # past the first characters of its line (whose start is not looked
+            end = at                          # for further back: a log of one line costs no rescans)
+            continue
+        stop = text.find("\n", at, start + _LINE_LIMIT)
+        line = text[start:stop if stop >= 0 else start + _LINE_LIMIT]
         match = pattern.search(line, 0, _LINE_LIMIT)
         if match:
             return match

@@ -186,7 +186,10 @@ def rocm_in_log(text: str) -> str | None:
         at = low.rfind("rocm", 0, end)
         if at < 0:
             return None
-        line_end = text.rfind("\n", 0, at) + 1 + 4000  # a line is read to its 4000th character, no further
+        if at >= 4000 and text.rfind("\n", at - 4000, at) < 0:  # past the 4000th character of its line: not read
+            end = at  # (the line's start is never looked for further back: a log of one line costs no rescans)
+            continue
+        line_end = text.rfind("\n", max(0, at - 4000), at) + 1 + 4000
         for start in (at - 5, at):
             match = _ROCM_IN_LOG.match(text, start, min(at + 64, line_end)) if start >= 0 else None
             if match is not None:

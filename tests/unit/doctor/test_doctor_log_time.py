@@ -23,6 +23,8 @@ SHAPES = {
     "near misses": "version `GLIBC_x' found; undefined symbol: _Zx; killed? no: Segmentation  fault; "
                    "causal_conv1d mamba rocm-x torch.__version__ = ? site-packages\n",
     "one line": "İstanbul Ω ninja: error: 'csrc ",
+    "near misses on one line": "version `GLIBC_x' found; killed? no: Segmentation  fault; causal_conv1d rocm-x "
+                               "torch.__version__ = ? site-packages ",
 }
 
 
