@@ -566,6 +566,19 @@ def copy_file_new(source: str | Path, target: str | Path, *, limit: int, what: s
     return created
 
 
+def remove_empty_folder(path: str | Path, *, under: str | Path | None = None) -> bool:
+    """Remove the folder ``path`` when it is empty, reached through the door; False when it is not (or is
+    gone, or is a link: never removed through)."""
+    try:
+        with _parent_fd(path, under, create=False) as (dfd, name, _root, _parts):
+            if stat.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                return False
+            os.rmdir(name, dir_fd=dfd)
+            return True
+    except (OSError, BadInput):
+        return False
+
+
 def place_link(target: str | Path, link: str | Path, *, under: str | Path | None = None) -> None:
     """Make ``link`` a symbolic link to ``target``, swapped in atomically (a temporary link renamed over the
     name, by descriptor, in the real folder of ``link``): what stood at the name is replaced, never followed."""
