@@ -595,6 +595,31 @@ def place_link(target: str | Path, link: str | Path, *, under: str | Path | None
             raise
 
 
+def place_new(path: str | Path, data: bytes, *, under: str | Path | None = None, mode: int = 0o600) -> bool:
+    """Put a file holding ``data`` at ``path`` only if nothing is there: written in full to an
+    ``O_EXCL|O_NOFOLLOW`` temporary in the real folder, then hard-linked to the name, which never replaces
+    (two first runs agree on the one file that got there first). Whether this call placed it."""
+    with _parent_fd(path, under, create=True) as (dfd, name, _root, _parts):
+        tmp = f".{name}{TEMP_MARK}{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dfd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     mode, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+
+
 def list_names(path: str | Path, *, under: str | Path | None = None) -> list[str]:
     """The names in the folder ``path`` (sorted), reached through the door; a missing folder has none."""
     try:

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -25,12 +24,15 @@ from typing import Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.core.fingerprint import fingerprint
-from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree, write_text_atomic
+from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree
 from resolver.core.model import Target
 from resolver.core.platforms import host_subdir
+from resolver.core.records import write_record
+from resolver.install import identity
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
+from resolver.install.launcher import write_launcher
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.project.paths import ProjectPaths
@@ -96,11 +98,28 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
-        have = ", ".join(e.platform.subdir for e in envs[name])
-        raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
-                                     "machine)")
+        have = ", ".join(dict.fromkeys(e.platform.subdir for e in envs[name]))
+        if not any(_for_a_gpu(e) for e in envs[name]):
+            raise EnvironmentProblem(
+                f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
+                fix=f"add this platform: `python -m resolver lock --platform {subdir}` (it adds {subdir} to "
+                    "[workspace] platforms of pixi.toml and locks the CPU environment for it too; commit both files "
+                    "for your team), then install again")
+        raise EnvironmentProblem(f"environment '{name}' is for the GPU machines its plan serves ({have}), not for "
+                                 f"this machine ({subdir})",
+                                 fix=f"lock an environment for this machine: `python -m resolver lock --target "
+                                     f"{Target.for_environment(name)}` here (or `--target cpu`)")
     return matching[0]
+
+
+def _for_a_gpu(env: LockedEnv) -> bool:
+    """Whether a locked environment is a GPU one: its platform declares a CUDA driver, or its torch is a
+    CUDA or ROCm build."""
+    if any(vp.startswith("__cuda") for vp in env.platform.virtual_packages):
+        return True
+    torch = next((a for a in env.pypi if a.name == "torch"), None)
+    local = torch.version.partition("+")[2] if torch is not None else ""
+    return local.startswith(("cu", "rocm"))
 
 
 def environment_digest(env: LockedEnv) -> str:
@@ -152,6 +171,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     target = _target(project, locked_environment(project, name))
     _remove_leftovers(project, target.env.name)  # an interrupted run's, even when up to date
     if not force and (ready_record(target.final) or {}).get("lock_digest") == target.digest:
+        _keep_launcher(target.final, project)
         return target.summary("up-to-date", started)
     ahead, why = bytecode_ahead(bytecode)
     # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
@@ -248,6 +268,12 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
                    for r in env.conda]
     wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
               for a in env.pypi]
+    # each file is the package its entry names, before anything is installed (the sha256 alone proves
+    # only that it is the file the lock's author pointed at)
+    for record, path in zip(env.conda, conda_files):
+        identity.check_conda(path, record.name, record.version, record.build, record.subdir)
+    for artifact, path in zip(env.pypi, wheels):
+        identity.check_wheel(path, artifact.name, artifact.version, artifact.file_name, artifact.requires_dist)
     return conda_files, wheels
 
 
@@ -267,17 +293,27 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     try:
         make(tmp)
+        write_launcher(tmp, project.root)
         mark_tree(tmp)
-        write_text_atomic(tmp / READY_MARKER, json.dumps({
+        write_record(tmp / READY_MARKER, {
             "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
             "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
             "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, target.kind, env)},
-            indent=2, sort_keys=True) + "\n", label="ready")
+            label="ready-marker", place=target.final / READY_MARKER, strict=True)
         swap_into_place(tmp, target.final)
     except BaseException:
         with contextlib.suppress(OSError, BadInput):
             remove_tree(tmp)
         raise
+
+
+def _keep_launcher(final: Path, project: ProjectPaths) -> None:
+    """The launcher of an environment already up to date, written when it is missing or names another
+    project or resolver (the project moved; an environment installed before launchers were written)."""
+    try:
+        write_launcher(final, project.root)
+    except (OSError, ResolverError):  # an environment this user cannot write: it still works, without it
+        pass
 
 
 def _does_not_run(final: Path) -> str | None:

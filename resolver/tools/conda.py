@@ -406,6 +406,34 @@ class _TooLarge(Exception):
     pass
 
 
+def read_package_index(path: Path, *, limit: int) -> bytes | None:
+    """The bytes of a ``.conda`` or ``.tar.bz2`` package's ``info/index.json`` (None: it has none), read
+    without extracting anything and without listing its files (at most ``limit`` bytes). An archive that
+    cannot be read is one :class:`IntegrityError` naming the file."""
+    rattler()
+    from rattler.package_streaming import PackageArchive
+
+    async def index() -> bytes | None:
+        archive = await PackageArchive.from_path(path)
+        async for entry in archive.stream("info"):
+            if entry.name == "info/index.json" and entry.is_file:
+                if entry.size > limit:
+                    raise _TooLarge(f"its info/index.json is larger than {limit >> 10} KiB")
+                return await entry.read()
+        return None
+
+    try:
+        return run(index())
+    except _TooLarge as exc:
+        raise IntegrityError(f"package {path.name} is refused: {exc}", fix="build or download it again") from None
+    except BaseException as exc:
+        if not is_rattler_failure(exc):
+            raise
+        raise IntegrityError(f"package {path.name} is refused: its archive cannot be read ({_one_line(exc)})",
+                             fix="build or download it again; a package from a channel you do not publish: "
+                                 "tell its publisher") from None
+
+
 def version_matches(spec: str, version: str) -> bool:
     """Whether a conda version ``spec`` (``>=3.10,<3.14``, ``3.11.*``) admits ``version``."""
     r = rattler()

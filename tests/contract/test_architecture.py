@@ -217,6 +217,9 @@ FACTS = (
          ("core/fingerprint.py",), "key = sha256_text(json.dumps(inputs, sort_keys=True))"),
     Fact("deciding a plan", r"(?<![\w.])decide\(", ("plan/planning.py", "plan/decide/"),
          "outcome = decide(profile, request, knowledge)"),
+    Fact("a JSON file written without the records' seal (a record goes through core/records.py write_record)",
+         r"\bwrite_json_atomic\b", ("core/fs.py", "workflows/upgrade/report.py", "workflows/upgrade/fleet.py"),
+         "write_json_atomic(project.stamps / 'steps.json', data)"),
     Fact("the verified store's layout", r"\[:2\]\s*/", ("tools/store.py",), "path = root / sha[:2] / sha / name"),
 )
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support import DATA, REPO, cli, projects
+from support import DATA, REPO, cli, projects, shipped_manifest
 from support.schemas import SCHEMAS, registry, schema, validate, validate_output
 
 from resolver.cli import COMMANDS
@@ -84,7 +84,7 @@ def test_plan_for_a_machine_a_fleet_and_a_refusal(tmp_path):
 def test_setup_dry_run_and_patch(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = cli.run("setup", "--target", "rocm6.0", "--dry-run", "--json", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     document = validate_output("setup", done.stdout, 0)
