@@ -86,7 +86,8 @@ def _world(tmp_path: Path, built: Path, command: str) -> World:
     env = {"XDG_CACHE_HOME": str(base / "cache"), "RESOLVER_FIND_LINKS": str(wheels)}
     if command == "install":
         wheel = wheels / "rtpy-1.0.0-py3-none-any.whl"
-        write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest())
+        write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest(),
+                       wheel=("rtpy", "1.0.0"))
     else:
         project.mkdir()
         manifest = MANIFEST + ('[environments]\n"../../x" = []\n' if command == "setup" else "")
