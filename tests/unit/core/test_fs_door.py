@@ -184,3 +184,14 @@ def test_roots_travel_to_a_child_process_as_data(world):
     assert any(r["path"] == str(root) for r in roots)
     fs.register_roots(roots)
     assert fs.registered_roots() == roots
+
+
+def test_a_temporary_folder_beside_a_tree_of_its_own_stays_guarded(tmp_path):
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    (root / "envs").mkdir(parents=True)
+    outside.mkdir()
+    fs.register_root(root, what="the project", own_trees=(("envs", "*"),))
+    os.symlink(outside, root / "envs" / ".cpu.tmp-1")
+    with pytest.raises(BadInput, match="symbolic link"):
+        fs.write_atomic(root / "envs" / ".cpu.tmp-1" / "marker", b"x")
+    assert list(outside.iterdir()) == []
