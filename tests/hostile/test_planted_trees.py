@@ -57,6 +57,8 @@ PLACES = (
 )
 # the default run: every place once, its kind turning through the three (the fuzz run: all of them)
 SAMPLE = [(place, KINDS[n % len(KINDS)]) for n, place in enumerate(PLACES)]
+SAMPLE.append((next(p for p in PLACES if p.path == "linux-64/repodata.json"), "fifo"))  # what the full run found:
+# rattler's indexer waited on a FIFO repodata.json
 EVERY = [(place, kind) for place in PLACES for kind in KINDS]
 
 
