@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Coroutine
 
 from resolver.core.errors import BadInput, BuildFailed, IntegrityError, Refusal, ResolverError, SourceUnreachable
-from resolver.core.fs import read_text_bounded, write_text_atomic
+from resolver.core.fs import make_folder, read_text_bounded, write_text_atomic
 from resolver.core.names import canonical_name
 from resolver.core.platforms import PLATFORMS, host_subdir
 
@@ -327,7 +327,7 @@ def index_channel(channel: Path, subdirs: tuple[str, ...] | None = None) -> None
             run(index_fs(channel, write_zst=False, write_shards=False))
             return
         for subdir in subdirs:
-            (channel / subdir).mkdir(parents=True, exist_ok=True)
+            make_folder(channel / subdir)
             run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
     except BaseException as exc:  # rattler's errors, and the panic a malformed package causes
         if not is_rattler_failure(exc):

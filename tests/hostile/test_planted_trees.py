@@ -86,7 +86,8 @@ def _world(tmp_path: Path, built: Path, command: str) -> World:
     env = {"XDG_CACHE_HOME": str(base / "cache"), "RESOLVER_FIND_LINKS": str(wheels)}
     if command == "install":
         wheel = wheels / "rtpy-1.0.0-py3-none-any.whl"
-        write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest())
+        write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest(),
+                       wheel=("rtpy", "1.0.0"))
     else:
         project.mkdir()
         manifest = MANIFEST + ('[environments]\n"../../x" = []\n' if command == "setup" else "")
@@ -181,3 +182,26 @@ def test_a_kernel_channel_whose_index_is_a_fifo_is_refused_without_waiting(tmp_p
         worker.start()
         worker.join(20)
         assert outcome and isinstance(outcome[0], BadInput) and outcome[0].code == 3, (kind, outcome)
+
+
+def test_a_file_url_that_is_a_fifo_or_device_is_no_answer_and_never_waited_on(tmp_path):
+    """file:// URLs (a local index, a channel, a find-links page) are answered through the same door."""
+    from resolver.tools.net import fetch_bytes, probe_status
+
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink("/dev/zero", tmp_path / "zero")
+    (tmp_path / "page.html").write_text("<a href='x.whl'>x</a>")
+    answers: list[object] = []
+
+    def fetch() -> None:
+        for name in ("fifo", "zero"):
+            answers.append(fetch_bytes((tmp_path / name).as_uri(), limit=1 << 20))
+            answers.append(probe_status((tmp_path / name).as_uri()))
+        answers.append(fetch_bytes((tmp_path / "page.html").as_uri()))
+
+    worker = threading.Thread(target=fetch, daemon=True)
+    worker.start()
+    worker.join(20)
+    assert len(answers) == 5, "a file:// read waited on a FIFO or read a device"
+    assert answers[0] is None and answers[2] is None and isinstance(answers[1], str) and isinstance(answers[3], str)
+    assert answers[4] == b"<a href='x.whl'>x</a>"
