@@ -195,12 +195,28 @@ def _save_traceback() -> str:
     from resolver.core.fs import new_log
 
     text = traceback.format_exc()
-    for folder in (os.path.join(os.getcwd(), ".resolver", "logs"), tempfile.gettempdir()):
-        try:  # a new file (never one a link at the name points to)
-            return str(new_log(os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"), text))
+    for folder, under in (*_project_logs(), (tempfile.gettempdir(), None)):
+        try:  # a new file (never one a link at the name points to), reached from the project without a link
+            return str(new_log(os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"), text,
+                               under=under))
         except (OSError, BadInput):
             continue
     return "(no writable folder for the log)"
+
+
+def _project_logs() -> tuple[tuple[str, str], ...]:
+    """The project's own log folder (``<project>/.resolver/logs``, the project found as every command finds
+    it: RESOLVER_PROJECT, else the nearest pixi.toml at or above the current folder), with its root; none
+    outside a project: a crash there is no reason to make a ``.resolver`` in whatever folder it ran in."""
+    try:
+        from resolver.project.paths import ProjectPaths
+
+        project = ProjectPaths.discover()
+        if project.manifest.is_file():
+            return ((str(project.logs), str(project.root)),)
+    except Exception:  # noqa: BLE001 - the error path of the error path: the temporary folder then
+        pass
+    return ()
 
 
 def _closed_pipe() -> int:

@@ -112,6 +112,12 @@ def test_lock_and_build_matrix(fleet_project):
                      project=fleet_project)
     assert locked.returncode == 0, locked.stderr[-2000:]
     assert validate_output("lock", locked.stdout, 0)["fleet"]["classes"]
+    for checked_again in (cli.run("lock", "--check", "--json", project=fleet_project),  # current, or each reason
+                          cli.run("lock", "--check", "--target", "cpu", "--no-pypi", "--json", project=fleet_project)):
+        assert checked_again.returncode in (0, 1), checked_again.stderr[-2000:]
+        document = validate_output("lock", checked_again.stdout, 0)
+        assert document["current"] is (checked_again.returncode == 0)
+        assert document["current"] or document["reasons"]
     matrix = cli.run("build", "--matrix", "--json", project=fleet_project)
     assert matrix.returncode == 0, matrix.stderr[-2000:]
     assert set(validate_output("build", matrix.stdout, 0)) == {"include"}  # GitHub's form, no more

@@ -127,6 +127,31 @@ def test_an_index_page_entry_must_exist_and_be_escaped_as_html(tmp_path):
     assert finder.candidates(URL, "ab") == [URL]  # linked but not there
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero-link"])
+def test_a_local_index_page_that_is_not_a_regular_file_is_one_sentence(tmp_path, kind):
+    """A FIFO would block install forever, a link to /dev/zero would fill memory: each is refused without
+    reading it (exit 3); the lock's own local listing is read the same way."""
+    import os
+    import time
+
+    from resolver.lock.pypi import _listing
+
+    index = tmp_path / "index"
+    page = index / "tiny" / "index.html"
+    page.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(page)
+    else:
+        page.symlink_to("/dev/zero")
+    started = time.monotonic()
+    with pytest.raises(BadInput, match="index.html") as caught:
+        Finder(Sources(extra_index_urls=(str(index),))).candidates(URL, "tiny")
+    assert caught.value.code == 3
+    with pytest.raises(BadInput, match="index.html"):
+        _listing(index.as_uri(), "tiny", "1.0")
+    assert time.monotonic() - started < 5
+
+
 def test_an_index_page_is_read_once(tmp_path):
     index = tmp_path / "index"
     put(index / "files")
@@ -347,3 +372,34 @@ def test_a_declared_location_that_is_gone_gives_way_to_a_copy_elsewhere(tmp_path
     finder = Finder(Sources(find_links=(str(tmp_path / "lockdir"), str(tmp_path / "links"))))
     got = verified_copy((tmp_path / "lockdir" / WHEEL).as_uri(), sha(data), VerifiedStore(tmp_path / "store"), finder)
     assert got.read_bytes() == data
+
+
+@pytest.mark.parametrize("name", ["passwd", "id_rsa", "shadow.whl", "notes-1.0.txt"])
+def test_a_declared_folder_is_no_hash_oracle_over_files_that_are_not_packages(tmp_path, name):
+    """`find-links = ["/etc"]` in a shared pixi.toml and a lock naming a file there: install reads only
+    package files (a wheel, an sdist, a conda package), so whether the lock's sha256 is the file's own
+    changes nothing: the same sentence, exit 4, the file never opened (a FIFO there would hang a read)."""
+
+    secrets = tmp_path / "etc"
+    secrets.mkdir()
+    (secrets / name).write_bytes(b"root:x:0:0\n")
+    finder = Finder(Sources(find_links=(str(secrets),)), declared=(str(secrets),))
+    answers = []
+    for recorded in (sha(b"root:x:0:0\n"), "0" * 64):
+        for url in (f"https://files.example.org/{name}", (secrets / name).as_uri(), str(secrets / name)):
+            with pytest.raises(IntegrityError, match="which is not a package file") as caught:
+                verified_copy(url, recorded, VerifiedStore(tmp_path / "store"), finder)
+            answers.append((caught.value.code, caught.value.message.replace(url, "")))
+    assert len({code for code, _ in answers}) == 1 and answers[0][0] == 4
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob(name))
+
+
+def test_a_fifo_named_in_a_lock_is_never_opened(tmp_path):
+    import os
+
+    folder = tmp_path / "links"
+    folder.mkdir()
+    os.mkfifo(folder / "passwd")
+    with pytest.raises(IntegrityError, match="which is not a package file"):
+        verified_copy(str(folder / "passwd"), "0" * 64, VerifiedStore(tmp_path / "store"),
+                      Finder(Sources(find_links=(str(folder),))))
