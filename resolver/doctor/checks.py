@@ -272,7 +272,7 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFac
 
 def drift_finding(env: Environment, marker: dict) -> Finding:
     """Packages pip-installed, changed or removed by hand since install made the environment from the lock."""
-    from resolver.doctor.drift import drift_of
+    from resolver.install.drift import drift_of
 
     drift = drift_of(env.path, marker)
     if not drift:

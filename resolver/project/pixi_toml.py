@@ -219,3 +219,24 @@ def default_choice(project: ProjectPaths) -> Choice | None:
     """The default environment and the request that plans it, when pixi.toml records both."""
     record = read_upgrade_record(project)
     return record.choice(record.default)
+
+
+def check_environment_name(project: ProjectPaths, name: str | None) -> None:
+    """``--env/-e NAME`` names an environment of the project: one pixi.toml declares, or one installed here.
+    Otherwise one sentence naming the ones pixi.toml has (exit 2), for every command that takes the flag.
+    Nothing is said when there is no readable pixi.toml (the command itself reports that)."""
+    if name is None or not project.manifest.is_file():
+        return
+    try:
+        data = _parsed(project.manifest)
+    except BadInput:
+        return
+    known = environment_names(data)
+    if name in known or (project.env(name) / "conda-meta").is_dir() or (project.env(name) / "pyvenv.cfg").is_file():
+        return
+    from resolver.core.errors import UsageError
+
+    declared = [n for n in known if n != "default"] or known
+    raise UsageError(f"no environment '{name}'; pixi.toml has: {', '.join(declared)}",
+                     fix=f"use -e {declared[0]}" + (f" (or one of {', '.join(declared[1:])})" if declared[1:] else "")
+                         + ", or add an environment with `python -m resolver lock --target cpu`")

@@ -104,6 +104,12 @@ def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bo
     return proc.run([*cmd, "--", *(str(w) for w in wheels)], timeout=INSTALL_TIMEOUT_S, env=environ())
 
 
+def uninstall(python: Path, names: Sequence[str]) -> proc.Completed:
+    """``uv pip uninstall`` of the distributions ``names`` from the environment of ``python``."""
+    return proc.run([binary(), "pip", "uninstall", "--no-config", "--quiet", "--python", str(python), "--",
+                     *names], timeout=INSTALL_TIMEOUT_S, env=environ())
+
+
 @dataclass(frozen=True)
 class UvCompile:
     """One ``uv pip compile``, with everything it is given."""
@@ -112,6 +118,7 @@ class UvCompile:
     python: str
     platform: str  # uv's --python-platform
     flags: tuple[str, ...]  # the sources, as uv flags
+    preferences: tuple[str, ...] = ()  # "name==version" uv keeps where it can (read from its output file)
 
     def run(self) -> tuple[proc.Completed, str | None]:
         """(what uv did, the pins it wrote or None), in a temporary folder removed afterwards."""
@@ -119,6 +126,8 @@ class UvCompile:
         try:
             wanted, pinned = folder / "requirements.in", folder / "requirements.txt"
             wanted.write_text("".join(f"{r}\n" for r in self.requirements), encoding="utf-8")
+            if self.preferences:  # an output file there already: uv prefers its pins
+                pinned.write_text("".join(f"{p}\n" for p in self.preferences), encoding="utf-8")
             done = compile_pins(wanted, pinned, python=self.python, platform=self.platform, flags=self.flags)
             return done, (pinned.read_text(encoding="utf-8") if done.returncode == 0 and pinned.is_file() else None)
         finally:  # no uv (one sentence from binary()), a full disk, an interrupt: no folder left behind

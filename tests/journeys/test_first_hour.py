@@ -252,7 +252,7 @@ def test_a_conda_prefix_gets_an_activate_script_that_names_it(tmp_path):
 
 
 def test_doctor_names_packages_installed_changed_or_removed_by_hand(tmp_path):
-    from resolver.doctor.drift import drift_of
+    from resolver.install.drift import drift_of
 
     env = tmp_path / "env"
     site = env / "lib" / "python3.11" / "site-packages"
