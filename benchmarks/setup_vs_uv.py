@@ -86,7 +86,7 @@ def default_requirements() -> tuple[str, ...]:
 
 def project_with(channel: Path, root: Path) -> Path:
     sys.path.insert(0, str(REPO / "tests"))
-    import toolchain_channel
+    from support import toolchain_channel
 
     text = (REPO / "pixi.toml").read_text().replace(
         'platforms = ["linux-64"]', f"platforms = [{toolchain_channel.platform_entry(channel)}]", 1)
@@ -111,7 +111,7 @@ def main() -> int:
     channel = args.channel
     if channel is None:
         sys.path.insert(0, str(REPO / "tests"))
-        import toolchain_channel
+        from support import toolchain_channel
 
         channel = toolchain_channel.cached_channel()
     python = sys.executable
