@@ -185,7 +185,8 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     started = time.monotonic()
     target = _target(project, locked_environment(project, name))
     _remove_leftovers(project, target.env.name)  # an interrupted run's, even when up to date
-    record = None if force else ready_record(target.final)
+    previous = ready_record(target.final)
+    record = None if force else previous
     if record is not None and record.get("lock_digest") == target.digest and not exact:
         return target.summary("up-to-date", started, kept=_by_hand(target, record))
     ahead, why = bytecode_ahead(bytecode)
@@ -194,13 +195,18 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
                            sources=lambda: sources or Sources.load(project.root, flags=source_flags), started=started)
         if done is not None:
             return done
+    lost = _by_hand(target, previous) if previous is not None and target.final.is_dir() else ()
+    if lost:  # a rebuild cannot keep what no lock holds: each one is named, never dropped silently
+        info(f"the environment is built again from pixi.lock; installed by hand, not kept: {', '.join(lost)} "
+             f"(`python -m resolver add -e {target.env.name} --pypi NAME` keeps a package for good)")
+    lost_by_hand = {"removed": lost, "removed_by_hand": lost}
     # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
     # Without it, uv links from its cache faster (0.8 s for the CPU environment) than we copy links.
     cached = EnvBuild(project.env_build(target.env.name, target.digest), target.final) if ahead and use_cache else None
     if cached is not None and force:
         cached.drop()
     if cached is not None and not force and _linked(project, target, cached, info):
-        return target.summary("installed", started, "cache", "all")
+        return target.summary("installed", started, "cache", "all", **lost_by_hand)
     info(f"checking {len(target.env.conda) + len(target.env.pypi)} locked artefacts")
     sources = sources or Sources.load(project.root, flags=source_flags)
     conda_files, wheels = _verified_artefacts(project, target.env, sources, progress)
@@ -211,7 +217,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     if failure:
         raise BuildFailed(f"the environment at {target.final} does not run after the move ({failure})",
                           fix=f"run `python -m resolver install --env {target.env.name} --force`")
-    return target.summary("installed", started, "lock", "all" if ahead else "none")
+    return target.summary("installed", started, "lock", "all" if ahead else "none", **lost_by_hand)
 
 
 def _target(project: ProjectPaths, env: LockedEnv) -> _Target:

@@ -129,12 +129,77 @@ def change(project: ProjectPaths, action: str, names: Sequence[str], *, pypi: bo
          f"{'to' if action == 'add' else 'from'} feature {chosen}; locking {', '.join(environments) or 'nothing'}")
     summary = lock_project(project, [], edit=edit, info=info, on_wait=info,
                            sources=lambda: Sources.load(project.root, flags=source_flags))
+    if action == "add":
+        wanted = _pinned(project, chosen, environments, wanted, pypi)
     installs, missing = [], []
     if install:
         installs, missing = _install(project, environments, exact=exact, info=info, progress=progress,
                                      source_flags=source_flags)
     return Change(action, chosen, pypi, wanted, environments, summary, tuple(installs), tuple(missing),
                   time.monotonic() - started)
+
+
+def pixi_pin(version: str) -> str | None:
+    """The range pixi's ``add`` writes for a package it locked at ``version`` (its default, semver, strategy):
+    ``>=1.2.3,<2``; for a 0.x release ``>=0.9.0,<0.10``. None for a version without a release number.
+
+    >>> pixi_pin("0.9.0"), pixi_pin("2.4.6"), pixi_pin("2026.9.0"), pixi_pin("1.0.0+cpu")
+    ('>=0.9.0,<0.10', '>=2.4.6,<3', '>=2026.9.0,<2027', '>=1.0.0,<2')
+    """
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return None
+    release = parsed.release
+    if not release:
+        return None
+    upper = f"0.{release[1] + 1}" if release[0] == 0 and len(release) > 1 else str(release[0] + 1)
+    return f">={parsed.public},<{upper}"
+
+
+def _pinned(project: ProjectPaths, feature: str, environments: Sequence[str], wanted: tuple[Wanted, ...],
+            pypi: bool) -> tuple[Wanted, ...]:
+    """The packages added without a version, each written back as pixi writes it: the range from the version
+    locked now (``>=0.9.0,<0.10``); pixi.lock holds that version, so it still satisfies pixi.toml."""
+    from resolver.core.names import canonical_name
+    from resolver.lock.lockfile import read_lock
+
+    loose = [p for p in wanted if (p.spec if isinstance(p.spec, str) else p.spec.get("version")) == "*"]
+    if not loose:
+        return wanted
+    versions: dict[str, str] = {}
+    for envs in (read_lock(project.lockfile, project.root).get(name, []) for name in environments):
+        for env in envs:
+            found = [(canonical_name(a.name), a.version) for a in env.pypi] if pypi else \
+                [(r.name, r.version) for r in env.conda]
+            for name, version in found:
+                versions.setdefault(name, version)
+    from resolver.project.paths import project_lock
+
+    with project_lock(project.stamps):  # the one writer of pixi.toml at a time
+        return _write_pins(project, feature, wanted, loose, versions, pypi)
+
+
+def _write_pins(project: ProjectPaths, feature: str, wanted: tuple[Wanted, ...], loose: list[Wanted],
+                versions: dict[str, str], pypi: bool) -> tuple[Wanted, ...]:
+    from resolver.core.names import canonical_name
+    from resolver.project.manifest import Manifest
+
+    manifest = Manifest.load(project.manifest)
+    out = []
+    for package in wanted:
+        version = versions.get(canonical_name(package.name) if pypi else package.name)
+        pin = pixi_pin(version) if package in loose and version else None
+        if pin is None:
+            out.append(package)
+            continue
+        spec = pin if isinstance(package.spec, str) else {**package.spec, "version": pin}
+        manifest.set_dependency(feature, package.name, spec, pypi=pypi)
+        out.append(Wanted(package.name, spec))
+    manifest.save()
+    return tuple(out)
 
 
 def _feature(project: ProjectPaths, manifest: Manifest, feature: str | None, environment: str | None) -> str:

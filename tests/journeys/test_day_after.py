@@ -82,7 +82,12 @@ def test_add_then_import_touches_nothing_else(day):
     [install] = report["installs"]
     assert install["built_from"] == "difference" and [a.split("==")[0] for a in install["added"]] == ["tabulate"]
     assert install["removed"] == install["changed"] == []
-    assert 'tabulate = "*"' in (day / "pixi.toml").read_text()
+    version = pypi_versions(day)["tabulate"]
+    major, minor = (int(part) for part in version.split(".")[:2])
+    upper = f"0.{minor + 1}" if major == 0 else str(major + 1)
+    assert f'tabulate = ">={version},<{upper}"' in (day / "pixi.toml").read_text()  # as pixi add writes it
+    assert report["packages"] == [{"name": "tabulate", "spec": f">={version},<{upper}"}]
+    assert cli.run("lock", "--check", project=day).returncode == 0  # pixi.lock satisfies what was written
     assert imports(day, "tabulate")
     assert torch_files(day) == before_torch  # torch is not reinstalled for a small package
     after = pypi_versions(day)
@@ -159,3 +164,33 @@ def test_a_typo_in_env_names_the_environments_pixi_toml_has(day, command):
     done = cli.run(command[0], "-e", "nosuch", *command[1:], project=day)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "no environment 'nosuch'; pixi.toml has: cpu" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_rebuild_names_each_package_installed_by_hand_it_cannot_keep(day):
+    pip = cli.run("run", "-e", "cpu", "python", "-m", "pip", "install", "--quiet", "--no-deps", "termcolor",
+                  project=day, timeout=600)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    done = cli.run("install", "-e", "cpu", "--force", "--json", project=day, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["built_from"] in ("lock", "cache")
+    assert [r.split("==")[0] for r in report["removed_by_hand"]] == ["termcolor"]
+    assert "installed by hand, not kept: termcolor==" in done.stderr
+    assert not imports(day, "termcolor")
+
+
+def test_on_a_terminal_shell_starts_the_users_shell_inside_the_environment(day):
+    import os
+    import pty
+
+    env = day / ".resolver" / "envs" / "cpu"
+    master, terminal = pty.openpty()
+    try:
+        os.write(master, b'echo "inside:$CONDA_PREFIX:$PS1"; exit 3\n')
+        done = cli.run("shell", "-e", "cpu", project=day, stdin=terminal, timeout=120, env={"SHELL": "/bin/bash"})
+    finally:
+        os.close(terminal)
+        os.close(master)
+    assert done.returncode == 3, done.stderr
+    assert f"inside:{env}:(cpu) " in done.stdout
+    assert "entering environment 'cpu'" in done.stderr

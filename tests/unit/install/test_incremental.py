@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from resolver.core.platforms import host_subdir
 from resolver.install.incremental import artifact_lines, diff, verify_inputs
 from resolver.lock.lockfile import LockedEnv, LockedPlatform, PypiArtifact
 from resolver.tools.conda import CondaRecord
@@ -75,3 +76,27 @@ def test_what_verify_checks_follows_torch_and_its_requirements_not_a_package_the
                          for w in BASE.pypi], records=BASE.conda)
     assert verify_inputs(newer_typing, roots) == key  # nothing torch needs
     assert verify_inputs(env(*BASE.pypi, records=(conda("python", "12"),)), roots) != key  # the conda part
+
+
+def test_the_verify_stamp_is_keyed_on_what_verify_checks_as_install_recorded_it(tmp_path):
+    """install writes verify_inputs into the ready marker; the chain's verify stamp reads it: a package the user
+    added gives the same key, torch changing another."""
+    import json
+
+    from resolver.install import _target
+    from resolver.install.environment import READY_MARKER
+    from resolver.project.paths import ProjectPaths
+    from resolver.workflows.chain import verified_inputs
+
+    project = ProjectPaths(tmp_path)
+
+    def key(locked: LockedEnv) -> str:
+        folder = project.env("cpu")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / READY_MARKER).write_text(json.dumps(_target(project, locked).marker(folder)))
+        return verified_inputs(folder)
+
+    host = dataclasses.replace(BASE, platform=LockedPlatform("here", host_subdir(), ()))
+    base = key(host)
+    assert key(dataclasses.replace(host, pypi=(*host.pypi, wheel("tabulate", sha="60")))) == base
+    assert key(dataclasses.replace(host, pypi=(wheel("torch", "2.14.0", "12"), *host.pypi[1:]))) != base
