@@ -234,9 +234,30 @@ def check_environment_name(project: ProjectPaths, name: str | None) -> None:
     known = environment_names(data)
     if name in known or (project.env(name) / "conda-meta").is_dir() or (project.env(name) / "pyvenv.cfg").is_file():
         return
+    locked = _locked_names(project.lockfile)
+    if name in locked:  # install works from pixi.lock alone
+        return
     from resolver.core.errors import UsageError
 
     declared = [n for n in known if n != "default"] or known
-    raise UsageError(f"no environment '{name}'; pixi.toml has: {', '.join(declared)}",
-                     fix=f"use -e {declared[0]}" + (f" (or one of {', '.join(declared[1:])})" if declared[1:] else "")
+    extra = [n for n in locked if n not in known]
+    raise UsageError(f"no environment '{name}'; pixi.toml has: {', '.join(declared)}"
+                     + (f" (and pixi.lock: {', '.join(extra)})" if extra else ""),
+                     fix=f"use -e {declared[0]}" + (f" (or one of {', '.join(declared[1:] + extra)})"
+                                                    if declared[1:] + extra else "")
                          + ", or add an environment with `python -m resolver lock --target cpu`")
+
+
+def _locked_names(lockfile: Path) -> list[str]:
+    """The environments pixi.lock names (its ``environments:`` keys, read as text: no lock parser for a
+    refusal), or none when it cannot be read."""
+    import re
+
+    from resolver.core.fs import read_bytes_bounded
+
+    try:
+        text = read_bytes_bounded(lockfile, limit=MANIFEST_LIMIT * 16, what="the lock file").decode("utf-8", "replace")
+    except (BadInput, OSError):
+        return []
+    block = re.search(r"^environments:\n((?:[ \t].*\n|\n)*)", text, flags=re.M)
+    return sorted(set(re.findall(r"^  ([A-Za-z0-9_.\-]+):\s*$", block.group(1), flags=re.M))) if block else []

@@ -96,3 +96,17 @@ def test_an_environment_name_pixi_toml_does_not_declare_is_refused_naming_those_
     assert refused.value.message == "no environment 'nosuch'; pixi.toml has: both, cpu"
     (project.env("beside") / "conda-meta").mkdir(parents=True)  # installed here: a name it may use
     check_environment_name(project, "beside")
+
+
+def test_an_environment_only_pixi_lock_holds_is_one_install_may_name(tmp_path):
+    from resolver.lock.lockfile import LockedEnv, LockedPlatform, render_lock
+
+    bare = '[workspace]\nname = "t"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
+    locked = LockedEnv("cpu", LockedPlatform("linux-64", "linux-64", ()), (), ())
+    root = projects.project(tmp_path, bare)
+    (root / "pixi.lock").write_text(render_lock([locked], root))
+    project = ProjectPaths(root)
+    check_environment_name(project, "cpu")
+    with pytest.raises(UsageError) as refused:
+        check_environment_name(project, "gpu")
+    assert refused.value.message == "no environment 'gpu'; pixi.toml has: default (and pixi.lock: cpu)"
