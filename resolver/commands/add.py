@@ -51,7 +51,7 @@ def text(done) -> str:
         lines.append(f"{summary.environment}: " + ("already matched pixi.lock" if summary.status == "up-to-date"
                                                     else f"installed in {summary.seconds:.1f}s"
                                                     + (" (only what changed)" if summary.built_from == "difference"
-                                                       else " (rebuilt: its conda packages changed)")))
+                                                       else " (built again from pixi.lock)")))
     for name in done.not_installed:
         lines.append(f"{name} is not installed here: `python -m resolver install --env {name}` installs it")
     lines.append(f"done in {done.seconds:.1f}s")

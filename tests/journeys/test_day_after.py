@@ -194,3 +194,11 @@ def test_on_a_terminal_shell_starts_the_users_shell_inside_the_environment(day):
     assert done.returncode == 3, done.stderr
     assert f"inside:{env}:(cpu) " in done.stdout
     assert "entering environment 'cpu'" in done.stderr
+
+
+def test_add_then_remove_gives_back_pixi_toml_and_pixi_lock_byte_for_byte(day):
+    manifest, lock = (day / "pixi.toml").read_bytes(), (day / "pixi.lock").read_bytes()
+    assert cli.run("add", "--pypi", "toolz", "-e", "cpu", "--no-install", project=day, timeout=900).returncode == 0
+    assert b"toolz" in (day / "pixi.lock").read_bytes()
+    assert cli.run("remove", "--pypi", "toolz", "-e", "cpu", "--no-install", project=day, timeout=900).returncode == 0
+    assert (day / "pixi.toml").read_bytes() == manifest and (day / "pixi.lock").read_bytes() == lock
