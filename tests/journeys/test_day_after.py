@@ -193,7 +193,7 @@ def test_on_a_terminal_shell_starts_the_users_shell_inside_the_environment(day):
         os.close(master)
     assert done.returncode == 3, done.stderr
     assert f"inside:{env}:(cpu) " in done.stdout
-    assert "entering environment 'cpu'" in done.stderr
+    assert "entering environment 'cpu'" in done.stdout
 
 
 def test_add_then_remove_gives_back_pixi_toml_and_pixi_lock_byte_for_byte(day):
