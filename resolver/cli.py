@@ -160,15 +160,14 @@ def _save_traceback() -> str:
     import tempfile  # the error path only: kept out of every command's start-up
     import traceback
 
+    from resolver.core.errors import BadInput
+    from resolver.core.fs import new_log
+
     text = traceback.format_exc()
     for folder in (os.path.join(os.getcwd(), ".resolver", "logs"), tempfile.gettempdir()):
-        try:
-            os.makedirs(folder, exist_ok=True)
-            path = os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            return path
-        except OSError:
+        try:  # a new file (never one a link at the name points to)
+            return str(new_log(os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"), text))
+        except (OSError, BadInput):
             continue
     return "(no writable folder for the log)"
 

@@ -70,6 +70,14 @@ def run(args, out) -> int:
             raise UsageError("--check takes the plans of one machine, not a fleet",
                              fix="run `lock --check` (the plans locked before) or `lock --check --target T`")
         request = _fleet_request(args)
+        if args.kernel_channel is not None:
+            from resolver.core.names import channel_problem, printable
+
+            problem = channel_problem(args.kernel_channel)
+            if problem:  # pixi.toml records it, and `build --matrix` writes it into CI files: refused before both
+                raise UsageError(f"--kernel-channel {printable(repr(args.kernel_channel))} {problem}",
+                                 fix="pass the channel's http(s):// URL or folder, e.g. "
+                                     "--kernel-channel https://kernels.example.org/mamba/")
     else:
         if args.python or args.kernel_channel:
             raise UsageError(f"{'--python' if args.python else '--kernel-channel'} applies to a fleet only",

@@ -31,7 +31,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from resolver.core.fs import MiB, sha256_bytes, sha256_hasher, sha256_of
+from resolver.core.errors import BadInput
+from resolver.core.fs import MiB, read_bytes_bounded, remove_file, sha256_bytes, sha256_hasher, sha256_of
 from resolver.core.records import RECORD_LIMIT, SHA256, Fields, Shape, read_record, write_record
 
 _MISSING = b"<missing>"
@@ -78,8 +79,8 @@ def _file_bytes(path: Path) -> bytes:
             return _MISSING
         if path.stat().st_size > _FILE_LIMIT:  # not read into memory: its streamed sha256 stands for it
             return b"<sha256 " + sha256_of(path).encode() + b">"
-        return path.read_bytes()
-    except OSError:
+        return read_bytes_bounded(path, limit=_FILE_LIMIT, what="the file")
+    except (OSError, BadInput):
         return _MISSING
 
 
@@ -118,7 +119,4 @@ class Memo:
 
     def forget(self) -> None:
         if self.path is not None:
-            try:
-                self.path.unlink()
-            except FileNotFoundError:
-                pass
+            remove_file(self.path)

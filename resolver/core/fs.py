@@ -65,10 +65,11 @@ def _builtin_sha256():
     return sha256
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB)."""
+def sha256_of(path: str | Path, *, under: str | Path | None = None) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB blocks (wheels and sdists are hundreds of MB); under a
+    root, reached through the door (never through a link), and only a regular file."""
     digest = sha256_hasher()
-    with open(path, "rb") as handle:
+    with open_read(path, under=under, what="the file") as handle:
         for block in iter(lambda: handle.read(MiB), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -89,7 +90,7 @@ def sha256_file(path: str | Path) -> str | None:
     """:func:`sha256_of`, or None when ``path`` is not a readable regular file."""
     try:
         return sha256_of(path) if Path(path).is_file() else None
-    except OSError:
+    except (OSError, BadInput):
         return None
 
 
@@ -102,8 +103,480 @@ def tree_digest(*folders: str | Path, skip_top: tuple[str, ...] = ()) -> str:
         if folder.is_dir():
             for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                                and p.relative_to(folder).parts[0] not in skip_top):
-                digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+                with open_read(path, what="the file") as handle:
+                    digest.update(str(path.relative_to(folder)).encode() + b"\0" + handle.read() + b"\0")
     return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ the door
+#
+# Every path under a root the resolver does not alone control (the project and its ``.resolver/``, the
+# user's cache, a channel folder, a declared local folder) is reached from that root one component at a
+# time, each opened with ``O_NOFOLLOW | O_DIRECTORY`` relative to the one before (``dir_fd``): a symbolic
+# link, FIFO or device anywhere on the way is one :class:`BadInput` (exit 3) before anything is read,
+# written or removed, so a link cannot carry a write, a rename or a delete outside. The root itself is
+# opened as given (the user chose it, links and all). Roots are registered once per process by the
+# layer that knows them (:class:`resolver.project.paths.ProjectPaths`, the user's cache) or named by the
+# caller (``under=``); a path under no root is opened as before (never through a link in its last name).
+
+
+class Root:
+    """A folder the door guards: ``path`` (absolute, as given), ``what`` it is in words, and ``own_trees``:
+    patterns of relative paths (``*`` one name) of folders that are trees of their own (an installed
+    environment, made by conda or uv, with its own links): the name itself may be a link the user made,
+    followed to read or write inside it, never renamed or deleted through; below it the door is not in
+    charge."""
+
+    __slots__ = ("path", "what", "own_trees")
+
+    def __init__(self, path: str | Path, what: str, own_trees: tuple[tuple[str, ...], ...] = ()) -> None:
+        self.path = os.path.normpath(os.path.abspath(os.fspath(path)))
+        self.what = what
+        self.own_trees = own_trees
+
+    def own_tree_depth(self, parts: tuple[str, ...]) -> int | None:
+        """How many of ``parts`` lead to a tree of its own (None: not in one)."""
+        for pattern in self.own_trees:
+            if len(parts) >= len(pattern) and all(p == "*" or p == q for p, q in zip(pattern, parts)):
+                return len(pattern)
+        return None
+
+
+_ROOTS: dict[str, Root] = {}
+
+
+def register_root(path: str | Path, *, what: str, own_trees: tuple[tuple[str, ...], ...] = ()) -> Root:
+    """Guard every path below ``path`` from now on in this process (idempotent)."""
+    root = Root(path, what, own_trees)
+    known = _ROOTS.get(root.path)
+    if known is None or (own_trees and known.own_trees != own_trees):
+        _ROOTS[root.path] = root
+        return root
+    return known
+
+
+def guarded_root(path: str | Path, under: str | Path | None = None) -> tuple[Root, tuple[str, ...]] | None:
+    """The root ``path`` is reached from (``under``, else the nearest registered root above it) and the
+    names below it; None when ``path`` is under no root."""
+    full = os.path.normpath(os.path.abspath(os.fspath(path)))
+    if under is not None:
+        root = _ROOTS.get(os.path.normpath(os.path.abspath(os.fspath(under)))) or Root(under, str(under))
+        candidates = [root]
+    else:
+        candidates = sorted(_ROOTS.values(), key=lambda r: len(r.path), reverse=True)
+    for root in candidates:
+        if full == root.path:
+            return root, ()
+        prefix = root.path.rstrip(os.sep) + os.sep
+        if full.startswith(prefix):
+            return root, tuple(full[len(prefix):].split(os.sep))
+    if under is not None:
+        raise ValueError(f"{path} is not under {under}")  # a caller's mistake, not the user's
+    return None
+
+
+def _shown(root: Root, parts: tuple[str, ...]) -> str:
+    return os.path.join(root.path, *parts) if parts else root.path
+
+
+def _refuse_link(root: Root, parts: tuple[str, ...]) -> BadInput:
+    shown = _shown(root, parts)
+    try:
+        target = f" (to {os.readlink(shown)})"
+    except OSError:
+        target = ""
+    return BadInput(f"{shown} is a symbolic link{target} inside {root.what}; the resolver does not follow links "
+                    "there", fix=f"remove the link {shown} (and find out who made it), then run again")
+
+
+def _refuse_kind(root: Root, parts: tuple[str, ...], dir_fd: int) -> BadInput:
+    """The sentence for a name that cannot be opened as a folder: a link, a special file, a plain file."""
+    shown = _shown(root, parts)
+    try:
+        info = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return BadInput(f"cannot open {shown}", fix=f"check {shown} and its permissions")
+    if stat.S_ISLNK(info.st_mode):
+        return _refuse_link(root, parts)
+    if stat.S_ISREG(info.st_mode):
+        return BadInput(f"{shown} is a file where the resolver needs a folder", fix=f"move {shown} aside, then run again")
+    return BadInput(f"{shown} is a special file (a FIFO, device or socket) where the resolver needs a folder",
+                    fix=f"remove {shown}, then run again")
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_root(root: Root, *, create: bool) -> int:
+    try:
+        return os.open(root.path, _DIR_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.makedirs(root.path, exist_ok=True)
+        return os.open(root.path, _DIR_FLAGS)
+    except NotADirectoryError:
+        raise BadInput(f"{root.what} {root.path} is not a folder", fix=f"move {root.path} aside, then run again") \
+            from None
+
+
+def _walk(root: Root, parts: tuple[str, ...], *, create: bool, follow_own_tree: bool = True) -> int:
+    """A descriptor of the folder ``root/parts``, every name below the root opened without following a
+    link (or made, with ``create``). A missing folder without ``create`` is FileNotFoundError."""
+    own = root.own_tree_depth(parts) if follow_own_tree else None
+    fd = _open_root(root, create=create)
+    try:
+        for depth, name in enumerate(parts, start=1):
+            if name in ("", ".", ".."):
+                raise BadInput(f"{_shown(root, parts)} is not a plain path below {root.path}", fix="name a path inside it")
+            follow = own is not None and depth >= own
+            flags = _DIR_FLAGS | (0 if follow else os.O_NOFOLLOW)
+            try:
+                nxt = os.open(name, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                try:
+                    nxt = os.open(name, flags, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise _refuse_kind(root, parts[:depth], fd) from None
+                    raise
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _refuse_kind(root, parts[:depth], fd) from None
+                raise
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@contextlib.contextmanager
+def folder_fd(path: str | Path, *, under: str | Path | None = None, create: bool = False) -> Iterator[int]:
+    """A descriptor of the real folder ``path`` (made, with ``create``), reached through the door when it
+    is under a root; the way to list, open or remove what is in it (``dir_fd=``)."""
+    guarded = guarded_root(path, under)
+    if guarded is None:
+        if create:
+            os.makedirs(path, exist_ok=True)
+        fd = os.open(path, _DIR_FLAGS)
+    else:
+        fd = _walk(*guarded, create=create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _parent_fd(path: str | Path, under: str | Path | None, *, create: bool) -> Iterator[tuple[int, str, Root | None,
+                                                                                              tuple[str, ...]]]:
+    """The folder holding ``path`` (a descriptor), the last name, and the root and names when guarded."""
+    path = os.fspath(path)
+    guarded = guarded_root(path, under)
+    if guarded is None:
+        parent, name = os.path.split(os.path.abspath(path))
+        if create:
+            os.makedirs(parent, exist_ok=True)
+        fd = os.open(parent, _DIR_FLAGS)
+        root, parts = None, ()
+    else:
+        root, parts = guarded
+        if not parts:
+            raise BadInput(f"{path} is a root folder, not a file in it", fix="name a file inside it")
+        fd = _walk(root, parts[:-1], create=create)
+        name = parts[-1]
+    try:
+        yield fd, name, root, parts
+    finally:
+        os.close(fd)
+
+
+def make_folder(path: str | Path, *, under: str | Path | None = None) -> Path:
+    """Make the folder ``path`` and those above it below its root, none of them through a link."""
+    with folder_fd(path, under=under, create=True):
+        return Path(path)
+
+
+def _open_file(path: str | Path, flags: int, *, under: str | Path | None, what: str, mode: int = 0o644,
+               create_parent: bool = False, nonblock: bool = True) -> int:
+    """A descriptor of the regular file ``path`` opened with ``flags``, never through a link (in its last name
+    too) and never a FIFO, device or socket (refused after a non-blocking open, before any byte)."""
+    with _parent_fd(path, under, create=create_parent) as (dfd, name, root, parts):
+        try:
+            fd = os.open(name, flags | os.O_NOFOLLOW | (os.O_NONBLOCK if nonblock else 0)
+                         | getattr(os, "O_CLOEXEC", 0), mode, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                if root is not None:
+                    raise _refuse_link(root, parts) from None
+                raise BadInput(f"{what} {path} is a symbolic link; the resolver does not follow it",
+                               fix=f"remove the link {path} (and find out who made it), then run again") from None
+            if exc.errno == errno.EISDIR:
+                raise BadInput(f"{what} {path} is a folder, not a file", fix=f"move {path} aside, then run again") \
+                    from None
+            if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened for writing
+                raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                               fix=f"remove {path}, then run again") from None
+            raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise BadInput(f"{what} {path} is a folder, not a file", fix=f"move {path} aside, then run again")
+        raise BadInput(f"{what} {path} is not a regular file (a device, FIFO or socket)",
+                       fix=f"remove {path}, then run again")
+    if nonblock:
+        os.set_blocking(fd, True)
+    return fd
+
+
+def open_read(path: str | Path, *, under: str | Path | None = None, what: str = "the file") -> BinaryIO:
+    """The regular file ``path`` open for reading (binary), through the door; a missing file is
+    FileNotFoundError, a link, folder or special file one :class:`BadInput`. The caller bounds what it reads."""
+    return os.fdopen(_open_file(path, os.O_RDONLY, under=under, what=what), "rb")
+
+
+def create_new(path: str | Path, *, under: str | Path | None = None, what: str = "the file",
+               mode: int = 0o644) -> tuple[BinaryIO, Path]:
+    """A new file for a log or a backup, created (``O_EXCL | O_NOFOLLOW``) at ``path`` or, when that name
+    is taken (by anything: a file, a link someone planted), at ``name-2.ext``, ``name-3.ext``, ...: never
+    appended to or written through what was there. The open handle (binary) and the path it has."""
+    path = Path(path)
+    stem, suffix = (path.name.split(".", 1) + [""])[:2] if not path.name.startswith(".") else (path.name, "")
+    for n in range(1, 1000):
+        candidate = path if n == 1 else path.with_name(f"{stem}-{n}" + (f".{suffix}" if suffix else ""))
+        try:
+            fd = _open_file(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, under=under, what=what, mode=mode,
+                            create_parent=True)
+        except FileExistsError:
+            continue
+        except BadInput:
+            if os.path.lexists(candidate) and n < 999:
+                continue  # a link or special file at the name: the next name
+            raise
+        return os.fdopen(fd, "wb"), candidate
+    raise BadInput(f"cannot create {what} beside {path}: 999 names are taken", fix=f"clean up {path.parent}")
+
+
+def new_log(path: str | Path, text: str = "", *, under: str | Path | None = None) -> Path:
+    """Create a run's log (or a backup) with ``text`` in it through :func:`create_new` (a new file: a
+    taken name gets ``-2``, ``-3``, ...); the path it has. Later lines go in through :func:`append_text`."""
+    handle, created = create_new(path, under=under, what="the log")
+    with handle:
+        handle.write(text.encode("utf-8"))
+    return created
+
+
+def append_text(path: str | Path, text: str, *, under: str | Path | None = None) -> None:
+    """Add ``text`` to the log ``path`` (made when missing), never through a link or into anything but a
+    regular file."""
+    fd = _open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, under=under, what="the log", create_parent=True)
+    with os.fdopen(fd, "ab") as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def open_append(path: str | Path, *, under: str | Path | None = None, what: str = "the log") -> BinaryIO:
+    """The existing regular file ``path`` open to append (a log this run created with :func:`create_new`),
+    never through a link put there since."""
+    return os.fdopen(_open_file(path, os.O_WRONLY | os.O_APPEND, under=under, what=what), "ab")
+
+
+def remove_file(path: str | Path, *, under: str | Path | None = None, missing_ok: bool = True) -> bool:
+    """Remove the file (or link: the link itself) ``path``, reached through the door. True when one was removed."""
+    try:
+        with _parent_fd(path, under, create=False) as (dfd, name, _root, _parts):
+            try:
+                os.unlink(name, dir_fd=dfd)  # a folder there: IsADirectoryError, as os.unlink says
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    exc.filename = os.fspath(path)
+                raise
+            return True
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise
+
+
+TREE_MARK = ".resolver-made"  # the file the resolver puts in a tree it made, so that it may delete it
+
+
+def mark_tree(path: str | Path, *, under: str | Path | None = None) -> None:
+    """Record in the folder ``path`` that the resolver made it (what :func:`remove_tree` asks for)."""
+    with _open_tree(path, under, create=True) as fd:
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(TREE_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd))
+
+
+def is_marked_tree(path: str | Path, *, under: str | Path | None = None, marks: tuple[str, ...] = (TREE_MARK,)) -> bool:
+    """Whether the folder ``path``, reached without a link, holds one of ``marks`` (see :func:`remove_tree`)."""
+    try:
+        with _open_tree(path, under, create=False) as fd:
+            return any(_has_mark(fd, mark) for mark in marks)
+    except (OSError, BadInput):
+        return False
+
+
+@contextlib.contextmanager
+def _open_tree(path: str | Path, under: str | Path | None, *, create: bool) -> Iterator[int]:
+    """A descriptor of the folder ``path`` itself opened without following a link at its name (even where
+    the root calls the name a tree of its own: a tree is never removed or marked through a link)."""
+    guarded = guarded_root(path, under)
+    if guarded is None:
+        if create:
+            os.makedirs(path, exist_ok=True)
+        try:
+            fd = os.open(path, _DIR_FLAGS | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise BadInput(f"{path} is not a real folder (a link or a file)", fix=f"remove {path}, then run again") \
+                    from None
+            raise
+    else:
+        fd = _walk(*guarded, create=create, follow_own_tree=False)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def remove_tree(path: str | Path, *, under: str | Path | None = None, made_by_us: bool = False,
+                marks: tuple[str, ...] = (TREE_MARK,), missing_ok: bool = True) -> bool:
+    """Delete the folder ``path`` and all below it, reached without a link and walked by descriptors (a
+    link inside is removed as a link, never followed). ``made_by_us``: only when it holds one of ``marks``,
+    files only the resolver writes there (:func:`mark_tree`'s, an environment's ready marker), else one
+    :class:`BadInput` and nothing deleted. True when it was removed."""
+    try:
+        with _parent_fd(path, under, create=False) as (dfd, name, root, parts):
+            try:
+                fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    if root is not None:
+                        raise _refuse_kind(root, parts, dfd) from None
+                    raise BadInput(f"{path} is not a real folder (a link or a file); the resolver does not delete "
+                                   "through it", fix=f"remove {path} yourself, then run again") from None
+                raise
+            try:
+                if made_by_us and not any(_has_mark(fd, mark) for mark in marks):
+                    raise BadInput(f"{path} was not made by the resolver; it is not deleted",
+                                   fix=f"move {path} aside yourself, then run again")
+                _empty_folder(fd)
+            finally:
+                os.close(fd)
+            os.rmdir(name, dir_fd=dfd)
+            return True
+    except FileNotFoundError:
+        if missing_ok:
+            return False
+        raise
+
+
+def _has_mark(fd: int, mark: str = TREE_MARK) -> bool:
+    """Whether the folder holds ``mark``: a regular file or a real folder (never a link to one)."""
+    try:
+        mode = os.stat(mark, dir_fd=fd, follow_symlinks=False).st_mode
+        return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+    except OSError:
+        return False
+
+
+def _empty_folder(fd: int) -> None:
+    with os.scandir(fd) as entries:
+        names = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+    for name, is_dir in names:
+        if is_dir:
+            try:
+                sub = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                os.unlink(name, dir_fd=fd)  # swapped for a link or a file meanwhile: removed as such
+                continue
+            try:
+                _empty_folder(sub)
+            finally:
+                os.close(sub)
+            os.rmdir(name, dir_fd=fd)
+        else:
+            os.unlink(name, dir_fd=fd)
+
+
+def rename(source: str | Path, target: str | Path, *, under: str | Path | None = None,
+           target_under: str | Path | None = None) -> None:
+    """Rename ``source`` to ``target`` (replacing a file, or an empty folder, there), both reached through the
+    door; neither is ever a link followed: a link at ``source`` is refused, not moved."""
+    with _parent_fd(source, under, create=False) as (sfd, sname, sroot, sparts), \
+            _parent_fd(target, target_under if target_under is not None else under, create=True) as (tfd, tname, _r, _p):
+        info = os.stat(sname, dir_fd=sfd, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            if sroot is not None:
+                raise _refuse_link(sroot, sparts)
+            raise BadInput(f"{source} is a symbolic link; the resolver does not move it",
+                           fix=f"remove the link {source}, then run again")
+        os.rename(sname, tname, src_dir_fd=sfd, dst_dir_fd=tfd)
+        _fsync_fd(tfd)
+
+
+def copy_file(source: str | Path, target: str | Path, *, limit: int, what: str = "the file",
+              under: str | Path | None = None, target_under: str | Path | None = None, mode: int = 0o644,
+              label: str = "copy") -> int:
+    """Copy the regular file ``source`` (at most ``limit`` bytes) to ``target`` atomically, both through
+    the door; the number of bytes."""
+    with open_read(source, under=under, what=what) as handle, \
+            atomic_stream(target, mode=mode, label=label, under=target_under) as sink:
+        size = 0
+        for block in iter(lambda: handle.read(MiB), b""):
+            size += len(block)
+            if size > limit:
+                raise BadInput(f"{what} {source} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
+            sink.write(block)
+    return size
+
+
+def copy_file_new(source: str | Path, target: str | Path, *, limit: int, what: str = "the file",
+                  under: str | Path | None = None) -> Path:
+    """Copy the regular file ``source`` (at most ``limit`` bytes) to a new file at ``target`` made by
+    :func:`create_new` (a backup: a taken name gets ``-2``, ``-3``, ...); the path it has."""
+    with open_read(source, under=under, what=what) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise BadInput(f"{what} {source} is larger than {_size(limit)}", fix=f"pass a file of at most {_size(limit)}")
+    sink, created = create_new(target, what=f"the copy of {what}")
+    with sink:
+        sink.write(data)
+    return created
+
+
+def place_link(target: str | Path, link: str | Path, *, under: str | Path | None = None) -> None:
+    """Make ``link`` a symbolic link to ``target``, swapped in atomically (a temporary link renamed over the
+    name, by descriptor, in the real folder of ``link``): what stood at the name is replaced, never followed."""
+    with _parent_fd(link, under, create=True) as (dfd, name, _root, _parts):
+        tmp = f".{name}{TEMP_MARK}{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dfd)
+        os.symlink(os.fspath(target), tmp, dir_fd=dfd)
+        try:
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+
+
+def list_names(path: str | Path, *, under: str | Path | None = None) -> list[str]:
+    """The names in the folder ``path`` (sorted), reached through the door; a missing folder has none."""
+    try:
+        with folder_fd(path, under=under) as fd:
+            return sorted(os.listdir(fd))
+    except FileNotFoundError:
+        return []
 
 
 # ------------------------------------------------------------------------------------------- writes
@@ -154,98 +627,98 @@ def _running(pid_text: str) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write") -> Iterator[BinaryIO]:
+def atomic_stream(path: str | Path, *, mode: int = 0o644, label: str = "write",
+                  under: str | Path | None = None) -> Iterator[BinaryIO]:
     """Write ``path`` through a handle: the content appears under its name only when the block ends
-    without an exception (a download cut short leaves no partial file behind)."""
-    path = Path(path)
-    if path.is_dir():  # os.replace cannot put a file there: say so before anything is written
-        raise BadInput(f"cannot write {path}: a folder of that name is in the way",
-                       fix=f"move the folder {path} aside (the file {path.name} belongs there)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)  # an earlier write's leftover, or a link someone put there: never written through
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        crash_point(f"{label}:after-temp")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
+    without an exception (a download cut short leaves no partial file behind). The folder is reached
+    through the door (made when missing); the temporary file is created there ``O_EXCL | O_NOFOLLOW`` and
+    renamed over the name by descriptor, so a link at the name is replaced, never written through."""
+    with _parent_fd(path, under, create=True) as (dfd, name, _root, _parts):
+        try:
+            if stat.S_ISDIR(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                raise BadInput(f"cannot write {path}: a folder of that name is in the way",
+                               fix=f"move the folder {path} aside (the file {Path(path).name} belongs there)")
+        except FileNotFoundError:
+            pass
+        tmp = f".{name}{TEMP_MARK}{os.getpid()}"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dfd)  # an earlier write's leftover, or a link someone put there: never written through
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600,
+                         dir_fd=dfd)
+        except OSError as exc:
+            exc.filename = str(temp_path(Path(path)))  # the message names the whole path, not the name alone
+            raise
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+                os.fchmod(handle.fileno(), mode)
+            crash_point(f"{label}:after-temp")
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        _fsync_fd(dfd)
     crash_point(f"{label}:after-replace")
 
 
-def open_no_follow(path: str | Path, flags: int, *, what: str, mode: int = 0o644) -> int:
-    """A descriptor of the regular file ``path``, opened without following a symbolic link in its last part:
-    how the resolver opens a file it writes in place (a lock file) in a folder others can write. A link
-    or anything but a regular file there is one :class:`BadInput` (exit 3), and nothing is written."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise BadInput(f"{what} {path} is a symbolic link; the resolver does not write through a link",
-                           fix=f"remove the link {path} (and find out who made it), then run again") from None
-        raise
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise BadInput(f"{what} {path} is not a regular file", fix=f"remove {path}, then run again")
-    return fd
+def open_no_follow(path: str | Path, flags: int, *, what: str, mode: int = 0o644,
+                   under: str | Path | None = None) -> int:
+    """A descriptor of the regular file ``path``, reached through the door and opened without following a
+    link in its last part: how the resolver opens a file it writes in place (a lock file) in a folder others
+    can write. A link or anything but a regular file there is one :class:`BadInput` (exit 3), and nothing
+    is written; the folder is made when ``flags`` create the file."""
+    return _open_file(path, flags, under=under, what=what, mode=mode, create_parent=bool(flags & os.O_CREAT))
 
 
-def check_real_folder(path: str | Path, *, what: str) -> None:
-    """Refuse (:class:`BadInput`, exit 3) a ``path`` that is a symbolic link or anything but a folder; a
-    missing path is fine (it will be made). For the folders the resolver writes in that others can write."""
+def check_real_folder(path: str | Path, *, what: str, under: str | Path | None = None) -> None:
+    """Refuse (:class:`BadInput`, exit 3) a ``path`` that is a symbolic link or anything but a folder, or is
+    reached through one below its root; a missing path is fine (it will be made). For the folders the
+    resolver writes in that others can write."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode):
         raise BadInput(f"{what} {path} is a symbolic link (to {os.readlink(path)}); the resolver does not write "
                        "through a link", fix=f"remove the link {path} (and find out who made it), then run again")
-    if not stat.S_ISDIR(info.st_mode):
+    if info is not None and not stat.S_ISDIR(info.st_mode):
         raise BadInput(f"{what} {path} is not a folder", fix=f"move {path} aside, then run again")
+    if guarded_root(path, under) is not None:
+        with contextlib.suppress(FileNotFoundError), folder_fd(path, under=under):
+            pass
 
 
-def write_atomic(path: str | Path, data: bytes, *, mode: int = 0o644, label: str = "write") -> None:
+def write_atomic(path: str | Path, data: bytes, *, mode: int = 0o644, label: str = "write",
+                 under: str | Path | None = None) -> None:
     """Replace ``path`` by ``data`` through a temporary file and a rename."""
-    with atomic_stream(path, mode=mode, label=label) as handle:
+    with atomic_stream(path, mode=mode, label=label, under=under) as handle:
         handle.write(data)
 
 
-def write_text_atomic(path: str | Path, text: str, *, label: str = "write") -> None:
-    write_atomic(path, text.encode("utf-8"), label=label)
+def write_text_atomic(path: str | Path, text: str, *, label: str = "write", mode: int = 0o644,
+                      under: str | Path | None = None) -> None:
+    write_atomic(path, text.encode("utf-8"), label=label, mode=mode, under=under)
 
 
-def write_json_atomic(path: str | Path, data: Any, *, label: str = "record") -> None:
-    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label)
+def write_json_atomic(path: str | Path, data: Any, *, label: str = "record", under: str | Path | None = None) -> None:
+    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"), label=label,
+                 under=under)
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
+def _fsync_fd(fd: int) -> None:
+    with contextlib.suppress(OSError):
         os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # -------------------------------------------------------------------------------------------- reads
 
 
 def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
-                       follow_symlinks: bool = True, own: bool = False) -> bytes:
+                       follow_symlinks: bool = True, own: bool = False, under: str | Path | None = None) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is one :class:`BadInput`.
 
     Input that comes from users or shared files (logs, captured tool output, headers, configs) is
@@ -254,17 +727,24 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | No
     link (a file in a folder others write to; the resolver's own cache and state files, which it never
     writes as links). ``own=True`` (the same files) refuses a file this user does not own or others may
     write: what the resolver writes is the user's, mode 644. The file is read in chunks sized by its
-    length, so a small file costs one small read whatever the bound.
+    length, so a small file costs one small read whatever the bound. Under a root (``under``, or a
+    registered one) the file is reached through the door: no link anywhere on its path, its last name too.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+    guarded = guarded_root(path, under)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_symlinks and guarded is None
+                                                          else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, flags)
+        if guarded is None:
+            fd = os.open(path, flags)
+        else:
+            with _parent_fd(path, under, create=False) as (dfd, name, _root, _parts):
+                fd = os.open(name, flags, dir_fd=dfd)
     except FileNotFoundError:
         raise BadInput(f"{what} {path} does not exist", fix="check the path") from None
     except IsADirectoryError:
         raise BadInput(f"{what} {path} is a folder, not a file", fix="pass a file") from None
     except OSError as exc:
-        if not follow_symlinks and os.path.islink(path):
+        if os.path.islink(path):
             raise BadInput(f"{what} {path} is a symbolic link", fix=fix or "put the file itself there, not a link to it") \
                 from None
         raise BadInput(f"cannot read {what} {path}: {exc.strerror}", fix="check its permissions") from None
@@ -294,12 +774,20 @@ def read_bytes_bounded(path: str | Path, *, limit: int, what: str, fix: str | No
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> int:
+def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | None = None,
+                       under: str | Path | None = None) -> int:
     """The size of ``path`` when it is a regular file of at most ``limit`` bytes, for a reader that
-    opens it itself (rattler); the same :class:`BadInput` sentences as :func:`read_bytes_bounded`."""
+    opens it itself (rattler); the same :class:`BadInput` sentences as :func:`read_bytes_bounded`. Under a
+    root, no link on its path (its last name too)."""
     path = Path(path)
     try:
-        info = os.stat(path)
+        if guarded_root(path, under) is None:
+            info = os.stat(path)
+        else:
+            with _parent_fd(path, under, create=False) as (dfd, name, root, parts):
+                info = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):
+                    raise _refuse_link(root, parts)
     except FileNotFoundError:
         raise BadInput(f"{what} {path} does not exist", fix=fix or "check the path") from None
     except OSError as exc:
@@ -314,9 +802,17 @@ def check_regular_file(path: str | Path, *, limit: int, what: str, fix: str | No
     return info.st_size
 
 
-def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None) -> str:
+def read_head(path: str | Path, *, limit: int, what: str, under: str | Path | None = None) -> str:
+    """The first ``limit`` bytes of the regular file ``path`` as UTF-8 (the rest ignored), through the door:
+    for pages whose tail may be cut (an index page of links)."""
+    with open_read(path, under=under, what=what) as handle:
+        return handle.read(limit).decode("utf-8", errors="replace")
+
+
+def read_text_bounded(path: str | Path, *, limit: int, what: str, fix: str | None = None,
+                      under: str | Path | None = None) -> str:
     """:func:`read_bytes_bounded` decoded as UTF-8 (undecodable bytes replaced)."""
-    return read_bytes_bounded(path, limit=limit, what=what, fix=fix).decode("utf-8", errors="replace")
+    return read_bytes_bounded(path, limit=limit, what=what, fix=fix, under=under).decode("utf-8", errors="replace")
 
 
 def read_stream_bounded(stream: BinaryIO, *, limit: int, what: str, fix: str | None = None) -> bytes:

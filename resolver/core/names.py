@@ -225,6 +225,77 @@ def check_requirement(text: str, *, where: str = "pixi.toml") -> str:
     return text
 
 
+# ------------------------------------------------------------------- values that reach generated files
+# ``build --matrix`` writes pixi.toml's fleet into CI YAML and a shell script: what it reads there is checked
+# where pixi.toml is read (resolver.project.manifest_shape), so that no value can be code in any of them.
+
+ARCH_RULE = "a compute capability X.Y (e.g. 9.0) or a gfx name (e.g. gfx90a)"
+_ARCH = re.compile(r"[0-9]{1,2}\.[0-9]{1,2}|gfx[0-9a-f]{3,4}")  # the forms `lock --fleet` writes
+CHANNEL_SCHEMES = ("http", "https", "file")
+# characters a channel's URL or folder never needs and a shell or a YAML reader would take for syntax
+_CHANNEL_SYNTAX = frozenset("$`\"'\\;|&<>(){}[]*?!#^")
+CHANNEL_MAX = 2048
+
+
+def is_arch_name(text: object) -> bool:
+    """Whether ``text`` is one GPU architecture as a fleet records it (fullmatch: no ``"9.0\\n"``).
+
+    >>> is_arch_name("9.0"), is_arch_name("gfx90a"), is_arch_name("9.0\\n"), is_arch_name("$(id)")
+    (True, True, False, False)
+    """
+    return isinstance(text, str) and bool(_ARCH.fullmatch(text))
+
+
+def control_characters(text: str) -> list[str]:
+    """The characters of ``text`` that are not shown as themselves on one line (escaped, as a message shows
+    them): C0 and C1 controls (tab and newline among them), DEL, line and paragraph separators, formats
+    (bidirectional overrides, zero-width characters) and lone surrogates.
+
+    >>> control_characters("a\\tb\\u2028c"), control_characters("é/ok")
+    (['\\\\x09', '\\\\u2028'], [])
+    """
+    import unicodedata
+
+    return [_escape(c) for c in text if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")]
+
+
+def channel_problem(text: object) -> str | None:
+    """What makes ``text`` unfit as a channel location (a URL or a folder) that generated files carry, or None.
+
+    A location is an ``http(s)://`` or ``file://`` URL or a path, of printable characters with no blank at
+    either end, not starting with ``-``, and without shell or YAML syntax (``$`` `` ` `` quotes ``\\``
+    ``;|&<>(){}[]*?!#^``) that no channel's URL or folder needs.
+
+    >>> channel_problem("https://kernels.example.org/mamba/"), channel_problem("/shared/kernels")
+    (None, None)
+    >>> channel_problem("/shared/$(touch x)")
+    "holds '$', '(', ')': shell or YAML syntax, which no channel's URL or folder needs"
+    >>> channel_problem("ftp://h/c")
+    'is a URL of scheme ftp; a channel is an http(s):// or file:// URL or a folder'
+    """
+    if not isinstance(text, str) or not text:
+        return "is empty"
+    if len(text) > CHANNEL_MAX:
+        return f"is longer than {CHANNEL_MAX} characters"
+    controls = control_characters(text)
+    if controls:
+        return f"holds control characters ({', '.join(dict.fromkeys(controls))})"
+    if text != text.strip():
+        return "starts or ends with a blank"
+    if text.startswith("-"):
+        return "starts with '-' (it would read as an option)"
+    syntax = [c for c in dict.fromkeys(text) if c in _CHANNEL_SYNTAX]
+    if syntax:
+        return f"holds {', '.join(repr(c) for c in syntax)}: shell or YAML syntax, which no channel's URL or folder needs"
+    scheme, sep, rest = text.partition("://")
+    if sep:
+        if scheme.lower() not in CHANNEL_SCHEMES:
+            return f"is a URL of scheme {printable(scheme)}; a channel is an http(s):// or file:// URL or a folder"
+        if scheme.lower() != "file" and not rest.split("/", 1)[0]:
+            return "is a URL without a host"
+    return None
+
+
 # ------------------------------------------------------------------------------------------ printing
 
 _BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}

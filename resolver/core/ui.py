@@ -93,10 +93,13 @@ class Output:
 
     def _log(self, text: str) -> None:
         if self.log_file is not None:
+            from resolver.core.errors import BadInput
+            from resolver.core.fs import append_text
+
             try:
-                with _WRITING, open(self.log_file, "a", encoding="utf-8") as handle:
-                    handle.write(printable(text, keep_newlines=True).rstrip("\n") + "\n")
-            except OSError:
+                with _WRITING:  # never through a link put at the log's name since it was made
+                    append_text(self.log_file, printable(text, keep_newlines=True).rstrip("\n") + "\n")
+            except (OSError, BadInput):
                 pass
 
 

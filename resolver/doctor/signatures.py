@@ -57,7 +57,9 @@ def _compile(items, where: str) -> tuple[re.Pattern, ...]:
 
 def load_signatures(path: Path | None = None) -> tuple[Signature, ...]:
     path = path or DATA_FILE
-    data = parse_toml(path.read_text(encoding="utf-8"), what=str(path),
+    from resolver.core.fs import read_text_bounded
+
+    data = parse_toml(read_text_bounded(path, limit=16 << 20, what="the signature table"), what=str(path),
                       fix="restore it from the repository (git checkout resolver/doctor/signatures.toml)")
     out = []
     for row in data.get("signature", []):

@@ -17,8 +17,8 @@ and the publish lock are refused when they are symbolic links.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,10 +27,20 @@ from typing import Any, Iterator
 from urllib.parse import urlparse
 
 from resolver.core.errors import BadInput, SourceUnreachable, UsageError
-from resolver.core.fs import atomic_stream, check_real_folder
+from resolver.core.fs import (
+    check_real_folder,
+    copy_file,
+    make_folder,
+    mark_tree,
+    read_bytes_bounded,
+    remove_file,
+    remove_tree,
+    write_atomic,
+)
 from resolver.tools.package_check import PACKAGE_SUFFIXES, check_package
 
 _INDEX_LIMIT = 64 << 20
+_PACKAGE_LIMIT = 8 << 30  # a kernel package is tens of MB
 LOCK_NAME = ".publish.lock"
 
 
@@ -100,7 +110,9 @@ def publish(source: Path, to: str) -> PublishReport:
     _check_writable_tree(folder, subdirs)
     report = PublishReport(channel_url(str(folder)))
     made = not folder.exists()
-    folder.mkdir(exist_ok=True)
+    make_folder(folder)
+    if made:
+        mark_tree(folder)  # the resolver made it: the one kind of channel folder it may remove again
     try:
         with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
             _check_writable_tree(folder, subdirs)  # again, now that no other publisher writes
@@ -108,7 +120,8 @@ def publish(source: Path, to: str) -> PublishReport:
             _copy_and_index(packages, folder, subdirs, report)
     except BaseException:
         if made:  # the channel did not exist: it still does not
-            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError, BadInput):
+                remove_tree(folder, made_by_us=True)
         raise
     return report
 
@@ -178,8 +191,8 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
     files) and put the indexes back as they were."""
     from resolver.tools.conda import index_channel
 
-    indexes = {path: path.read_bytes() for subdir in subdirs
-               for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
+    indexes = {path: read_bytes_bounded(path, limit=_INDEX_LIMIT, what="the channel's index", under=folder)
+               for subdir in subdirs for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
     before = _entries(folder)
     try:
         for package in packages:
@@ -188,23 +201,25 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
             if target.is_file():
                 report.kept.append(f"{subdir}/{package.name}")
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(package, "rb") as handle, atomic_stream(target, mode=0o644, label="publish") as sink:
-                shutil.copyfileobj(handle, sink)
+            copy_file(package, target, limit=_PACKAGE_LIMIT, what="the package", target_under=folder, label="publish")
             report.added.append(f"{subdir}/{package.name}")
         for subdir in subdirs:
-            (folder / subdir).mkdir(parents=True, exist_ok=True)
+            make_folder(folder / subdir, under=folder)
         index_channel(folder, tuple(subdirs))
     except BaseException:
         for path in sorted(_entries(folder) - before, key=lambda p: -len(p.parts)):  # deepest first
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError, BadInput):  # added by this run: removed, reached without a link
+                if path.is_dir() and not path.is_symlink():
+                    remove_tree(path, under=folder)
+                else:
+                    remove_file(path, under=folder)
         for path, data in indexes.items():
-            if not path.is_file() or path.read_bytes() != data:
-                with atomic_stream(path, label="publish-restore") as sink:
-                    sink.write(data)
+            try:
+                same = read_bytes_bounded(path, limit=_INDEX_LIMIT, what="the channel's index", under=folder) == data
+            except BadInput:
+                same = False
+            if not same:
+                write_atomic(path, data, label="publish-restore", under=folder)
         raise
 
 
@@ -235,7 +250,13 @@ def read_index(location: str, subdir: str) -> dict[str, Any]:
     from resolver.tools.net import fetch_bytes
 
     url = f"{channel_url(location)}/{subdir}/repodata.json"
-    data = fetch_bytes(url, timeout=15.0, limit=_INDEX_LIMIT)
+    folder = local_folder(location)
+    if folder is not None:  # a channel folder: reached without a link, a regular file (a FIFO is refused, not waited on)
+        path = folder / subdir / "repodata.json"
+        data = read_bytes_bounded(path, limit=_INDEX_LIMIT, what=f"the index of kernel channel {location}",
+                                  under=folder) if os.path.lexists(path) else None
+    else:
+        data = fetch_bytes(url, timeout=15.0, limit=_INDEX_LIMIT)
     if data is None:
         raise SourceUnreachable(f"kernel channel {location} cannot be reached ({url} did not answer)",
                                 fix="check the URL ([tool.resolver.fleet] kernel-channel in pixi.toml, "
@@ -277,15 +298,15 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
                        fix="build it in CI (`python -m resolver build --matrix` lists it) and publish it "
                            "(`python -m resolver channel publish --to DIR_OR_URL`)")
     target = local_channel / subdir / file_name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    (local_channel / "noarch").mkdir(exist_ok=True)
+    make_folder(target.parent)
+    make_folder(local_channel / "noarch")
     download(f"{channel_url(location)}/{subdir}/{file_name}", target, expected_sha256=entry["sha256"],
              what=file_name)
     try:  # the index's sha256 again (a file replaced since the download), what the index says is what it
         # holds, and every path and link of it stays inside the environment
         check_package(target, record=entry, subdir=subdir)
     except BaseException:
-        target.unlink(missing_ok=True)
+        remove_file(target)
         raise
     index_channel(local_channel, (subdir, "noarch"))
     return target

@@ -34,11 +34,15 @@ def fleet_manifest(project: ProjectPaths) -> Manifest:
 
 def package_names() -> list[str]:
     """The kernel packages in build order (the recipes RESOLVER_KERNEL_RECIPES names, when set)."""
+    from resolver.core.names import is_pypi_name, printable
     from resolver.kernels.packages import configured_recipe_dirs, known_packages, selected_packages
 
-    if configured_recipe_dirs():
-        return [p.name for p in selected_packages()]
-    return list(known_packages())
+    names = [p.name for p in selected_packages()] if configured_recipe_dirs() else list(known_packages())
+    for name in names:  # each becomes part of a variant key in the CI files: a package name, nothing else
+        if not is_pypi_name(name):
+            raise BadInput(f"kernel package name {printable(repr(name))} is not a package name (letters, digits, "
+                           "'.', '_' and '-')", fix="correct the name in the recipe RESOLVER_KERNEL_RECIPES names")
+    return names
 
 
 def run_fleet(args, out) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from resolver.core.fs import remove_file
 from resolver.core.model import Request
 from resolver.project.paths import ProjectPaths
 
@@ -52,4 +53,4 @@ def _write_node_list(project: ProjectPaths, fleet) -> None:
     if text is not None:
         write_text_atomic(path, text, label="fleet-nodes")
     elif path.is_file() and not path.is_symlink():
-        path.unlink()
+        remove_file(path)

@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.core.fingerprint import fingerprint
+from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree, write_text_atomic
 from resolver.core.model import Target
 from resolver.core.names import canonical_name
 from resolver.core.platforms import host_subdir
@@ -242,8 +243,9 @@ def _target(project: ProjectPaths, env: LockedEnv) -> _Target:
 def _remove_leftovers(project: ProjectPaths, name: str) -> None:
     for folder, pattern in ((project.envs, f".{name}.tmp-*"), (project.envs, f".{name}.old-*"),
                             (project.env_builds, f".{name}-*.part-*")):
-        for stale in folder.glob(pattern):
-            shutil.rmtree(stale, ignore_errors=True)
+        for stale in folder.glob(pattern):  # our own temporary names, each reached without a link
+            with contextlib.suppress(OSError, BadInput):
+                remove_tree(stale)
 
 
 def _linked(project: ProjectPaths, target: _Target, cached: EnvBuild, info: Info) -> bool:
@@ -263,7 +265,7 @@ def _linked(project: ProjectPaths, target: _Target, cached: EnvBuild, info: Info
     except _NoCachedBuild:
         return False
     if _does_not_run(target.final):  # e.g. the interpreter a cached venv points at is gone
-        (target.final / READY_MARKER).unlink()  # not ready: should the build from the lock fail, no later
+        remove_file(target.final / READY_MARKER)  # not ready: should the build from the lock fail, no later
         cached.drop()                           # install may call this environment up to date
         return False
     return True
@@ -308,15 +310,17 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     """``make`` the environment in a temporary folder, mark it ready, rename it into place: an
     interrupted install never leaves a half environment that looks ready."""
     env = target.env
-    project.envs.mkdir(parents=True, exist_ok=True)
+    make_folder(project.envs)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     try:
         make(tmp)
-        (tmp / READY_MARKER).write_text(json.dumps(target.marker(tmp), indent=2, sort_keys=True) + "\n",
-                                        encoding="utf-8")
+        mark_tree(tmp)
+        write_text_atomic(tmp / READY_MARKER, json.dumps(target.marker(tmp), indent=2, sort_keys=True) + "\n",
+                          label="ready")
         swap_into_place(tmp, target.final)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError, BadInput):
+            remove_tree(tmp)
         raise
 
 
@@ -333,7 +337,6 @@ def _difference(project: ProjectPaths, target: _Target, record: dict, *, exact: 
                 progress: Progress | None, sources: Callable[[], Sources], started: float) -> InstallSummary | None:
     """Install the new lock over the environment there is, only what changed (None: it cannot be done so,
     the environment is built again: no artefact record, another kind or platform, conda packages changed)."""
-    from resolver.core.fs import write_text_atomic
     from resolver.install.drift import drift_of
     from resolver.install.incremental import artifact_lines, diff
 

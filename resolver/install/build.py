@@ -3,12 +3,16 @@ environment), the locked conda packages linked, the locked wheels installed, byt
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
 from typing import Callable
 
-from resolver.core.errors import BuildFailed
+from resolver.core.errors import BadInput, BuildFailed
+from resolver.core.fs import TREE_MARK, is_marked_tree, read_bytes_bounded, remove_tree, write_atomic
+from resolver.core.fs import rename as fs_rename
+from resolver.install.environment import READY_MARKER
 from resolver.lock.lockfile import LockedEnv
 from resolver.project.paths import ProjectPaths
 from resolver.tools import conda, proc, uv
@@ -108,13 +112,13 @@ def write_activate(prefix: Path, final: Path, name: str) -> None:
     script = prefix / "bin" / "activate"
     if script.exists() or script.is_symlink():
         return
-    script.parent.mkdir(parents=True, exist_ok=True)
     import shlex
 
+    from resolver.core.fs import write_text_atomic
     from resolver.core.names import printable
 
-    script.write_text(ACTIVATE.format(name=name, prefix=shlex.quote(str(final)), shown=printable(str(final))),
-                      encoding="utf-8")
+    write_text_atomic(script, ACTIVATE.format(name=name, prefix=shlex.quote(str(final)), shown=printable(str(final))),
+                      label="activate")
 
 
 def bytecode_ahead(choice: str = "auto", environ: dict[str, str] | None = None) -> tuple[bool, str]:
@@ -169,21 +173,32 @@ def _retarget(tmp: Path, final: Path, *, old: Path | None = None) -> None:
     for path in candidates:
         if not path.is_file():
             continue
-        data = path.read_bytes()
+        data = read_bytes_bounded(path, limit=64 << 20, what="the script")
         if old_bytes not in data or b"\0" in data[:4096]:
             continue
-        mode = path.stat().st_mode
-        fresh = path.with_name(f".{path.name}.retarget")
-        fresh.write_bytes(data.replace(old_bytes, new))
-        os.chmod(fresh, mode)
-        fresh.replace(path)
+        write_atomic(path, data.replace(old_bytes, new), mode=path.stat().st_mode & 0o7777, label="retarget")
+
+
+# what only an environment holds: the resolver's marks, or the installers' own records (conda-meta, pyvenv.cfg)
+ENV_MARKS = (TREE_MARK, READY_MARKER, "conda-meta", "pyvenv.cfg")
 
 
 def swap_into_place(tmp: Path, final: Path) -> None:
+    """Put the environment built at ``tmp`` in place of ``final``: the old one is renamed aside, then removed,
+    only when the resolver made it (its ready marker or the resolver's mark) and reached without a link. An
+    environment folder that is a link the user made (an environment kept elsewhere) is never replaced."""
+    if final.is_symlink():
+        raise BadInput(f"the environment {final} is a symbolic link (to {os.readlink(final)}); install does not "
+                       "replace an environment through a link",
+                       fix=f"remove the link {final} (what it points to stays), then run install again")
     old = None
-    if final.exists() or final.is_symlink():
+    if final.exists():
+        if not is_marked_tree(final, marks=ENV_MARKS):
+            raise BadInput(f"{final} is not an environment the resolver made; install does not replace it",
+                           fix=f"move {final} aside, then run install again")
         old = final.with_name(f".{final.name}.old-{os.getpid()}")
-        final.rename(old)
-    tmp.rename(final)
+        fs_rename(final, old)
+    fs_rename(tmp, final)
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        with contextlib.suppress(OSError, BadInput):
+            remove_tree(old, made_by_us=True, marks=ENV_MARKS)

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from resolver.core.errors import BadInput
+from resolver.core.fs import open_read, read_bytes_bounded
 from resolver.core.names import canonical_name
 
 METADATA_LIMIT = 64 * 1024
@@ -79,9 +81,9 @@ def _distributions(env_path: Path) -> list[tuple[str, str, str]]:
             if folder.is_symlink() or metadata.is_symlink() or not metadata.is_file():
                 continue
             try:
-                with open(metadata, "rb") as handle:
+                with open_read(metadata, what="the METADATA") as handle:
                     head = handle.read(METADATA_LIMIT).decode("utf-8", errors="replace")
-            except OSError:
+            except (OSError, BadInput):
                 continue
             name = re.search(r"^Name:\s*(\S+)", head, flags=re.M)
             version = re.search(r"^Version:\s*(\S+)", head, flags=re.M)
@@ -100,8 +102,9 @@ def _conda_owned(env_path: Path) -> set[str]:
         try:
             if record.is_symlink() or record.stat().st_size > CONDA_RECORD_LIMIT:
                 continue
-            files = json.loads(record.read_text(encoding="utf-8")).get("files") or []
-        except (OSError, ValueError, AttributeError):
+            files = json.loads(read_bytes_bounded(record, limit=CONDA_RECORD_LIMIT, what="the conda record")
+                               ).get("files") or []
+        except (OSError, BadInput, ValueError, AttributeError):
             continue
         for entry in files:
             path = entry if isinstance(entry, str) else (entry.get("_path") if isinstance(entry, dict) else None)

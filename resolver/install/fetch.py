@@ -17,12 +17,14 @@ hash of, a file of the user's.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
 
 from resolver.core.errors import BadInput, IntegrityError
+from resolver.core.fs import read_head
 from resolver.core.index_page import index_files
 from resolver.core.names import canonical_name, download_name, file_name_of, inside, local_path, printable, redact_url
 from resolver.project.sources import Sources
@@ -92,11 +94,9 @@ class Finder:
         """The file a local PEP 503 index page links for ``file_name`` (``<index>/<project>/index.html``)."""
         project = canonical_name(name)
         page = index / project / "index.html"
-        if page not in self._pages:
-            try:
-                self._pages[page] = page.read_text(encoding="utf-8", errors="replace")[:4 << 20]
-            except OSError:
-                self._pages[page] = ""
+        if page not in self._pages:  # a declared local folder: reached without a link, a regular file, bounded
+            self._pages[page] = "" if not os.path.lexists(page) else \
+                read_head(page, limit=4 << 20, what="the local index page", under=index)
         for listed in index_files(self._pages[page], page.as_uri()):
             if listed.file_name == file_name:
                 resolved = local_path(listed.url)

@@ -10,10 +10,14 @@ inside an environment changes the shared file) is thrown away instead of being l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
 
+from resolver.core.errors import BadInput
+from resolver.core.fs import make_folder, remove_tree
+from resolver.core.fs import rename as fs_rename
 from resolver.core.records import Fields, OfType, Text, read_record, write_record
 
 TEMPLATE_MARKER = ".resolver-template.json"
@@ -42,15 +46,15 @@ class EnvBuild:
             return False
         if _link_tree(self.folder, target, record["files"]):
             return True
-        shutil.rmtree(target, ignore_errors=True)
+        _remove(target)
         self.drop()
         return False
 
     def keep(self, built: Path) -> None:
         """Keep a hard-linked copy of a freshly built environment (files are shared like conda's package
         cache; every write the resolver makes replaces a file rather than editing it in place)."""
-        for stale in self.folder.parent.glob(f".{self.folder.name}.part-*"):
-            shutil.rmtree(stale, ignore_errors=True)
+        for stale in self.folder.parent.glob(f".{self.folder.name}.part-*"):  # our own temporary names
+            _remove(stale)
         part = self.folder.with_name(f".{self.folder.name}.part-{os.getpid()}")
         try:
             files: dict[str, list[int]] = {}
@@ -58,13 +62,21 @@ class EnvBuild:
             if not write_record(part / TEMPLATE_MARKER, {"final": str(self.final), "files": files},
                                 label="env-build"):
                 raise OSError("the record of the cached build cannot be written")
-            shutil.rmtree(self.folder, ignore_errors=True)
-            part.rename(self.folder)
-        except OSError:  # a cache is a speed-up: never fail the install for it
-            shutil.rmtree(part, ignore_errors=True)
+            self.drop()
+            fs_rename(part, self.folder)
+        except (OSError, BadInput):  # a cache is a speed-up: never fail the install for it
+            _remove(part)
 
     def drop(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        """Remove the cached build (only a folder holding its record: one the resolver made)."""
+        _remove(self.folder, marks=(TEMPLATE_MARKER,))
+
+
+def _remove(folder: Path, marks: tuple[str, ...] | None = None) -> None:
+    """Remove a folder of the cache reached without a link (a cache is a speed-up: what cannot be removed
+    stays); with ``marks``, only one holding one of them."""
+    with contextlib.suppress(OSError, BadInput):
+        remove_tree(folder, made_by_us=marks is not None, marks=marks or ())
 
 
 def _link_tree(source: Path, target: Path, expected: dict[str, list[int]] | None = None, *,
@@ -76,7 +88,7 @@ def _link_tree(source: Path, target: Path, expected: dict[str, list[int]] | None
     One ``stat`` and one ``link`` per file, no path objects: the CPU environment has ~30,000 files.
     """
     seen = 0
-    os.makedirs(target.parent, exist_ok=True)
+    make_folder(target.parent)  # through the door: no link on the way to the copy
     stack = [(str(source), str(target), "")]
     while stack:
         src_dir, dst_dir, prefix = stack.pop()

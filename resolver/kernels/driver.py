@@ -6,15 +6,17 @@ the import check in :mod:`~resolver.kernels.into_env`.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shlex
-import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, InternalError
+from resolver.core.fs import open_read, remove_tree
 from resolver.core.model import Target
 from resolver.core.versions import DottedVersion, major_minor
 from resolver.kernels.archs import apply_rules, parse_arch_list
@@ -193,7 +195,8 @@ def _make(ctx: BuildContext, variant: Variant, outcome: PackageOutcome, summary:
         log_path=ctx.project.logs / f"build-{package.name}-{time.strftime('%Y%m%d-%H%M%S')}.log")
     built, seconds = _compile(ctx.project, run, package, len(variant.kept), ctx.out)
     in_channel = publish(built, ctx.project.channel)
-    shutil.rmtree(run.work_dir, ignore_errors=True)  # kept only after a failure, to debug it
+    with contextlib.suppress(OSError, BadInput):
+        remove_tree(run.work_dir)  # kept only after a failure, to debug it
     outcome.status = "prebuilt" if variant.wheel else "built"
     outcome.seconds = seconds
     outcome.log = str(run.log_path)
@@ -349,7 +352,8 @@ def _units_from_log(log: Path) -> tuple[int, int]:
 
     last = (0, 0)
     try:
-        with open(log, encoding="utf-8", errors="replace") as handle:
+        with open_read(log, what="the build log") as raw, \
+                io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 progress = NinjaProgress.parse(line)
                 if progress:

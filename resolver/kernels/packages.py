@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Mapping
 
 from resolver.core.errors import BadInput
+from resolver.core.fs import read_text_bounded
 from resolver.core.resources import shipped
 from resolver.core.toml import parse_toml
 from resolver.plan.knowledge import BuildFix
@@ -107,7 +108,7 @@ class KernelRecipe:
         recipe_dir = Path(recipe_dir)
         try:
             context = dict(Stage0Recipe.from_file(str(recipe_dir / "recipe.yaml")).context or {})
-            meta_text = (recipe_dir / "resolver.toml").read_text(encoding="utf-8")
+            meta_text = read_text_bounded(recipe_dir / "resolver.toml", limit=1 << 20, what="the recipe's resolver.toml")
         except Exception as exc:  # noqa: BLE001 - OSError, UnicodeDecodeError, rattler-build's RecipeParseError
             raise BadInput(f"recipe folder {recipe_dir} is unreadable ({str(exc).strip()[:200]})",
                            fix="restore it from git (`git checkout -- recipes/`)") from None

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from resolver.core.errors import BadInput
+
 GiB = 1024 ** 3
 PER_COMPILER_BYTES = int(3.5 * GiB)
 
@@ -70,31 +72,37 @@ def machine_resources() -> tuple[int, int]:
 
 def _meminfo_available() -> int:
     try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
+        for line in _system_file("/proc/meminfo").splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, BadInput, ValueError, IndexError):
         pass
     return 4 * GiB  # unknown: assume a small machine
 
 
 def _cgroup_cpus() -> int | None:
     try:
-        quota, period = open("/sys/fs/cgroup/cpu.max", encoding="ascii").read().split()
+        quota, period = _system_file("/sys/fs/cgroup/cpu.max").split()
         if quota != "max":
             return max(1, int(int(quota) / int(period)))
-    except (OSError, ValueError):
+    except (OSError, BadInput, ValueError):
         pass
     return None
 
 
 def _cgroup_memory_left() -> int | None:
     try:
-        limit = open("/sys/fs/cgroup/memory.max", encoding="ascii").read().strip()
+        limit = _system_file("/sys/fs/cgroup/memory.max").strip()
         if limit == "max":
             return None
-        used = int(open("/sys/fs/cgroup/memory.current", encoding="ascii").read().strip())
+        used = int(_system_file("/sys/fs/cgroup/memory.current").strip())
         return max(0, int(limit) - used)
-    except (OSError, ValueError):
+    except (OSError, BadInput, ValueError):
         return None
+
+
+def _system_file(path: str) -> str:
+    """A small file of the kernel's (/proc, /sys): bounded, a regular file."""
+    from resolver.core.fs import read_text_bounded
+
+    return read_text_bounded(path, limit=1 << 20, what="the system file")

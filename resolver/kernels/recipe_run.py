@@ -10,6 +10,7 @@ session of its own, so Ctrl-C or SIGTERM stop it together with every compiler be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from resolver.core.errors import BuildFailed
-from resolver.core.fs import atomic_stream
+from resolver.core.errors import BadInput, BuildFailed
+from resolver.core.fs import append_text, copy_file, make_folder, open_no_follow, remove_tree
 from resolver.kernels.logparse import NinjaProgress, first_error
 from resolver.tools import proc
 from resolver.tools.conda import index_channel
@@ -103,8 +104,8 @@ def run_recipe(run: RecipeRun, *, package_label: str,
         proc.release(child)
     except KeyboardInterrupt:
         proc.stop(child)
-        with open(run.log_path, "a", encoding="utf-8") as log:
-            log.write("# interrupted: the build and its compilers were stopped\n")
+        with contextlib.suppress(OSError, BadInput):
+            append_text(run.log_path, "# interrupted: the build and its compilers were stopped\n")
         raise
     finally:
         if main:
@@ -117,6 +118,7 @@ def run_recipe(run: RecipeRun, *, package_label: str,
     return Path(answer["package"]), float(answer["seconds"])
 
 
+PACKAGE_LIMIT = 8 << 30  # a built kernel package is tens of MB
 _PROGRESS = "RESOLVER-PROGRESS "
 _ANSWER = "RESOLVER-ANSWER "
 
@@ -152,12 +154,12 @@ def _run_in_process(run: RecipeRun, *, package_label: str,
     )
 
     out_dir = run.work_dir / "out"
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
-    run.log_path.parent.mkdir(parents=True, exist_ok=True)
+    remove_tree(out_dir)
+    make_folder(out_dir)
     started = time.monotonic()
-    with open(run.log_path, "w", encoding="utf-8") as log:
+    # the log: a regular file reached without a link (never written through one someone put at its name)
+    log_fd = open_no_follow(run.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, what="the build log")
+    with os.fdopen(log_fd, "w", encoding="utf-8") as log:
         log.write(f"# {package_label}: variant {run.variant}\n# context {run.context}\n")
         callback = _Callback(log, on_progress)
         saved_path = os.environ.get("PATH", "")
@@ -206,11 +208,11 @@ def patchelf_available() -> bool:
 def publish(package: Path, channel: Path) -> Path:
     """Copy the package into the channel (same subdir as rattler-build's output) and re-index it."""
     target_dir = channel / (package.parent.name if package.parent.name in (SUBDIR, "noarch") else SUBDIR)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    (channel / "noarch").mkdir(exist_ok=True)
+    make_folder(target_dir, under=channel)
+    make_folder(channel / "noarch", under=channel)
     target = target_dir / package.name
-    with open(package, "rb") as source, atomic_stream(target, mode=0o644, label="publish") as sink:  # a channel is shared
-        shutil.copyfileobj(source, sink)
+    copy_file(package, target, limit=PACKAGE_LIMIT, what="the built package", target_under=channel,
+              label="publish")  # a channel is shared: reached without a link, written atomically
     index_channel(channel, (SUBDIR, "noarch"))
     return target
 

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Callable
 
 from resolver.core.errors import BadInput
+from resolver.core.fs import copy_file_new
 from resolver.lock.lockfile import (
     FALLBACK_HEADER,
+    LOCK_LIMIT,
     ExistingLock,
     LockedEnv,
     LockedPlatform,
@@ -68,8 +70,10 @@ def existing_lock(project: ProjectPaths, manifest: Manifest, notes: list[str], i
                        "its environments as they are: pixi.toml and pixi.lock are left as they were",
                        fix="let pixi write it again (`pixi lock`), or restore it from version control") from None
     except NotALock as exc:
-        backup = project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
-        backup.write_bytes(project.lockfile.read_bytes())
+        # a new file: a name taken by anything (a link someone planted included) gets -2, -3, ...
+        backup = copy_file_new(project.lockfile,
+                               project.lockfile.with_name(f"{project.lockfile.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}"),
+                               limit=LOCK_LIMIT, what="pixi.lock")
         notes.append(f"the previous pixi.lock could not be read ({exc.message}); it is kept as {backup.name} and "
                      "only the environments resolvable now are in the new one")
         info(f"note: {notes[-1]}")

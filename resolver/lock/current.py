@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from resolver.core.errors import BadInput
-from resolver.core.fs import read_bytes_bounded, sha256_bytes
+from resolver.core.fs import read_bytes_bounded, sha256_of
 from resolver.lock.summary import Info, LockStatus, LockSummary, quiet
 from resolver.plan import locked
 from resolver.project.paths import ProjectPaths, project_lock
@@ -81,7 +81,7 @@ def lock_project(project: ProjectPaths, plans: Sequence[Plan] | None = None, *,
 
 
 def _up_to_date(project: ProjectPaths) -> LockSummary:
-    return LockSummary(project.lockfile, project.manifest, (), sha256=sha256_bytes(project.lockfile.read_bytes()),
+    return LockSummary(project.lockfile, project.manifest, (), sha256=sha256_of(project.lockfile),
                        up_to_date=True)
 
 

@@ -28,6 +28,7 @@ install will find it); kept by sha256 (:attr:`~resolver.project.paths.ProjectPat
 
 from __future__ import annotations
 
+import os
 import re
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from resolver.core.errors import BadInput, ResolverError, SourceUnreachable
+from resolver.core.fs import open_read, read_head, remove_file
 from resolver.core.index_page import PEP691, index_files
 from resolver.core.names import (
     canonical_name,
@@ -215,7 +217,7 @@ class _Files:
             return ""
         kept, sha = self.verified.put_unhashed(url, download_name(url))
         if sha not in pin.hashes:
-            kept.unlink(missing_ok=True)
+            remove_file(kept)
         return sha
 
     def save(self) -> None:
@@ -239,10 +241,9 @@ def _listing(source: str, name: str, version: str) -> list[tuple[str, str, str]]
                 if canonical_name(p.name.split("-")[0]) == name and p.name.split("-")[1:2] == [version]]
     if folder is not None:
         page = folder / name / "index.html"
-        try:
-            return _files(page.read_text(encoding="utf-8", errors="replace")[:16 << 20], page.as_uri())
-        except OSError:
+        if not os.path.lexists(page):
             return []
+        return _files(read_head(page, limit=16 << 20, what="the index page", under=folder), page.as_uri())
     page_url = source.rstrip("/") + f"/{name}/"
     data = fetch_bytes(page_url, limit=64 << 20, accept=f"{PEP691}, text/html;q=0.1")
     if data is None:  # a find-links page rather than an index
@@ -310,7 +311,7 @@ class _MetadataStore:
 
 def _metadata_from_wheel(wheel: Path) -> str:
     try:
-        with zipfile.ZipFile(wheel) as archive:
+        with open_read(wheel, what="the wheel") as opened, zipfile.ZipFile(opened) as archive:
             name = next(n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n))
             with archive.open(name) as handle:
                 return handle.read(METADATA_LIMIT).decode("utf-8", errors="replace")

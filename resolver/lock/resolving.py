@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.core.errors import BadInput, SourceUnreachable
+from resolver.core.fs import read_bytes_bounded
 from resolver.core.versions import major_minor
 from resolver.lock.summary import EnvLockReport, Info, LockSummary, quiet
 from resolver.project.paths import ProjectPaths
@@ -57,7 +58,10 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest)
-    before = project.manifest.read_bytes() if project.manifest.is_file() else b""
+    from resolver.project.pixi_toml import MANIFEST_LIMIT
+
+    before = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml") \
+        if project.manifest.is_file() else b""
     if edit is not None:
         edit(manifest)
     notes: list[str] = []

@@ -26,6 +26,7 @@ from typing import Any
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, ResolverError
 from resolver.core.fs import (
     read_bytes_bounded,
+    remove_file,
     remove_stale_temps,
     sha256_bytes,
     sha256_file,
@@ -291,7 +292,13 @@ class _Worker:
                 link = _overlay_path(self.overlay, rel, "a sibling in the overlay record")
             except BadInput:
                 return False  # a record naming paths outside the overlay is not ours: rebuilt, never trusted
-            if not inside(self.rocm.path, self.rocm.path / rel) or sha256_file(link) != sha256_file(self.rocm.path / rel):
+            expected = self.rocm.path / rel
+            if not inside(self.rocm.path, expected):
+                return False
+            if link.is_symlink():  # the overlay's own link to the ROCm header: its target is what counts
+                if os.readlink(link) != str(expected):
+                    return False
+            elif sha256_file(link) != sha256_file(expected):
                 return False
         return True
 
@@ -345,14 +352,13 @@ class _Worker:
                  for rel in [spec.file, *entry.get("siblings", [])]}
         try:
             for rel, path in paths.items():
-                if rel not in keep and (path.is_symlink() or path.exists()):
-                    path.unlink()
+                if rel not in keep and remove_file(path):
                     removed.append(path)
             del record["patches"][spec.id]
             if record["patches"]:
                 write_json_atomic(self.overlay / RECORD_NAME, record, label="overlay-record")
             else:
-                (self.overlay / RECORD_NAME).unlink()
+                remove_file(self.overlay / RECORD_NAME, missing_ok=False)
                 _remove_empty_dirs(self.overlay)
         except OSError as exc:
             raise EnvironmentProblem(f"cannot change the overlay {self.overlay} ({exc.strerror})",
@@ -432,7 +438,7 @@ class _Worker:
             if sha256_file(source) != expected_original:
                 raise IntegrityError(f"{source} does not read back as the original after the revert",
                                      fix="restore it from your ROCm packages")
-            backup.unlink()
+            remove_file(backup, missing_ok=False)
             if record:
                 record.update(state="reverted", reverted=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
                 write_json_atomic(record_path, record, label="in-place-record")

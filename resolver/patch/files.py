@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from resolver.core.fs import temp_path, write_atomic
+from resolver.core.fs import MiB, copy_file, make_folder, place_link
 
 
 def link_or_copy(target: Path, link: Path) -> str:
@@ -16,19 +16,13 @@ def link_or_copy(target: Path, link: Path) -> str:
     A symlink keeps the file's identity, so ``#pragma once`` still sees one file (clang compares
     files by inode); returns "link" or "copy".
     """
-    link.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(link.parent)
     if link.is_symlink() and os.readlink(link) == str(target):
         return "link"
-    tmp = temp_path(link)
     try:
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        os.symlink(target, tmp)
-        os.replace(tmp, link)
+        place_link(target, link)
         return "link"
     except OSError:
-        if tmp.is_symlink():
-            tmp.unlink()
-        write_atomic(link, Path(target).read_bytes())
+        copy_file(target, link, limit=64 * MiB, what="the header", label="overlay")
         shutil.copystat(target, link)
         return "copy"

@@ -154,11 +154,14 @@ class PlanMemo:
     def keep(self, plan: dict[str, Any]) -> None:
         if self.file is None or not self._memo().keep(self.inputs, plan, in_order=True):  # the plan's own key order
             return  # a read-only cache: decide every time
+        from resolver.core.errors import BadInput
+        from resolver.core.fs import remove_file
+
         try:
             kept = sorted(self.file.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
             for old in kept[_KEPT:]:
-                old.unlink(missing_ok=True)
-        except OSError:
+                remove_file(old)
+        except (OSError, BadInput):
             pass
 
 

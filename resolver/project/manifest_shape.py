@@ -16,10 +16,21 @@ resolver.core.errors.BadInput: pixi.toml: workspace.channels must be a list of c
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from resolver.core.errors import BadInput
-from resolver.core.names import check_env_name, check_pypi_name, check_version_spec, printable
+from resolver.core.names import (
+    ARCH_RULE,
+    channel_problem,
+    check_env_name,
+    check_pypi_name,
+    check_version_spec,
+    control_characters,
+    is_arch_name,
+    printable,
+)
+from resolver.core.platforms import PLATFORMS
 
 _KINDS = {str: "a string", bool: "true or false", int: "an integer", float: "a number", list: "a list",
           dict: "a table"}
@@ -47,6 +58,13 @@ class _Check:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.bad(key, want, value)
         return value
+
+    def plain(self, value: Any, key: str, fix: str) -> None:
+        """A string value that generated files may carry: no control characters (a line break among them)."""
+        controls = control_characters(value) if isinstance(value, str) else []
+        if controls:
+            raise BadInput(f"{self.where}: {key} {printable(repr(value))} holds control characters "
+                           f"({', '.join(dict.fromkeys(controls))})", fix=f"remove them from {key} in {self.where}, or {fix}")
 
     def string(self, value: Any, key: str) -> None:
         if value is not None and not isinstance(value, str):
@@ -158,18 +176,77 @@ def _check_upgrade(check, value) -> None:
             check.string(item, f"tool.resolver.upgrade.environments.{name}.{key}")
 
 
+FLEET_FIX = "lock the fleet again (`python -m resolver lock --fleet DIR`)"
+# what `lock --fleet` writes for each class: ``build --matrix`` carries these values into CI YAML and a shell
+# script, so each is checked here, where pixi.toml is read, against the values it can take
+_CLASS_CHOICES = {"backend": ("cpu", "cuda", "rocm"), "strategy": ("build", "prebuilt", "none"),
+                  "toolkit-source": ("", "system", "environment", "target", "missing")}
+_TOOLKIT = re.compile(r"(?:nvcc|hipcc) [0-9]{1,3}(?:\.[0-9]{1,4}){0,2}")
+_NODE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]*")  # resolver.fleet.nodes.node_name's names
+
+
 def _check_fleet(check, value) -> None:
     """``[tool.resolver.fleet]`` (written by ``lock --fleet``): a kernel-channel string and one table of strings
-    and lists of strings per class (and its node count), each named as an environment is."""
+    and lists of strings per class (and its node count), each named as an environment is. What ``build --matrix``
+    writes into generated files is checked for what it can be: the kernel channel a URL or folder
+    (:func:`resolver.core.names.channel_problem`), each class's architectures, platform, backend, toolkit and
+    strategy one of their known forms; no string anywhere in the table holds a control character."""
     fleet = check.table(value, "tool.resolver.fleet")
     for key in ("kernel-channel", "target", "python", "node-list"):
         check.string(fleet.get(key), f"tool.resolver.fleet.{key}")
+        if key != "kernel-channel":  # checked as a channel below
+            check.plain(fleet.get(key), f"tool.resolver.fleet.{key}", FLEET_FIX)
+    channel = fleet.get("kernel-channel")
+    if channel is not None:
+        problem = channel_problem(channel)
+        if problem:
+            raise BadInput(f"{check.where}: tool.resolver.fleet.kernel-channel {printable(repr(channel))} {problem}",
+                           fix=f"set it to the channel's http(s):// URL or folder (e.g. "
+                               f"\"https://kernels.example.org/mamba/\") in {check.where}, or remove it")
     for name, entry in check.table(fleet.get("classes"), "tool.resolver.fleet.classes").items():
-        check_env_name(name, where="[tool.resolver.fleet.classes]",
-                       fix="lock the fleet again (`python -m resolver lock --fleet DIR`)")
+        check_env_name(name, where="[tool.resolver.fleet.classes]", fix=FLEET_FIX)
         for key, item in check.table(entry, f"tool.resolver.fleet.classes.{name}").items():
+            field = f"tool.resolver.fleet.classes.{name}.{key}"
             if key == "node-count":
                 if isinstance(item, bool) or not isinstance(item, int) or item < 0:
-                    raise check.bad(f"tool.resolver.fleet.classes.{name}.{key}", "a number of nodes", item)
-            elif not isinstance(item, str):
-                check.strings(item, f"tool.resolver.fleet.classes.{name}.{key}", "a string or a list of strings")
+                    raise check.bad(field, "a number of nodes", item)
+                continue
+            if not isinstance(item, str):
+                check.strings(item, field, "a string or a list of strings")
+            for text in (item if isinstance(item, list) else [item]):
+                check.plain(text, field, FLEET_FIX)
+            _check_class_value(check, field, key, item)
+
+
+def check_fleet(value: Any, where: str = "pixi.toml") -> None:
+    """``[tool.resolver.fleet]`` alone, as :func:`check_manifest` checks it (None: there is none)."""
+    if value is not None:
+        _check_fleet(_Check(where), value)
+
+
+def _check_class_value(check, field: str, key: str, item) -> None:
+    """One value of a class's table, against the forms ``lock --fleet`` writes (one sentence naming it otherwise)."""
+    def refuse(want: str, shown) -> BadInput:
+        return BadInput(f"{check.where}: {field} {printable(repr(shown))} is not {want}",
+                        fix=f"correct {field} in {check.where}, or {FLEET_FIX}")
+
+    if key == "archs":
+        if not isinstance(item, list):
+            raise check.bad(field, "a list of architectures", item)
+        for arch in item:
+            if not is_arch_name(arch):
+                raise refuse(ARCH_RULE, arch)
+    elif key == "nodes":
+        for node in (item if isinstance(item, list) else [item]):
+            if not _NODE.fullmatch(node):
+                raise refuse("a node's name (letters, digits, '.', '_' and '-')", node)
+    elif key in _CLASS_CHOICES:
+        if item not in _CLASS_CHOICES[key]:
+            choices = ", ".join(repr(c) for c in _CLASS_CHOICES[key] if c)
+            raise refuse(f"one of {choices}", item)
+    elif key == "platform":
+        if item not in PLATFORMS:
+            raise refuse("a conda platform (linux-64, linux-aarch64, osx-arm64, …)", item)
+    elif key == "toolkit":
+        if item != "" and not (isinstance(item, str) and _TOOLKIT.fullmatch(item)):
+            raise refuse("a compiler and its version (e.g. \"nvcc 12.6\" or \"hipcc 6.2\")", item)

@@ -36,6 +36,13 @@ from resolver.core.errors import Busy
 class ProjectPaths:
     root: Path
 
+    def __post_init__(self) -> None:
+        # every path below the project is reached through the door (no link on the way), except inside an
+        # installed environment, which is a tree of its own (its folder may be a link the user made)
+        from resolver.core.fs import register_root
+
+        register_root(self.root, what="the project", own_trees=ENV_TREES)
+
     @classmethod
     def discover(cls, start: str | Path | None = None) -> "ProjectPaths":
         """The nearest folder at or above ``start`` (default: cwd) holding pixi.toml; else ``start``.
@@ -263,8 +270,6 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
     if read_only and not path.is_file():
         yield  # no run has ever held this project: nothing to wait for, nothing to create
         return
-    if not read_only:
-        state_dir.mkdir(parents=True, exist_ok=True)
     # never through a link: a project folder can be shared, and the holder writes its pid here
     fd = open_no_follow(path, os.O_RDONLY if read_only else os.O_RDWR | os.O_CREAT, what="the project lock file")
     handle = os.fdopen(fd, "r" if read_only else "r+", encoding="utf-8")
@@ -299,11 +304,14 @@ def project_lock(state_dir: Path, *, wait: bool = True, on_wait: Callable[[str],
 def _shared_store(project: ProjectPaths, name: str) -> Path:
     base = user_cache_dir()
     if base is not None:
+        from resolver.core.errors import BadInput
+        from resolver.core.fs import make_folder
+
         try:
-            (base / name).mkdir(parents=True, exist_ok=True)
+            make_folder(base / name)
             if os.access(base / name, os.W_OK):
                 return base / name
-        except OSError:
+        except (OSError, BadInput):
             pass
     return project.cache / name
 
@@ -320,6 +328,9 @@ def tool_answers() -> Path | None:
     return None if base is None else base / "tool-answers.json"
 
 
+ENV_TREES = ((".resolver", "envs", "*"),)  # the installed environments: trees of their own below the project
+
+
 def user_cache_dir() -> Path | None:
     """The resolver's folder in the user's cache (``$XDG_CACHE_HOME/mamba-resolver``, ``~/.cache/…``):
     what is worth keeping across projects (verified artefacts, unpacked conda packages, remembered plans,
@@ -327,4 +338,7 @@ def user_cache_dir() -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     if not base or base.startswith("~"):
         return None
+    from resolver.core.fs import register_root
+
+    register_root(Path(base) / "mamba-resolver", what="the resolver's folder in the user's cache")
     return Path(base) / "mamba-resolver"

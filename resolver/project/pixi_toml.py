@@ -92,6 +92,7 @@ class ResolverTables:
     """``[tool.resolver]`` of a parsed TOML document (pixi.toml or pyproject.toml), each table as its own type."""
 
     table: Mapping[str, Any] = field(default_factory=dict)
+    where: str = "pixi.toml"
 
     @classmethod
     def of(cls, doc: Mapping[str, Any], where: str = "pixi.toml") -> "ResolverTables":
@@ -104,7 +105,7 @@ class ResolverTables:
                            "settings and its fleet's classes have",
                            fix=f"restore {where} from version control, or lock the fleet again (`python -m resolver "
                                "lock --fleet DIR`)")
-        return cls(table)
+        return cls(table, where)
 
     @property
     def sources(self) -> dict[str, Any]:
@@ -119,6 +120,10 @@ class ResolverTables:
 
     @property
     def fleet(self) -> FleetTable:
+        """The fleet's table, its values checked first (whoever reads it: they reach generated CI files)."""
+        from resolver.project.manifest_shape import check_fleet
+
+        check_fleet(self.table.get("fleet"), self.where)
         return FleetTable.of(self.table.get("fleet"))
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Coroutine
 
 from resolver.core.errors import BadInput, BuildFailed, IntegrityError, Refusal, SourceUnreachable
+from resolver.core.fs import read_text_bounded, write_text_atomic
 from resolver.core.names import canonical_name
 from resolver.core.platforms import PLATFORMS, host_subdir
 
@@ -170,12 +171,15 @@ def _natives(records: list[CondaRecord], platform: str) -> list[Any]:
 # ------------------------------------------------------------------------------------- lock files
 
 
+LOCK_TEXT_LIMIT = 256 << 20  # the lock rattler writes back: pixi.lock's own bound
+
+
 def _parse_lock_text(text: str) -> Any:
     """rattler's ``LockFile`` of ``text`` (py-rattler reads files only)."""
     r = rattler()
     with tempfile.TemporaryDirectory(prefix="resolver-lock-") as tmp:
         path = Path(tmp) / "pixi.lock"
-        path.write_text(text, encoding="utf-8")
+        write_text_atomic(path, text, under=tmp)
         return r.LockFile.from_path(str(path))
 
 
@@ -197,7 +201,7 @@ def canonical_lock_text(text: str) -> str:
             lock.to_path(str(out))
         except Exception as exc:  # rattler's IoError (disk full, read-only) is not an OSError
             raise OSError(f"cannot write a temporary lock in {tmp}: {_first_line(exc)}") from None
-        return out.read_text(encoding="utf-8")
+        return read_text_bounded(out, limit=LOCK_TEXT_LIMIT, what="the lock rattler wrote", under=tmp)
 
 
 class LockView:

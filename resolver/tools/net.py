@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import os
 import time
 import urllib.error
 import urllib.request
@@ -35,7 +36,31 @@ def _opener() -> urllib.request.OpenerDirector:
 
 
 def _open(request: urllib.request.Request | str, timeout: float):
+    url = request if isinstance(request, str) else request.full_url
+    if url.startswith("file:"):
+        return _open_local(url)
     return _opener().open(request, timeout=timeout)
+
+
+def _open_local(url: str):
+    """A ``file://`` URL answered through the filesystem's door: a regular file only (a FIFO or device there
+    is refused without a byte read, never waited on), opened without following a link in its last name
+    (and none on the way below a root); anything else is a URLError, as urllib gives for a missing file."""
+    import email.message
+    import urllib.response
+    from urllib.parse import urlparse
+
+    from resolver.core.fs import open_read
+
+    path = urllib.request.url2pathname(urlparse(url).path)
+    try:
+        handle = open_read(path, what="the file")
+    except (OSError, BadInput) as exc:
+        raise urllib.error.URLError(getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)) \
+            from None
+    headers = email.message.Message()
+    headers["Content-Length"] = str(os.fstat(handle.fileno()).st_size)
+    return urllib.response.addinfourl(handle, headers, url)
 
 
 _SILENT: dict[str, str] = {}  # url -> why nothing answered, once per process: a firewall that drops costs one timeout

@@ -31,15 +31,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import threading
 from pathlib import Path
 from typing import Callable
 
-from resolver.core.errors import IntegrityError
+from resolver.core.errors import BadInput, IntegrityError
 from resolver.core.fingerprint import Memo, fingerprint
-from resolver.core.fs import MiB, atomic_stream, sha256_hasher, sha256_of
+from resolver.core.fs import (
+    MiB,
+    atomic_stream,
+    make_folder,
+    open_read,
+    remove_file,
+    remove_tree,
+    sha256_hasher,
+    sha256_of,
+)
+from resolver.core.fs import rename as fs_rename
 from resolver.core.names import check_file_name
 from resolver.core.records import SHA256
 
@@ -105,7 +114,8 @@ class VerifiedStore:
         target = self._prepared(sha256, file_name)
         digest = sha256_hasher()
         try:
-            with open(source, "rb") as handle, atomic_stream(target, mode=0o444, label="verified-copy") as sink:
+            with open_read(source, what="the file") as handle, \
+                    atomic_stream(target, mode=0o444, label="verified-copy") as sink:
                 for block in iter(lambda: handle.read(MiB), b""):  # noqa: B023 - read here, in this loop turn
                     sink.write(block)
                     digest.update(block)
@@ -139,7 +149,7 @@ class VerifiedStore:
             sha256 = sha256_of(incoming)
             target = self._prepared(sha256, name)
             os.chmod(incoming, 0o444)
-            os.replace(incoming, target)
+            fs_rename(incoming, target)
         finally:
             _remove(incoming)
         self._record(target, sha256)
@@ -148,11 +158,11 @@ class VerifiedStore:
     def _prepared(self, sha256: str, file_name: str) -> Path:
         """The path for a new copy, its folders made private to this user, any earlier record dropped."""
         target = self.path_for(sha256, file_name)
-        self.root.mkdir(parents=True, exist_ok=True)  # a store others may write is hashed every time, not fixed
+        make_folder(self.root)  # a store others may write is hashed every time, not fixed
         for folder in self._folders(target):
             if not _real_folder(folder):
                 _remove(folder)  # a link or a file where a folder belongs: never written through
-            folder.mkdir(exist_ok=True)
+            make_folder(folder)
             with contextlib.suppress(OSError):
                 if os.lstat(folder).st_mode & 0o022 and os.lstat(folder).st_uid == os.getuid():
                     os.chmod(folder, 0o755)  # a umask of 002 must not make our folders writable by the group
@@ -174,7 +184,7 @@ class VerifiedStore:
             memo.keep(identity, sha256)  # a read-only store: hashed next time
 
     def drop(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        _remove(self.root)
 
 
 def _memo(target: Path) -> Memo:
@@ -206,8 +216,10 @@ def _private(folder: Path, *, follow: bool = False) -> bool:
 
 
 def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
+    """Remove what is at ``path`` (a folder of the store, or a file, or a link as a link), reached without a
+    link; what cannot be removed stays (the store is a speed-up)."""
+    with contextlib.suppress(OSError, BadInput):
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
+            remove_tree(path)
         else:
-            path.unlink()
+            remove_file(path)

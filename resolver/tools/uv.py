@@ -14,6 +14,7 @@ unsafe-best-match`` makes uv choose across indexes as pip does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from resolver.core.errors import EnvironmentProblem
+from resolver.core.fs import read_text_bounded, remove_tree, write_text_atomic
 from resolver.tools import proc
 
 RESOLVE_TIMEOUT_S = 1800  # a cold resolve of torch's CUDA build fetches metadata of ~60 wheels
@@ -125,10 +127,12 @@ class UvCompile:
         folder = Path(tempfile.mkdtemp(prefix="resolver-uv-"))
         try:
             wanted, pinned = folder / "requirements.in", folder / "requirements.txt"
-            wanted.write_text("".join(f"{r}\n" for r in self.requirements), encoding="utf-8")
+            write_text_atomic(wanted, "".join(f"{r}\n" for r in self.requirements), under=folder)
             if self.preferences:  # an output file there already: uv prefers its pins
-                pinned.write_text("".join(f"{p}\n" for p in self.preferences), encoding="utf-8")
+                write_text_atomic(pinned, "".join(f"{p}\n" for p in self.preferences), under=folder)
             done = compile_pins(wanted, pinned, python=self.python, platform=self.platform, flags=self.flags)
-            return done, (pinned.read_text(encoding="utf-8") if done.returncode == 0 and pinned.is_file() else None)
+            return done, (read_text_bounded(pinned, limit=64 << 20, what="uv's pins", under=folder)
+                          if done.returncode == 0 and pinned.is_file() else None)
         finally:  # no uv (one sentence from binary()), a full disk, an interrupt: no folder left behind
-            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                remove_tree(folder)

@@ -55,7 +55,7 @@ def bench(project: ProjectPaths, request: BenchRequest, info: Callable[[str], No
         doc: dict[str, Any] = {"model": str(model), "inputs": request.inputs(), "runs": runs}
         if other is not None:
             runs.append(_run(other, model, request, dumps[1], info))
-            doc["compare"] = _compare(env.name, other.name, runs, dumps)
+            doc["compare"] = _compare(env.name, other.name, runs, dumps, request.new_tokens)
     doc["ok"] = all(r["ok"] for r in runs) and doc.get("compare", {}).get("numerics", {}).get("ok", True)
     return doc
 
@@ -84,7 +84,8 @@ def _run(env, model: Path, request: BenchRequest, dump: Path, info: Callable[[st
             "errors": doc["errors"], "wall_s": doc["timings"]["wall_s"]}
 
 
-def _compare(env: str, other: str, runs: list[dict], dumps: tuple[Path, Path]) -> dict:
+def _compare(env: str, other: str, runs: list[dict], dumps: tuple[Path, Path], new_tokens: int) -> dict:
+    from resolver.verify.bench_text import speed_ratio
     from resolver.verify.compare import compare_dumps
     from resolver.verify.inenv.models import TOLERANCE  # plain data; this import pulls no torch
 
@@ -96,8 +97,6 @@ def _compare(env: str, other: str, runs: list[dict], dumps: tuple[Path, Path]) -
     else:
         numerics = {"ok": False, "why": "one environment produced no logits (see its errors)"}
     ba, bb = (runs[0].get("bench") or {}).get("library"), (runs[1].get("bench") or {}).get("library")
-    ratio = ({"prefill": bb["prefill_tokens_per_s"] / ba["prefill_tokens_per_s"],
-              "decode": (bb["decode_tokens_per_s"] / ba["decode_tokens_per_s"]
-                         if bb.get("decode_tokens_per_s") and ba.get("decode_tokens_per_s") else None)}
-             if ba and bb else None)
+    ratio = ({"prefill": speed_ratio("prompt", ba, bb, new_tokens), "decode": speed_ratio("decode", ba, bb, new_tokens)}
+             if ba and bb else None)  # None: too noisy to mean anything
     return {"env": env, "other": other, "numerics": numerics, "speed_ratio_other_over_env": ratio}

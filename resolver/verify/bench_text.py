@@ -87,6 +87,37 @@ def _decode_measured(side: dict, new_tokens: int) -> bool:
     return step * (new_tokens - 1) > spread
 
 
+_PHASES = {"prompt": ("prefill_tokens_per_s", "prefill_all_ms"), "decode": ("decode_tokens_per_s", "generate_all_ms")}
+
+
+def speed_ratio(phase: str, before: dict, after: dict, new_tokens: int) -> float | None:
+    """``after`` over ``before`` in tokens/s for ``phase`` (prompt or decode) of two bench sides, or None when the
+    ratio means nothing: a side did not measure it, a side's repeats vary by ``NOISY`` times or more, or (decode)
+    the repeats differ by more than the decoding takes. The one noise guard of ``bench --compare`` and of the
+    upgrade's proof: both say "too noisy" for None, never a ratio.
+
+    >>> quiet = {"prefill_tokens_per_s": 1000.0, "prefill_all_ms": [50.0, 52.0], "per_token_latency_ms": 10.0,
+    ...          "decode_tokens_per_s": 100.0, "generate_all_ms": [300.0, 310.0]}
+    >>> speed_ratio("prompt", quiet, dict(quiet, prefill_tokens_per_s=500.0), 16)
+    0.5
+    >>> speed_ratio("decode", quiet, dict(quiet, decode_tokens_per_s=22.0, generate_all_ms=[88.0, 579.0]), 16) is None
+    True
+    >>> speed_ratio("prompt", quiet, dict(quiet, prefill_all_ms=[50.0, 160.0]), 16) is None
+    True
+    """
+    key, all_key = _PHASES[phase]
+    a, b = before.get(key), after.get(key)
+    if not a or not b or a <= 0 or b <= 0:
+        return None
+    for side in (before, after):
+        times = [t for t in side.get(all_key) or [] if isinstance(t, (int, float))]
+        if len(times) > 1 and (min(times) <= 0 or max(times) / min(times) >= NOISY):
+            return None
+        if phase == "decode" and not _decode_measured(side, max(new_tokens, 2)):
+            return None
+    return b / a
+
+
 def faster(what: str, a_name: str, a: dict, b_name: str, b: dict, key: str, all_key: str | None, per: str) -> str:
     """Which of two sides is faster at ``what``, by how much, with the spread of the repeats."""
     a_ms, b_ms = float(a[key]), float(b[key])

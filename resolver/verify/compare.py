@@ -23,9 +23,11 @@ from pathlib import Path
 
 
 def _read(path: Path) -> tuple[list[int], array.array, list]:
-    meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    from resolver.core.fs import read_bytes_bounded
+
+    meta = json.loads(read_bytes_bounded(path.with_suffix(".json"), limit=64 << 20, what="the logits record"))
     data = array.array("f")
-    data.frombytes(path.read_bytes())
+    data.frombytes(read_bytes_bounded(path, limit=4 << 30, what="the logits"))
     if sys.byteorder != "little":
         data.byteswap()
     return meta["shape"], data, meta.get("tokens", [])

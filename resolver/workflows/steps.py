@@ -129,8 +129,11 @@ def append_to_log(log_file: Path | None, text: str) -> None:
 
     if log_file is None:
         return
-    with contextlib.suppress(OSError), open(log_file, "a", encoding="utf-8") as handle:
-        handle.write(printable(text.rstrip("\n"), keep_newlines=True) + "\n")
+    from resolver.core.errors import BadInput
+    from resolver.core.fs import append_text
+
+    with contextlib.suppress(OSError, BadInput):  # never through a link put at the log's name since
+        append_text(log_file, printable(text.rstrip("\n"), keep_newlines=True) + "\n")
 
 
 @dataclass

@@ -160,6 +160,10 @@ def test_upgrade_and_rollback(cpu_project):
     planned = cli.run("upgrade", "--torch", "2.14", "--plan-only", "--json", project=cpu_project)
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert validate_output("upgrade", planned.stdout, 0)["stage"] in ("planned", "up-to-date")
-    nothing = cli.run("rollback", "--json", project=cpu_project)  # nothing was promoted: one sentence, error.json
-    assert nothing.returncode == 2
-    assert "upgrade --torch X.Y --promote" in validate_output("rollback", nothing.stdout, 2)["fix"]
+    nothing = cli.run("rollback", "--json", project=cpu_project)  # nothing was promoted: one sentence, exit 0
+    assert nothing.returncode == 0, nothing.stderr[-2000:]
+    said = validate_output("rollback", nothing.stdout, 0)
+    assert said["rolled_back"] is False and said["message"].startswith("nothing to roll back")
+    unknown = cli.run("rollback", "--to", "nosuch", "--json", project=cpu_project)
+    assert unknown.returncode == 2
+    assert "no environment 'nosuch'; pixi.toml has: cpu" in validate_output("rollback", unknown.stdout, 2)["error"]

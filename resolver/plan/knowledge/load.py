@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from resolver.core.errors import InternalError
+from resolver.core.fs import open_read
 from resolver.core.versions import ComputeCapability, CudaVariant, DottedVersion, GfxArch
 from resolver.plan.knowledge.rows import (
     KNOWN_BAD_WHEN,
@@ -55,12 +56,16 @@ def load_tables(into: type[Knowledge], folder: str | Path | None = None) -> Know
     return _build(into, {name: _parse_toml(folder / name, blob) for name, blob in _read_blobs(folder).items()})
 
 
+TABLE_LIMIT = 16 << 20  # the knowledge tables are tens of kB
+
+
 def _read_blobs(folder: Path) -> dict[str, bytes]:
     blobs = {}
     for name in TABLE_FILES:
         path = folder / name
         try:
-            blobs[name] = path.read_bytes()
+            with open_read(path, what="the knowledge table") as handle:
+                blobs[name] = handle.read(TABLE_LIMIT)
         except FileNotFoundError:
             raise KnowledgeError(f"knowledge table {path} is missing", fix="reinstall mamba-resolver") from None
         except OSError as exc:

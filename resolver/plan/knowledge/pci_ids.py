@@ -74,9 +74,10 @@ def _hex(value: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[str, dict[str, dict[str, str]]]:
+    from resolver.core.fs import read_text_bounded
     from resolver.core.toml import parse_toml
 
-    data = parse_toml(DATA_FILE.read_text(encoding="utf-8"), what=str(DATA_FILE),
+    data = parse_toml(read_text_bounded(DATA_FILE, limit=16 << 20, what="the PCI id table"), what=str(DATA_FILE),
                       fix="restore it from the repository (git checkout resolver/plan/knowledge/data)")
     return str(data.get("source", "")), {v: dict(data.get(v, {})) for v in VENDORS.values()}
 
@@ -200,9 +201,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m resolver.plan.knowledge.pci_ids PATH/TO/pci.ids", file=sys.stderr)
         return int(ExitCode.REFUSED)  # usage
-    text = Path(argv[0]).read_text(encoding="utf-8", errors="replace")
+    from resolver.core.fs import read_text_bounded, write_text_atomic
+
+    text = read_text_bounded(argv[0], limit=64 << 20, what="pci.ids")
     version = re.search(r"^#\s*Version:\s*(\S+)", text, re.M)
-    DATA_FILE.write_text(refresh(text, version.group(1) if version else "unknown version"), encoding="utf-8")
+    write_text_atomic(DATA_FILE, refresh(text, version.group(1) if version else "unknown version"))
     print(f"wrote {DATA_FILE}")
     return 0
 

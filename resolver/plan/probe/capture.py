@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from resolver.core.errors import BadInput
+from resolver.core.fs import make_folder, write_atomic, write_text_atomic
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.plan.probe.sysroot import COMMANDS, META
 from resolver.plan.probe.system import CommandResult, LiveSystem
@@ -135,24 +136,22 @@ def capture_machine(folder: str | Path, environ: Mapping[str, str] | None = None
         raise BadInput(f"capture folder {folder} exists and is not empty", fix="name a new folder")
     recorder = RecordingSystem(LiveSystem(environ))
     profile = probe_machine(system=recorder)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     written = 0
     for path, text in sorted(recorder.files.items()):
         if text is None:
             continue
         target = folder / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        write_text_atomic(target, text, under=folder)  # the capture folder: nothing written through a link
         written += 1
     for path in sorted(recorder.globbed | {p for p, ok in recorder.existing.items() if ok}):
         target = folder / path.lstrip("/")
         if target.exists():
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
         if os.path.isdir(path):
-            target.mkdir(exist_ok=True)
+            make_folder(target, under=folder)
         else:  # a marker (/.dockerenv) or a device node (/dev/dxg): an empty file says "it exists"
-            target.touch()
+            write_atomic(target, b"", under=folder)
         written += 1
     out_dir = folder / "_commands"
     lines = ["# Tool runs recorded by `python -m resolver probe --capture DIR`; a tool absent here is not installed.\n"]
@@ -164,13 +163,12 @@ def capture_machine(folder: str | Path, environ: Mapping[str, str] | None = None
         if result.timed_out:
             lines.append("timed_out = true\n")
         if result.stdout:
-            out_dir.mkdir(exist_ok=True)
             name = _safe_name(argv, number)
-            (out_dir / name).write_text(result.stdout, encoding="utf-8")
+            write_text_atomic(out_dir / name, result.stdout, under=folder)
             lines.append(f"stdout_file = {_toml_str('_commands/' + name)}\n")
         if result.stderr:
             lines.append(f"stderr = {_toml_str(result.stderr)}\n")
-    (folder / COMMANDS).write_text("".join(lines), encoding="utf-8")
+    write_text_atomic(folder / COMMANDS, "".join(lines), under=folder)
     system, machine = recorder.uname()
     glibc, _ = recorder.glibc_version()
     meta = ["# Captured by `python -m resolver probe --capture DIR`; layout: docs/sysroot.md.\n",
@@ -183,6 +181,6 @@ def capture_machine(folder: str | Path, environ: Mapping[str, str] | None = None
         meta.append(f"cpu_count = {count}\n")
     meta.append("\n[environ]\n")
     meta.extend(f"{key} = {_toml_str(value)}\n" for key, value in sorted(recorder.environ.seen.items()))
-    (folder / META).write_text("".join(meta), encoding="utf-8")
+    write_text_atomic(folder / META, "".join(meta), under=folder)
     replayed = probe_machine(folder)
     return CaptureReport(folder, written, len(ran), profile, _comparable(replayed) == _comparable(profile))

@@ -27,6 +27,9 @@ import os
 import re
 from typing import Any, Mapping
 
+from resolver.core.errors import BadInput
+from resolver.core.fs import open_read
+
 TOOLKIT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "ROCM_PATH", "ROCM_HOME", "HIP_PATH", "HIP_PLATFORM",
                 "HIP_CLANG_PATH", "HIP_DEVICE_LIB_PATH")
 SCRIPT_LIMIT = 256 << 10  # a wrapper script is a few hundred bytes; a larger file is read as a binary
@@ -61,9 +64,9 @@ def _file(path: str, environ: Mapping[str, str], seen: set[str], depth: int, *, 
     if depth <= 0 or not os.path.isfile(real) or info.st_size > SCRIPT_LIMIT:
         return fact
     try:
-        with open(real, "rb") as handle:
+        with open_read(real, what="the tool") as handle:
             text = handle.read(SCRIPT_LIMIT)
-    except OSError:
+    except (OSError, BadInput):
         return fact
     if not text.startswith(b"#!"):
         return fact

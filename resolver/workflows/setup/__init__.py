@@ -271,10 +271,11 @@ def run_setup(project: ProjectPaths, options: SetupOptions, *, quiet: bool = Fal
     for a run in progress, so what it reports is not half-written)."""
     log_file = None
     if not options.dry_run:
-        project.logs.mkdir(parents=True, exist_ok=True)
-        log_file = project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        from resolver.core.fs import new_log
         from resolver.core.names import printable
 
+        # a new file (a name taken by anything, a link someone planted included, gets -2, -3, ...)
+        log_file = new_log(project.logs / f"setup-{time.strftime('%Y%m%d-%H%M%S')}.log")
         append_to_log(log_file, f"mamba-resolver setup in {printable(str(project.root))}\n"
                                 f"(started {time.strftime('%Y-%m-%d %H:%M:%S')})")
     log = StepLog(quiet=quiet, to_stderr=json_mode, log_file=log_file)

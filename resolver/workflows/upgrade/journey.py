@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, Refusal, UsageError
-from resolver.core.fs import write_atomic, write_json_atomic
+from resolver.core.fs import read_bytes_bounded, write_atomic, write_json_atomic
 from resolver.core.ui import Output
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths, project_lock
-from resolver.project.pixi_toml import read_pixi_toml
+from resolver.project.pixi_toml import MANIFEST_LIMIT, read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.chain import Chain
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
@@ -185,7 +185,7 @@ class _Journey:
     def _lock(self, step: UpgradeStep) -> None:
         from resolver import lock
         from resolver.lock.current import holds
-        from resolver.lock.lockfile import read_lock
+        from resolver.lock.lockfile import LOCK_LIMIT, read_lock
         from resolver.project.sources import Sources
         from resolver.workflows.upgrade.lockdiff import entries_unchanged, lock_diff
 
@@ -195,8 +195,9 @@ class _Journey:
         record = replace(old.with_choice(old.choice(current) or step.current.choice).with_choice(step.new.choice),
                          default=old.default or current,
                          candidate=new if new != (old.default or current) else old.candidate)
-        before_lock = project.lockfile.read_bytes() if project.lockfile.is_file() else b""
-        before_manifest = project.manifest.read_bytes()
+        before_lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock") \
+            if project.lockfile.is_file() else b""
+        before_manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml")
         status = "locked"
         if holds(project, step.new.plan):
             status = "current"
@@ -208,7 +209,7 @@ class _Journey:
             self.out.info(f"locking '{new}' beside '{current}' (pixi.toml and pixi.lock; '{current}' stays as it is)")
             sources = Sources.load(project.root, flags=self.options.source_flags)
             lock.lock_plans(project, [step.new.plan], sources=sources, info=self.out.info, edit=record.write)
-        after = project.lockfile.read_bytes()
+        after = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock")
         if not entries_unchanged(before_lock.decode("utf-8", "replace"), after.decode("utf-8", "replace"), current):
             write_atomic(project.lockfile, before_lock, label="lock")
             write_atomic(project.manifest, before_manifest, label="manifest")
@@ -227,7 +228,8 @@ class _Journey:
         self.result.record = read_pixi_toml(project.manifest).tool.upgrade
         self.result.lock = {"status": status, "environment": new, "current_entries_unchanged": True,
                             "diff": diff.to_json() if diff else None,
-                            "manifest_changed": before_manifest != project.manifest.read_bytes(),
+                            "manifest_changed": before_manifest != read_bytes_bounded(
+                                project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml"),
                             "lock_changed": before_lock != after}
 
     def _ready(self, step: UpgradeStep) -> Environment:
@@ -349,22 +351,29 @@ def promote(project: ProjectPaths, name: str, *, expect_candidate: bool = False)
     return new
 
 
-def rollback(project: ProjectPaths, *, wait: bool = True, on_wait=None) -> tuple[UpgradeRecord, UpgradeRecord]:
-    """Make the previous default the default again (the one promoted becomes ``previous``: ``rollback`` again
-    undoes the rollback). Returns (before, after)."""
+def rollback(project: ProjectPaths, *, to: str | None = None, wait: bool = True,
+             on_wait=None) -> tuple[UpgradeRecord, UpgradeRecord]:
+    """Make the environment that was the default before the last promotion the default again (``to``: the one
+    named). The record then names no previous default: a second ``rollback`` finds nothing to roll back and
+    never switches forward again. Returns (before, after); ``after == before`` when there was nothing to do."""
     with project_lock(project.stamps, wait=wait, on_wait=on_wait):
         if not project.manifest.is_file():
             raise BadInput(f"{project.manifest} does not exist", fix="run the command in the project folder")
         manifest = Manifest.load(project.manifest)
         record = manifest.tool.upgrade
-        if not record.previous:
-            raise UsageError("pixi.toml names no previous default environment to roll back to",
-                             fix="promote an upgrade first (`python -m resolver upgrade --torch X.Y --promote`)")
-        if record.previous not in manifest.environment_names():
-            raise BadInput(f"the previous default '{record.previous}' is no longer in pixi.toml",
-                           fix="restore its feature and environment in pixi.toml (from version control), or edit "
-                               "[tool.resolver.upgrade]")
-        after = replace(record, default=record.previous, previous=record.default)
+        names = [n for n in manifest.environment_names() if n != "default"]
+        if to is not None and to not in names:
+            raise UsageError(f"no environment '{to}'; pixi.toml has: {', '.join(names) or 'none'}",
+                             fix=f"name one of them: `python -m resolver rollback --to {names[0] if names else 'ENV'}`")
+        wanted = to or record.previous
+        if wanted is None or wanted == record.default:
+            return record, record
+        if wanted not in names:
+            raise BadInput(f"the previous default '{wanted}' is no longer in pixi.toml",
+                           fix="restore its feature and environment in pixi.toml (from version control), or name "
+                               "another with `python -m resolver rollback --to ENV`")
+        after = replace(record, default=wanted, previous=None,
+                        candidate=None if record.candidate == wanted else record.candidate)
         after.write(manifest)
         manifest.save()
         return record, after

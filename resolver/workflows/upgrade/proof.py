@@ -197,8 +197,10 @@ def _numerics(folder: Path, reports: dict[str, VerifyReport], options: ProofOpti
 def _first_difference(a: Path, b: Path) -> str:
     import json
 
-    ta = json.loads(a.with_suffix(".json").read_text(encoding="utf-8")).get("tokens", [])
-    tb = json.loads(b.with_suffix(".json").read_text(encoding="utf-8")).get("tokens", [])
+    from resolver.core.fs import read_bytes_bounded
+
+    ta = json.loads(read_bytes_bounded(a.with_suffix(".json"), limit=64 << 20, what="the logits record")).get("tokens", [])
+    tb = json.loads(read_bytes_bounded(b.with_suffix(".json"), limit=64 << 20, what="the logits record")).get("tokens", [])
     for row, (ra, rb) in enumerate(zip(ta, tb)):
         for step, (x, y) in enumerate(zip(ra, rb)):
             if x != y:
@@ -214,16 +216,22 @@ def _speed(reports: dict[str, VerifyReport], options: ProofOptions, checks: list
                 return dtype, bench["library"]
         return None, {}
 
+    from resolver.verify.bench_text import speed_ratio
+
     dtype, old = library(reports["old"])
     _, new = library(reports["new"])
     out: dict[str, Any] = {"dtype": dtype, "old": _rates(old), "new": _rates(new)}
     for phase, key in (("prompt", "prefill_tokens_per_s"), ("decode", "decode_tokens_per_s")):
         before, after = old.get(key), new.get(key)
-        if not before or not after:
-            checks.append(ProofCheck(f"speed:{phase}", "skip", f"{phase} speed could not be measured in both "
-                                     "(too noisy, or a run failed)"))
+        ratio = speed_ratio(phase, old, new, options.new_tokens)  # bench --compare's noise guard
+        if ratio is None:
+            why = ("a run did not measure it" if not before or not after else
+                   "the repeats vary more than the difference between the two: the ratio would be noise")
+            checks.append(ProofCheck(f"speed:{phase}", "skip", f"{phase} speed: too noisy to compare ({why}; a larger "
+                                     "--repeat on an idle machine)", {"ratio": None, "old_tokens_per_s": before,
+                                                                      "new_tokens_per_s": after}))
+            out[f"{phase}_ratio"] = None
             continue
-        ratio = after / before
         out[f"{phase}_ratio"] = ratio
         slower = options.max_slowdown is not None and ratio < 1 - options.max_slowdown
         detail = (f"{after:,.0f} tokens/s now, {before:,.0f} before: x{ratio:.2f} "

@@ -28,16 +28,69 @@ def write_reports(project: ProjectPaths, result: UpgradeResult, options: Upgrade
     base = folder / f"upgrade-{step.current.environment}-to-{step.new.environment}"
     paths = {"markdown": str(base.with_suffix(".md")), "json": str(base.with_suffix(".json"))}
     result.report_files = paths
-    write_json_atomic(base.with_suffix(".json"), document(result, options), label="upgrade-report")
-    write_text_atomic(base.with_suffix(".md"), markdown(result, options), label="upgrade-report")
+    local = _Relative(project, result)
+    write_json_atomic(base.with_suffix(".json"), local.data(document(result, options)), label="upgrade-report")
+    write_text_atomic(base.with_suffix(".md"), local.text(markdown(result, options)), label="upgrade-report")
     return paths
 
 
 def document(result: UpgradeResult, options: UpgradeOptions) -> dict[str, Any]:
+    """The JSON report: what ``upgrade --json`` prints (its schema, resolver/schemas/upgrade.json), with when and
+    by which resolver it was written and the proof's options."""
     from resolver import __version__
+    from resolver.core.ui import SCHEMA_VERSION
 
-    return {"schema": 1, "generated": time.strftime("%Y-%m-%d %H:%M:%S %z"), "resolver": __version__,
-            "verdict": verdict(result), "proof_options": options.proof.to_json(), **result.to_json()}
+    return {"schema_version": SCHEMA_VERSION, "generated": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+            "resolver": __version__, "verdict": verdict(result), "proof_options": options.proof.to_json(),
+            **result.to_json()}
+
+
+class _Relative:
+    """A report is committed and read on other machines: every path of this one in it is written relative to the
+    project (``.resolver/envs/cpu``), and one outside it relative to the home folder (``~/...``).
+
+    >>> from resolver.project.paths import ProjectPaths
+    >>> local = _Relative(ProjectPaths(Path("/w/p")), None, home="/home/me")
+    >>> local.text("at /w/p/.resolver/envs/cpu and /home/me/models/m, not /w/pp; `/w/p`")
+    'at .resolver/envs/cpu and ~/models/m, not /w/pp; `.`'
+    >>> local.data({"a": ["/w/p", "/w/p/x"], "n": 1})
+    {'a': ['.', 'x'], 'n': 1}
+    """
+
+    def __init__(self, project: ProjectPaths, result: UpgradeResult | None, home: str | None = None) -> None:
+        import os
+        import re
+
+        root = project.root
+        pairs = {str(root): ".", os.path.realpath(root): "."}
+        if result is not None and result.step is not None:  # an environment may be a link to a folder elsewhere
+            for side in (result.step.current, result.step.new):
+                env = project.env(side.environment)
+                pairs.setdefault(os.path.realpath(env), os.path.relpath(env, root))
+        home = os.path.expanduser("~") if home is None else home
+        if home.rstrip("/"):
+            pairs.setdefault(home.rstrip("/"), "~")
+        self._paths = sorted(pairs.items(), key=lambda kv: -len(kv[0]))
+        self._pattern = re.compile("|".join(f"{re.escape(path)}(/|(?![\\w.-]))" for path, _ in self._paths))
+
+    def text(self, text: str) -> str:
+        def swap(match) -> str:
+            found = match.group(0)
+            for path, name in self._paths:
+                if found.rstrip("/") == path:
+                    return ("" if name == "." else name + "/") if found.endswith("/") else name
+            return found
+
+        return self._pattern.sub(swap, text)
+
+    def data(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.data(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.data(v) for v in value]
+        return value
 
 
 def verdict(result: UpgradeResult) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO, cli, projects
+from support import DATA, REPO, cli, engine_files, projects
 
 from resolver.fleet import engines
 
@@ -144,9 +144,10 @@ def test_the_slurm_script_is_one_array_task_per_variant_and_a_dependent_publish(
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     assert f"#SBATCH --array=0-{len(matrix) - 1}\n" in text
-    listed = re.search(r"\nvariants=\(\n(.*?)\n\)\n", text, flags=re.S).group(1)
-    assert [line.split()[0] for line in listed.splitlines()] == [e["variant"] for e in matrix]
-    platforms = re.search(r"\nplatforms=\((.*?)\)\n", text).group(1).split()
+    values = engine_files.slurm_values(text)
+    assert values["variants"] == [e["variant"] for e in matrix]
+    assert values["archs"] == [e["archs"] for e in matrix]
+    platforms = values["platforms"]
     assert platforms == [e["platform"] for e in matrix]
     assert "--dependency=afterok:" in text and "resolver channel publish --to" in text
     # without a channel folder to publish to, nothing is submitted: one sentence with the fix

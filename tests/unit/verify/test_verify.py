@@ -111,7 +111,7 @@ def test_bench_compare_two_torches(tmp_path, cpu_project, other_torch_env):
         assert lib["prefill_tokens_per_s"] > 0 and len(lib["generate_all_ms"]) == 3
         assert lib["decode_tokens_per_s"] is None or lib["decode_tokens_per_s"] > 0  # None: too noisy to tell
     ratio = doc["compare"]["speed_ratio_other_over_env"]
-    assert ratio["prefill"] > 0 and (ratio["decode"] is None or ratio["decode"] > 0)
+    assert all(value is None or value > 0 for value in ratio.values())  # None: too noisy to mean anything
 
 
 def test_fatbin_reader_lists_sass_and_ptx_and_survives_garbage():
