@@ -286,7 +286,7 @@ def test_the_summary_says_how_to_enter_add_to_and_check_the_environment(tmp_path
     (env / "conda-meta").mkdir(parents=True)
     text = "\n".join(environment_lines(env))
     assert f"Enter it with: source {env}/bin/activate   (or, with pixi: pixi shell -e cpu)" in text
-    assert "`pixi add --feature cpu --pypi NAME`" in text and "[feature.cpu.pypi-dependencies]" in text
+    assert "`python -m resolver add -e cpu --pypi NAME`" in text and "[feature.cpu.pypi-dependencies]" in text
     assert "`python -m resolver doctor --env cpu`" in text
     assert not refused_suggestions(text) and not doubled_words(text)
 
