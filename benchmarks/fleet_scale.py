@@ -37,6 +37,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+from support import shipped_manifest  # noqa: E402 - after the path it is found on
 
 
 def machine_profiles(kind: str) -> list[dict]:
@@ -103,7 +105,7 @@ def scale(root: Path, nodes: int, runs: int, bases: list[dict]) -> dict:
     figures: dict[str, object] = {"nodes": nodes, "generate_s": round(time.perf_counter() - started, 2)}
     project = root / f"project-{nodes}"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     env = dict(os.environ, RESOLVER_PROJECT=str(project))
     figures["plan"], out = timed([*python, "plan", "--fleet", str(fleet), "--json"], env, runs)
     planned = json.loads(out)
@@ -131,14 +133,13 @@ def main() -> int:
         for nodes in sizes:
             results.append(scale(root, nodes, args.runs, bases))
         if args.resolve:
-            sys.path.insert(0, str(REPO / "tests"))
             from support.projects import conda_workspace
 
             doubles = root / "doubles"
             generate(doubles, machine_profiles("doubles"), sizes[0])
             project = root / "solved"
             project.mkdir()
-            (project / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), Path(args.resolve)))
+            (project / "pixi.toml").write_text(conda_workspace(shipped_manifest(), Path(args.resolve)))
             env = dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_CONDA_CHANNELS=str(Path(args.resolve)))
             figures, out = timed([*python, "lock", "--fleet", str(doubles), "--target", "cuda13.0", "--json"], env, 1)
             locked = json.loads(out)

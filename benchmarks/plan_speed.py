@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,10 @@ def _medians(commands: dict[str, tuple[list[str], Path | None]], runs: int, env:
 def _locked_project(folder: Path, python: str, env: dict) -> Path:
     """A copy of this checkout's pixi.toml whose pixi.lock is current (locked once, for real)."""
     folder.mkdir()
-    shutil.copy(REPO / "pixi.toml", folder / "pixi.toml")
+    sys.path.insert(0, str(REPO / "tests"))
+    from support import shipped_manifest
+
+    (folder / "pixi.toml").write_text(shipped_manifest())
     done = subprocess.run([python, "-m", "resolver", "lock"], capture_output=True, text=True, env=env, cwd=folder)
     if done.returncode != 0:
         raise SystemExit(f"locking the benchmark project failed: {done.stderr.strip()[-500:]}")

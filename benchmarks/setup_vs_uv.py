@@ -78,17 +78,20 @@ def medians(pairs: dict[str, tuple], runs: int, env: dict[str, str]) -> dict[str
 
 def default_requirements() -> tuple[str, ...]:
     """The PyPI requirements of the default environment of the shipped pixi.toml (the resolver's own)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from support import shipped_manifest
+
     from resolver.core.toml import parse_toml
 
-    data = parse_toml((REPO / "pixi.toml").read_text(), what="pixi.toml", fix="restore it from git")
+    data = parse_toml(shipped_manifest(), what="pixi.toml", fix="restore it from git")
     return tuple(f"{name}{'' if spec in ('', '*') else spec}" for name, spec in data["pypi-dependencies"].items())
 
 
 def project_with(channel: Path, root: Path) -> Path:
     sys.path.insert(0, str(REPO / "tests"))
-    from support import toolchain_channel
+    from support import shipped_manifest, toolchain_channel
 
-    text = (REPO / "pixi.toml").read_text().replace(
+    text = shipped_manifest().replace(
         'platforms = ["linux-64"]', f"platforms = [{toolchain_channel.platform_entry(channel)}]", 1)
     root.mkdir(parents=True, exist_ok=True)
     (root / "pixi.toml").write_text(text)

@@ -103,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         return _report(exc, out)
     except BrokenPipeError:
         return _closed_pipe()
+    except ModuleNotFoundError as exc:
+        if _dependency_of(exc) is None:
+            return _report(_internal(), out)
+        return _report(_lacking(_dependency_of(exc), argv), out)
     except OSError as exc:
         if exc.errno not in _WRITE_ERRNOS:
             return _report(_internal(), out)
@@ -131,6 +135,45 @@ def _check_env_flag(args: argparse.Namespace) -> None:
     from resolver.project.pixi_toml import check_environment_name
 
     check_environment_name(ProjectPaths.discover(), args.env)
+
+
+# The resolver's own dependencies (pyproject.toml's), by the module each is imported as. An environment the
+# resolver installs holds the user's packages, not these: its python cannot run the resolver.
+DEPENDENCIES = {"rattler": "py-rattler", "rattler_build": "py-rattler-build", "tomlkit": "tomlkit",
+                "packaging": "packaging", "tomli": "tomli", "uv": "uv", "yaml": "pyyaml"}
+LAUNCHER = "mamba-resolver"  # the console script, and the launcher in every environment's bin/
+
+
+def _dependency_of(exc: ModuleNotFoundError) -> str | None:
+    """The resolver dependency whose absence ``exc`` reports (None: some other module is missing)."""
+    top = (exc.name or "").split(".", 1)[0]
+    return DEPENDENCIES.get(top) and top
+
+
+def _lacking(module: str, argv: list[str]) -> BadInput:
+    """One sentence for a Python that lacks one of the resolver's dependencies, with the command that works:
+    the launcher on PATH (every environment the resolver installs has one), else the project's own
+    virtual environment, else installing the resolver."""
+    import shlex
+    import shutil
+
+    args = shlex.join(argv)
+    what = (f"this Python ({sys.executable}) cannot run the resolver: it lacks {DEPENDENCIES[module]} (module "
+            f"{module}), one of the resolver's own dependencies (an environment the resolver installs holds your "
+            "project's packages, not the resolver's)")
+    if shutil.which(LAUNCHER):
+        return BadInput(what, fix=f"run `{LAUNCHER} {args}` instead: it runs the resolver with the Python that "
+                                  "has them")
+    folder = os.path.abspath(os.getcwd())
+    while True:  # the resolver's own environment, as the README makes it: .venv at or above here
+        venv = os.path.join(folder, ".venv", "bin", "python")
+        if os.access(venv, os.X_OK) and os.path.realpath(os.path.join(folder, ".venv")) != os.path.realpath(sys.prefix):
+            return BadInput(what, fix=f"run `{venv} -m resolver {args}` instead (the resolver's own environment)")
+        if os.path.dirname(folder) == folder:
+            break
+        folder = os.path.dirname(folder)
+    return BadInput(what, fix=f"install the resolver with its dependencies (`python3 -m venv .venv && .venv/bin/pip "
+                              f"install -e .` in its checkout), then run `.venv/bin/{LAUNCHER} {args}`")
 
 
 def _again(argv: list[str]) -> str:
@@ -164,12 +207,28 @@ def _save_traceback() -> str:
     from resolver.core.fs import new_log
 
     text = traceback.format_exc()
-    for folder in (os.path.join(os.getcwd(), ".resolver", "logs"), tempfile.gettempdir()):
-        try:  # a new file (never one a link at the name points to)
-            return str(new_log(os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"), text))
+    for folder, under in (*_project_logs(), (tempfile.gettempdir(), None)):
+        try:  # a new file (never one a link at the name points to), reached from the project without a link
+            return str(new_log(os.path.join(folder, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"), text,
+                               under=under))
         except (OSError, BadInput):
             continue
     return "(no writable folder for the log)"
+
+
+def _project_logs() -> tuple[tuple[str, str], ...]:
+    """The project's own log folder (``<project>/.resolver/logs``, the project found as every command finds
+    it: RESOLVER_PROJECT, else the nearest pixi.toml at or above the current folder), with its root; none
+    outside a project: a crash there is no reason to make a ``.resolver`` in whatever folder it ran in."""
+    try:
+        from resolver.project.paths import ProjectPaths
+
+        project = ProjectPaths.discover()
+        if project.manifest.is_file():
+            return ((str(project.logs), str(project.root)),)
+    except Exception:  # noqa: BLE001 - the error path of the error path: the temporary folder then
+        pass
+    return ()
 
 
 def _closed_pipe() -> int:

@@ -23,7 +23,9 @@ def run(args, out) -> int:
 
     source = Path(args.source).resolve() if args.source else ProjectPaths.discover().channel
     report = publish(source, args.to)
-    lines = [f"published to {report.channel}: {len(report.added)} added, {len(report.kept)} already there"]
+    lines = [f"published to {report.channel}: {len(report.added)} added, {len(report.kept)} already there"
+             + (f", {len(report.replaced)} replaced (files no publish had put there)" if report.replaced else "")]
     lines += [f"  + {name}" for name in report.added] + [f"  = {name}" for name in report.kept]
+    lines += [f"  ! {name}" for name in report.replaced]
     out.result(report.to_json(), "\n".join(lines))
     return 0

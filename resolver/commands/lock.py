@@ -1,5 +1,6 @@
-"""`python -m resolver lock [--target T ...] [--profile FILE]`: pixi.toml + pixi.lock for the targets;
-nothing to do when pixi.lock already satisfies pixi.toml and the plans.
+"""`python -m resolver lock [--target T ...] [--profile FILE] [--platform SUBDIR ...]`: pixi.toml + pixi.lock for
+the targets; nothing to do when pixi.lock already satisfies pixi.toml and the plans. `--platform SUBDIR` locks
+the CPU environments for another machine's platform too (a GPU environment serves its plan's).
 
 `lock --check`: whether it does, and why not (exit 1), without solving anything.
 
@@ -31,6 +32,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="only say whether pixi.lock satisfies pixi.toml and the plans (exit 0) or why not "
                              "(exit 1); solves nothing, writes nothing. Default plans: the ones locked here before")
+    parser.add_argument("--platform", action="append", default=[], metavar="SUBDIR", type=_subdir,
+                        help="lock the CPU environments for this platform too (a conda subdir: osx-arm64, win-64 "
+                             "...), for a teammate on another machine: it is added to [workspace] platforms and to "
+                             "their features; a GPU environment serves its plan's machines (repeatable)")
     parser.add_argument("--force", action="store_true",
                         help="resolve again even when pixi.lock already satisfies pixi.toml and the plans")
     parser.add_argument("--fleet", type=Path, metavar="DIR",
@@ -43,6 +48,35 @@ def add_arguments(parser) -> None:
     from resolver.plan.probe.overrides import add_gpu_arguments
 
     add_gpu_arguments(parser)
+
+
+def _subdir(text: str) -> str:
+    from resolver.core.errors import UsageError
+    from resolver.core.platforms import KNOWN
+
+    if text not in KNOWN:
+        raise UsageError(f"--platform {text!r} is not a platform the resolver locks for",
+                         fix=f"name one of: {', '.join(KNOWN)}")
+    return text
+
+
+def _platforms_edit(project, subdirs: list[str]):
+    """What ``--platform`` changes in pixi.toml before the lock: each subdir declared in [workspace] platforms
+    and served by every CPU environment locked here (None: nothing to change)."""
+    from resolver.plan import locked
+    from resolver.project.manifest import Manifest
+
+    if not subdirs:
+        return None
+    manifest = Manifest.load(project.manifest) if project.manifest.is_file() else None
+    cpu = [name for name in (manifest.environment_names() if manifest is not None else ())
+           if (plan := locked.read(project, name)) is not None and plan.backend == "cpu"]
+    if manifest is not None and all(
+            any(p.subdir == subdir for p in manifest.platforms().values())
+            and all(any(p.subdir == subdir for p in manifest.environment(name).platforms) for name in cpu)
+            for subdir in subdirs):
+        return None
+    return lambda manifest: [manifest.serve_platform(subdir, cpu) for subdir in subdirs]
 
 
 def _fleet_request(args):
@@ -65,6 +99,9 @@ def run(args, out) -> int:
     project = ProjectPaths.discover()
     started = time.monotonic()
     fleet, request = None, None
+    if args.platform and (args.check or args.fleet is not None or len(args.profile) > 1):
+        raise UsageError(f"--platform adds a platform to pixi.toml, which {'--check' if args.check else '--fleet'} "
+                         "does not change", fix="run `lock --platform SUBDIR` on its own first")
     if args.fleet is not None or len(args.profile) > 1:  # several profiles are a fleet too
         if args.check:
             raise UsageError("--check takes the plans of one machine, not a fleet",
@@ -108,7 +145,7 @@ def run(args, out) -> int:
     else:
         summary = current.lock_project(project, plans, plan_here=lambda: plans_for(project, []), force=args.force,
                                        sources=sources, no_conda=args.no_conda, no_pypi=args.no_pypi, info=out.info,
-                                       on_wait=out.info)
+                                       on_wait=out.info, edit=_platforms_edit(project, args.platform))
     data = summary.to_json()
     if fleet is not None:
         data["fleet"] = {**fleet.to_json(), "changes": [c.to_json() for c in changes]}

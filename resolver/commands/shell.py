@@ -49,8 +49,9 @@ def run(args, out) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="resolver-shell-") as folder:
+        from resolver.core.fs import write_text_atomic
+
         rc = os.path.join(folder, "bashrc")
-        with open(rc, "w", encoding="utf-8") as handle:  # the user's own rc first, then the prompt naming it
-            handle.write('if [ -f "$HOME/.bashrc" ]; then . "$HOME/.bashrc"; fi\n'
-                         f'PS1={shlex.quote(f"({env.name}) ")}"${{PS1-}}"\n')
+        write_text_atomic(rc, 'if [ -f "$HOME/.bashrc" ]; then . "$HOME/.bashrc"; fi\n'  # the user's own rc first,
+                          f'PS1={shlex.quote(f"({env.name}) ")}"${{PS1-}}"\n', label="shell-rc")  # then the prompt
         return proc.attached([shell, "--rcfile", rc, "-i"], env=environ)

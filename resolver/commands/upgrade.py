@@ -32,6 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--promote", action="store_true",
                         help="make the new environment the default once its proof passes (alone: promote the "
                              "pending upgrade, finishing it first)")
+    parser.add_argument("--allow-removal", metavar="NAME", action="append", default=[],
+                        help="let --promote switch although your dependency NAME cannot come along into the new "
+                             "environment (repeatable); without it such a removal keeps the current default")
     parser.add_argument("--plan-only", action="store_true", help="say what would change and the risks; write nothing")
     parser.add_argument("--profile", type=Path, metavar="FILE", action="append", default=[],
                         help="plan for the machine this `probe --json` file describes: plan and lock here, build and "
@@ -82,7 +85,8 @@ def run(args, out) -> int:
                              profile_file=args.profile[0] if args.profile else None, report_dir=args.report,
                              wait=not args.no_wait, source_flags={
                                  "conda-channels": args.channel, "torch-index": args.torch_index,
-                                 "extra-index-urls": args.extra_index_url, "find-links": args.find_links})
+                                 "extra-index-urls": args.extra_index_url, "find-links": args.find_links},
+                             allow_removal=tuple(args.allow_removal))
     result = run_upgrade(project, options, out)
     data = result.to_json()
     data["verdict"] = verdict(result)

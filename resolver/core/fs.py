@@ -155,6 +155,17 @@ def register_root(path: str | Path, *, what: str, own_trees: tuple[tuple[str, ..
     return known
 
 
+def registered_roots() -> list[dict[str, Any]]:
+    """The roots this process guards, as data (a child process that writes below them registers the same)."""
+    return [{"path": r.path, "what": r.what, "own_trees": [list(t) for t in r.own_trees]} for r in _ROOTS.values()]
+
+
+def register_roots(roots: list[dict[str, Any]]) -> None:
+    """Register the roots :func:`registered_roots` gave (in a child process)."""
+    for root in roots:
+        register_root(root["path"], what=str(root["what"]), own_trees=tuple(tuple(t) for t in root["own_trees"]))
+
+
 def guarded_root(path: str | Path, under: str | Path | None = None) -> tuple[Root, tuple[str, ...]] | None:
     """The root ``path`` is reached from (``under``, else the nearest registered root above it) and the
     names below it; None when ``path`` is under no root."""
@@ -348,9 +359,10 @@ def create_new(path: str | Path, *, under: str | Path | None = None, what: str =
     is taken (by anything: a file, a link someone planted), at ``name-2.ext``, ``name-3.ext``, ...: never
     appended to or written through what was there. The open handle (binary) and the path it has."""
     path = Path(path)
-    stem, suffix = (path.name.split(".", 1) + [""])[:2] if not path.name.startswith(".") else (path.name, "")
+    suffix = path.suffix if 1 < len(path.suffix) <= 5 and path.suffix[1:].isalnum() else ""  # .log, .json
+    stem = path.name[:len(path.name) - len(suffix)]
     for n in range(1, 1000):
-        candidate = path if n == 1 else path.with_name(f"{stem}-{n}" + (f".{suffix}" if suffix else ""))
+        candidate = path if n == 1 else path.with_name(f"{stem}-{n}{suffix}")
         try:
             fd = _open_file(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, under=under, what=what, mode=mode,
                             create_parent=True)
@@ -568,6 +580,31 @@ def place_link(target: str | Path, link: str | Path, *, under: str | Path | None
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
             raise
+
+
+def place_new(path: str | Path, data: bytes, *, under: str | Path | None = None, mode: int = 0o600) -> bool:
+    """Put a file holding ``data`` at ``path`` only if nothing is there: written in full to an
+    ``O_EXCL|O_NOFOLLOW`` temporary in the real folder, then hard-linked to the name, which never replaces
+    (two first runs agree on the one file that got there first). Whether this call placed it."""
+    with _parent_fd(path, under, create=True) as (dfd, name, _root, _parts):
+        tmp = f".{name}{TEMP_MARK}{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dfd)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     mode, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
 
 
 def list_names(path: str | Path, *, under: str | Path | None = None) -> list[str]:

@@ -65,3 +65,4 @@ def json_index_files(document: Any, page_url: str) -> list[IndexFile]:
         url = urljoin(page_url, str(entry.get("url", ""))).partition("#")[0]
         out.append(IndexFile(entry["filename"], url, sha))
     return out
+

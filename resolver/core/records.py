@@ -1,6 +1,8 @@
 """Cache and state files: what the resolver keeps between runs, read back as untrusted data.
 
-Every such file is named in :mod:`resolver.project.paths` and read through :func:`read_record` alone: a
+Every such file is named in :mod:`resolver.project.paths`, written through :func:`write_record` and read
+through :func:`read_record` alone: sealed by this user for the place it is read from
+(:mod:`resolver.core.seal`: a record that came with a clone or a pull request reads as absent), a
 regular file (a symbolic link, FIFO or device in its place is ignored, never followed) that this
 user owns and no one else may write (what the resolver writes is mode 644; a file another user
 replaced it with is theirs), at most ``limit`` bytes, JSON, and of the shape its reader declares.
@@ -32,7 +34,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from resolver.core.errors import BadInput
-from resolver.core.fs import MiB, read_bytes_bounded, write_atomic, write_json_atomic
+from resolver.core.fs import MiB, read_bytes_bounded, write_atomic
+from resolver.core.seal import SEAL_OVERHEAD, seal, unseal
 
 RECORD_LIMIT = 16 * MiB  # the largest cache (every wheel's requires_dist) is a few MB
 
@@ -192,23 +195,31 @@ SHA256 = Text(r"[0-9a-f]{64}", 64)
 
 def read_record(path: str | Path, shape: Shape, *, limit: int = RECORD_LIMIT) -> Any | None:
     """The data of the cache or state file ``path`` when it is a regular file of at most ``limit`` bytes
-    (not a link to one), valid JSON and of ``shape``; else None, as if it were absent."""
+    (not a link to one), sealed by this user for this place (:mod:`resolver.core.seal`: not a file that
+    came with a clone), valid JSON and of ``shape``; else None, as if it were absent."""
     try:
-        data = json.loads(read_bytes_bounded(path, limit=limit, what="record", follow_symlinks=False, own=True))
+        blob = read_bytes_bounded(path, limit=limit + SEAL_OVERHEAD, what="record", follow_symlinks=False, own=True)
+        payload = unseal(path, blob)
+        if payload is None:
+            return None
+        data = json.loads(payload)
     except (BadInput, ValueError, RecursionError):
         return None
     return data if shape.accepts(data) else None
 
 
-def write_record(path: str | Path, data: Any, *, label: str = "record", in_order: bool = False) -> bool:
-    """Write a record atomically (keys sorted, unless ``in_order``); False when it cannot be written (a
-    read-only cache: the next run computes again, which is all a missing record costs)."""
+def write_record(path: str | Path, data: Any, *, label: str = "record", in_order: bool = False,
+                 place: str | Path | None = None, strict: bool = False) -> bool:
+    """Write a record atomically (keys sorted, unless ``in_order``), sealed for ``place`` (where it will
+    be read: ``path`` itself unless it is written in a folder that is then renamed); False when it
+    cannot be written (a read-only cache: the next run computes again, which is all a missing record
+    costs), or with ``strict`` (a record that must exist before the work it guards) the error."""
+    text = json.dumps(data, indent=1) if in_order else json.dumps(data, indent=2, sort_keys=True, default=str)
     try:
-        if in_order:
-            write_atomic(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"), label=label)
-        else:
-            write_json_atomic(path, data, label=label)
+        write_atomic(path, seal(path if place is None else place, (text + "\n").encode("utf-8")), label=label)
     except (OSError, BadInput):
+        if strict:
+            raise
         return False
     return True
 

@@ -228,6 +228,55 @@ def _torch_in_marker(marker: dict) -> str | None:
     return None
 
 
+def torch_as_installed(recorded: str, importable: str, local_tag: str | None) -> bool:
+    """Whether the torch that imports (its ``__version__``) is the one install put there (``recorded``, the locked
+    wheel's version). PyPI publishes torch without a local version tag, yet the wheel reports one: its build
+    (``2.14.1`` reports ``2.14.1+cu130``). A tag is the same torch when it is the one the index torch was locked
+    from gives its builds (``local_tag``); any other version or tag was put there by something else.
+
+    >>> torch_as_installed("2.14.1", "2.14.1+cu130", "cu130"), torch_as_installed("2.13.0+cpu", "2.13.0+cpu", None)
+    (True, True)
+    >>> torch_as_installed("2.14.1", "2.14.1+cu126", "cu130"), torch_as_installed("2.14.1", "2.14.0+cu130", "cu130")
+    (False, False)
+    >>> torch_as_installed("2.13.0+cpu", "2.13.0+cu130", "cpu"), torch_as_installed("2.14.1", "2.14.1+cu130", None)
+    (False, False)
+    """
+    if recorded == importable:
+        return True
+    public, _, tag = recorded.partition("+")
+    now_public, _, now_tag = importable.partition("+")
+    return public == now_public and not tag and bool(now_tag) and now_tag == local_tag
+
+
+def _locked_torch_tag(project: ProjectPaths, name: str, recorded: str) -> str | None:
+    """The local version tag the index torch was locked from gives its builds: a PyTorch index's own folder
+    (``/whl/cu130/``), or for PyPI the build PyPI publishes for that release (torch.toml's ``pypi_default``);
+    None when the lock or the tables do not say."""
+    from urllib.parse import urlsplit
+
+    try:
+        from resolver.install import locked_environment
+
+        locked = locked_environment(project, name)
+    except Exception:  # noqa: BLE001 - no lock to read: no tag is known to be install's
+        return None
+    artifact = next((a for a in locked.pypi if a.name.lower() == "torch"), None)
+    if artifact is None:
+        return None
+    parts = urlsplit(artifact.index or artifact.location).path.strip("/").split("/")
+    if "whl" in parts[:-1] and parts.index("whl") + 1 < len(parts):
+        candidate = parts[parts.index("whl") + 1]
+        if re.fullmatch(r"(cpu|cu\d+|rocm[\d.]+|xpu)", candidate):
+            return candidate
+    host = urlsplit(artifact.location).hostname or ""
+    if host in ("files.pythonhosted.org", "pypi.org") or (artifact.index or "").rstrip("/") == "https://pypi.org/simple":
+        from resolver.plan.knowledge import Knowledge
+
+        release = Knowledge.load().release(recorded.partition("+")[0])
+        return release.pypi_default if release is not None and locked.platform.subdir == "linux-64" else None
+    return None
+
+
 def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFacts | dict) -> list[Finding]:
     """pixi.lock, the ready marker and the torch actually importable must tell the same story."""
     marker_path = env.path / READY_MARKER
@@ -242,7 +291,8 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFac
     torch_facts = EnvironmentFacts.of(facts).torch
     installed = torch_facts.version if torch_facts is not None else None
     recorded = _torch_in_marker(marker)
-    if recorded and installed and recorded != installed:
+    if recorded and installed and not torch_as_installed(recorded, installed, _locked_torch_tag(project, env.name,
+                                                                                                 recorded)):
         out.append(Finding("torch-vs-install", "fail", f"install put torch {recorded} here but torch {installed} is importable: "
                            "something installed another torch on top (pip install, a build with isolation off?)",
                            f"python -m resolver install --env {env.name} --force"))

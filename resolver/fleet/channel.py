@@ -3,8 +3,12 @@
 A channel is a folder of ``<subdir>/*.conda`` plus ``repodata.json`` per subdir, which any static file
 server or object store serves as is (rattler and pixi read it over HTTP). ``publish`` copies the packages
 of a local channel (``.resolver/channel``, or CI artefacts) into the shared folder and re-indexes it with
-py-rattler's ``index_fs``; a package already published under the same file name is kept (the file
-name carries the variant's build key, so it is the same variant). ``fetch_package`` reads the channel's
+py-rattler's ``index_fs``; a package already published under the same file name with the same bytes is
+kept, one with other bytes is refused (a published package never changes under its name), and a file of
+that name no publish put there (not in the index, or not the bytes it records) is replaced by ours. The
+indexer indexes every package file in the folder, so anything else no publish put there (a file dropped
+in by hand, one swapped after it was published, a FIFO or device under a package's name) is refused
+before anything is written: the index records only what was published. ``fetch_package`` reads the channel's
 ``repodata.json`` over HTTP (or from a folder) and downloads one file, checked against the sha256 the
 index records, into the project's own channel.
 
@@ -35,6 +39,7 @@ from resolver.core.fs import (
     read_bytes_bounded,
     remove_file,
     remove_tree,
+    sha256_of,
     write_atomic,
 )
 from resolver.tools.package_check import PACKAGE_SUFFIXES, check_package
@@ -48,10 +53,11 @@ LOCK_NAME = ".publish.lock"
 class PublishReport:
     channel: str
     added: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # already there under the same name
+    kept: list[str] = field(default_factory=list)  # already there under the same name, the same bytes
+    replaced: list[str] = field(default_factory=list)  # a file of that name no publish put there: ours instead
 
     def to_json(self) -> dict[str, Any]:
-        return {"channel": self.channel, "added": self.added, "kept": self.kept}
+        return {"channel": self.channel, "added": self.added, "kept": self.kept, "replaced": self.replaced}
 
 
 def channel_url(location: str) -> str:
@@ -86,7 +92,17 @@ def packages_of(channel: Path) -> list[Path]:
             link = path if path.is_symlink() else path.parent
             raise BadInput(f"{link} is a symbolic link (to {os.readlink(link)}); packages are published from files, "
                            "never through a link", fix=f"copy the package itself into {channel}, then publish again")
-    return [path for path in found if stat.S_ISREG(path.stat().st_mode)]
+        _check_regular(path, fix=f"remove {path} from {channel} (a package is a regular file), then publish again")
+    return found
+
+
+def _check_regular(path: Path, *, fix: str) -> None:
+    """Refuse (exit 3) a package name that is a FIFO, a device, a socket or a folder: reading one would
+    wait forever or never end, and it is no package. Found with ``lstat``, without opening it."""
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO, device or socket"
+        raise BadInput(f"{path} is not a regular file ({kind})", fix=fix)
 
 
 def publish(source: Path, to: str) -> PublishReport:
@@ -116,8 +132,8 @@ def publish(source: Path, to: str) -> PublishReport:
     try:
         with _publishing(folder):  # two publishers at once: one waits, so neither index loses the other's packages
             _check_writable_tree(folder, subdirs)  # again, now that no other publisher writes
-            _check_unindexed(folder, subdirs)
-            _copy_and_index(packages, folder, subdirs, report)
+            standing = _check_unindexed(folder, subdirs, {f"{p.parent.name}/{p.name}": sha256_of(p) for p in packages})
+            _copy_and_index(packages, folder, subdirs, report, standing)
     except BaseException:
         if made:  # the channel did not exist: it still does not
             with contextlib.suppress(OSError, BadInput):
@@ -126,35 +142,66 @@ def publish(source: Path, to: str) -> PublishReport:
     return report
 
 
-def _check_unindexed(folder: Path, subdirs: list[str]) -> None:
-    """The packages someone put into the channel folder without indexing them: the indexer reads them (and
-    panics on a broken one), so they are checked as ours are."""
-    import json
+def _check_unindexed(folder: Path, subdirs: list[str], ours: dict[str, str]) -> dict[str, str]:
+    """What the channel folder holds besides what its index records, before anything is written. The indexer
+    reads every package file there and indexes its sha256, so the channel publishes only what a publish put
+    there: a package file that is not a regular file (a FIFO would hang the indexer), one no index records
+    (dropped in by hand), or one whose bytes are no longer the ones its index records (swapped after it was
+    published) is refused, exit 3, naming it; unless it bears the name of one of ``ours`` (``subdir/name``
+    -> sha256), which then replaces it. Returns how each of ``ours`` already there stands: ``kept`` (the
+    same bytes) or ``replace`` (a file of that name no publish put there); a package the index records under
+    that name with other bytes is refused (a published package is never changed under its name)."""
+    from resolver.core.fs import sha256_of
 
-    from resolver.core.errors import ResolverError
-    from resolver.core.fs import read_bytes_bounded
-
+    standing: dict[str, str] = {}
     for subdir in subdirs:
         place = folder / subdir
         if not place.is_dir():
             continue
-        try:  # a folder others write to: its index is read as outside input, never through a link
-            index = json.loads(read_bytes_bounded(place / "repodata.json", limit=_INDEX_LIMIT, what="channel index",
-                                                  follow_symlinks=False))
-        except (BadInput, ValueError, RecursionError):
-            index = {}
-        index = index if isinstance(index, dict) else {}
-        known = {name for key in ("packages", "packages.conda") if isinstance(index.get(key), dict)
-                 for name in index[key]}
+        known = _index_shas(place)
         for path in sorted(place.iterdir()):
-            if path.name.endswith(PACKAGE_SUFFIXES) and path.name not in known:
-                try:
-                    check_package(path, subdir=subdir)
-                except ResolverError as exc:
-                    raise type(exc)(f"channel folder {folder} already holds {subdir}/{path.name}, which is not in its "
-                                    f"index and cannot be indexed ({exc.message})",
-                                    fix=f"remove {path} (no `channel publish` put it there), then publish again") \
-                        from None
+            if not path.name.endswith(PACKAGE_SUFFIXES):
+                continue
+            name = f"{subdir}/{path.name}"
+            _check_regular(path, fix=f"remove {path} (no `channel publish` put it there), then publish again")
+            sha = sha256_of(path, under=folder)
+            if name in ours:
+                if sha == ours[name]:
+                    standing[name] = "kept"
+                elif known.get(path.name) == sha:
+                    raise BadInput(f"channel folder {folder} already publishes {name} with other content (sha256 "
+                                   f"{sha[:12]}…, the new one {ours[name][:12]}…); a published package is never "
+                                   "changed under its name", fix="give the new build another build number, or remove "
+                                                                 f"{path} from the channel first")
+                else:
+                    standing[name] = "replace"
+            elif path.name not in known:
+                raise BadInput(f"channel folder {folder} already holds {name}, which is not in its index: no "
+                               "`channel publish` put it there, and it is not indexed",
+                               fix=f"remove {path}, then publish again")
+            elif known[path.name] != sha:
+                raise BadInput(f"channel folder {folder} holds {name} with sha256 {sha[:12]}…, not the "
+                               f"{str(known[path.name])[:12]}… its index records: it was changed after it was "
+                               "published", fix=f"remove {path} (or put the published file back), then publish again")
+    return standing
+
+
+def _index_shas(place: Path) -> dict[str, object]:
+    """file name -> the sha256 ``place/repodata.json`` records for it (read as outside input, never
+    through a link; an unreadable index records nothing)."""
+    import json
+
+    from resolver.core.fs import read_bytes_bounded
+
+    try:
+        index = json.loads(read_bytes_bounded(place / "repodata.json", limit=_INDEX_LIMIT, what="channel index",
+                                              follow_symlinks=False))
+    except (BadInput, ValueError, RecursionError):
+        index = {}
+    index = index if isinstance(index, dict) else {}
+    return {name: entry.get("sha256") if isinstance(entry, dict) else None
+            for key in ("packages", "packages.conda") if isinstance(index.get(key), dict)
+            for name, entry in index[key].items()}
 
 
 def _check_writable_tree(folder: Path, subdirs: list[str]) -> None:
@@ -186,7 +233,8 @@ def _publishing(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport) -> None:
+def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], report: PublishReport,
+                    standing: dict[str, str]) -> None:
     """Copy and index; on any failure remove whatever was added (packages, folders, the indexer's temporary
     files) and put the indexes back as they were."""
     from resolver.tools.conda import index_channel
@@ -194,15 +242,19 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
     indexes = {path: read_bytes_bounded(path, limit=_INDEX_LIMIT, what="the channel's index", under=folder)
                for subdir in subdirs for path in ((folder / subdir / "repodata.json"),) if path.is_file()}
     before = _entries(folder)
+    replaced: dict[Path, bytes] = {}  # what was under a name ours replaced, put back when the publish fails
     try:
         for package in packages:
             subdir = package.parent.name
             target = folder / subdir / package.name
-            if target.is_file():
-                report.kept.append(f"{subdir}/{package.name}")
+            name = f"{subdir}/{package.name}"
+            if standing.get(name) == "kept":
+                report.kept.append(name)
                 continue
+            if standing.get(name) == "replace":
+                replaced[target] = read_bytes_bounded(target, limit=1 << 30, what="the package", under=folder)
             copy_file(package, target, limit=_PACKAGE_LIMIT, what="the package", target_under=folder, label="publish")
-            report.added.append(f"{subdir}/{package.name}")
+            (report.replaced if name in standing else report.added).append(name)
         for subdir in subdirs:
             make_folder(folder / subdir, under=folder)
         index_channel(folder, tuple(subdirs))
@@ -213,9 +265,10 @@ def _copy_and_index(packages: list[Path], folder: Path, subdirs: list[str], repo
                     remove_tree(path, under=folder)
                 else:
                     remove_file(path, under=folder)
-        for path, data in indexes.items():
+        for path, data in [*indexes.items(), *replaced.items()]:
             try:
-                same = read_bytes_bounded(path, limit=_INDEX_LIMIT, what="the channel's index", under=folder) == data
+                same = read_bytes_bounded(path, limit=max(_INDEX_LIMIT, _PACKAGE_LIMIT), what="the channel's file",
+                                          under=folder) == data
             except BadInput:
                 same = False
             if not same:
@@ -300,7 +353,9 @@ def fetch_package(location: str, file_name: str, local_channel: Path, *, variant
     target = local_channel / subdir / file_name
     make_folder(target.parent)
     make_folder(local_channel / "noarch")
+    stated = entry.get("size")
     download(f"{channel_url(location)}/{subdir}/{file_name}", target, expected_sha256=entry["sha256"],
+             size=stated if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 0 else None,
              what=file_name)
     try:  # the index's sha256 again (a file replaced since the download), what the index says is what it
         # holds, and every path and link of it stays inside the environment

@@ -91,7 +91,17 @@ diff -u "$workflow" "$generated" || {
 """
 
 
+def _no_expansion(engine: str, marker: str, values) -> None:
+    """An engine expands ``marker`` in the file's strings itself (GitHub's ``${{ … }}`` expressions, GitLab's
+    ``$VARIABLE`` in tags): no value may hold it, and YAML has no quoting that stops the engine. pixi.toml's
+    reader never lets one through; reaching here with one is a bug, never a file."""
+    for value in values:
+        if marker in str(value):
+            raise ValueError(f"{engine}: a value holding {marker!r} would be expanded by the engine: {value!r}")
+
+
 def github(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> str:
+    _no_expansion("github", "${{", (v for e in entries for v in e.values()))
     path = FILES["github"]
     setup = [{"uses": "actions/checkout@v4"},
              {"uses": "actions/setup-python@v5", "with": {"python-version": PYTHON_VERSION}},
@@ -148,6 +158,7 @@ def gitlab(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> 
     groups: dict[str, list[dict[str, Any]]] = {}
     for entry in entries:
         groups.setdefault(gitlab_tag(entry), []).append(entry)
+    _no_expansion("gitlab", "$", [*groups, *(e["variant"] for e in entries)])
     pipeline: dict[str, Any] = {"stages": ["build", "publish"], "default": {"image": PYTHON_IMAGE}}
     names = []
     for tag, members in sorted(groups.items()):
@@ -213,7 +224,7 @@ def slurm(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> s
         _bash_array("archs", [e["archs"] for e in entries]),
         _bash_array("platforms", [e["platform"] for e in entries]),
         _bash_array("known_platforms", sorted({e["platform"] for e in entries})),
-        f"default_channel={shlex.quote(str(folder)) if folder is not None else chr(39) * 2}",
+        f"default_channel={_bash_word(str(folder)) if folder is not None else chr(39) * 2}",
         f"last={last}",
     ])
     return f"#!/bin/bash\n{header}{sbatch}\nset -euo pipefail\n\n# the fleet's values: data, never code\n{values}\n" \
@@ -222,9 +233,14 @@ def slurm(entries: list[dict[str, Any]], kernel_channel: str | None = None) -> s
 
 def _bash_array(name: str, values: list[str]) -> str:
     """``name=(...)``: one single-quoted word per line (a value of several lines stays one word)."""
-    if any("\0" in value for value in values):  # bash cannot hold it; pixi.toml's reader never lets one through
-        raise ValueError(f"{name}: a value with a NUL character cannot be written into a shell script")
-    return f"{name}=(\n" + "".join(f"  {shlex.quote(value)}\n" for value in values) + ")"
+    return f"{name}=(\n" + "".join(f"  {_bash_word(value)}\n" for value in values) + ")"
+
+
+def _bash_word(value: str) -> str:
+    """``value`` as one single-quoted shell word (a line break in it stays in the word)."""
+    if "\0" in value:  # bash cannot hold it; pixi.toml's reader never lets one through
+        raise ValueError("a value with a NUL character cannot be written into a shell script")
+    return shlex.quote(value)
 
 
 # The script's own text: constant (no value of the fleet in it), values come from the arrays above.

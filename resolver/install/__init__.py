@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -25,13 +24,16 @@ from typing import Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, ResolverError
 from resolver.core.fingerprint import fingerprint
-from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree, write_text_atomic
+from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree
 from resolver.core.model import Target
 from resolver.core.names import canonical_name
 from resolver.core.platforms import host_subdir
+from resolver.core.records import write_record
+from resolver.install import identity
 from resolver.install.build import build_environment, bytecode_ahead, find_interpreter, swap_into_place
 from resolver.install.environment import READY_MARKER, ready_record
 from resolver.install.fetch import Finder, manifest_folders, verified_copy
+from resolver.install.launcher import write_launcher
 from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.project.paths import ProjectPaths
@@ -114,11 +116,28 @@ def locked_environment(project: ProjectPaths, name: str | None) -> LockedEnv:
     subdir = host_subdir()
     matching = [e for e in envs[name] if e.platform.subdir == subdir]
     if not matching:
-        have = ", ".join(e.platform.subdir for e in envs[name])
-        raise EnvironmentProblem(f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
-                                 fix=f"lock it for {subdir} (`python -m resolver lock --target {Target.for_environment(name)}` on this "
-                                     "machine)")
+        have = ", ".join(dict.fromkeys(e.platform.subdir for e in envs[name]))
+        if not any(_for_a_gpu(e) for e in envs[name]):
+            raise EnvironmentProblem(
+                f"environment '{name}' is locked for {have}, not for this machine ({subdir})",
+                fix=f"add this platform: `python -m resolver lock --platform {subdir}` (it adds {subdir} to "
+                    "[workspace] platforms of pixi.toml and locks the CPU environment for it too; commit both files "
+                    "for your team), then install again")
+        raise EnvironmentProblem(f"environment '{name}' is for the GPU machines its plan serves ({have}), not for "
+                                 f"this machine ({subdir})",
+                                 fix=f"lock an environment for this machine: `python -m resolver lock --target "
+                                     f"{Target.for_environment(name)}` here (or `--target cpu`)")
     return matching[0]
+
+
+def _for_a_gpu(env: LockedEnv) -> bool:
+    """Whether a locked environment is a GPU one: its platform declares a CUDA driver, or its torch is a
+    CUDA or ROCm build."""
+    if any(vp.startswith("__cuda") for vp in env.platform.virtual_packages):
+        return True
+    torch = next((a for a in env.pypi if a.name == "torch"), None)
+    local = torch.version.partition("+")[2] if torch is not None else ""
+    return local.startswith(("cu", "rocm"))
 
 
 def environment_digest(env: LockedEnv) -> str:
@@ -189,6 +208,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     previous = ready_record(target.final)
     record = None if force else previous
     if record is not None and record.get("lock_digest") == target.digest and not exact:
+        _keep_launcher(target.final, project)
         return target.summary("up-to-date", started, kept=_by_hand(target, record))
     ahead, why = bytecode_ahead(bytecode)
     if record is not None:
@@ -295,6 +315,12 @@ def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
                    for r in env.conda]
     wheels = [one_more(verified_copy(a.location, a.sha256, store, finder, name=a.name, progress=progress))
               for a in env.pypi]
+    # each file is the package its entry names, before anything is installed (the sha256 alone proves
+    # only that it is the file the lock's author pointed at)
+    for record, path in zip(env.conda, conda_files):
+        identity.check_conda(path, record.name, record.version, record.build, record.subdir)
+    for artifact, path in zip(env.pypi, wheels):
+        identity.check_wheel(path, artifact.name, artifact.version, artifact.file_name, artifact.requires_dist)
     return conda_files, wheels
 
 
@@ -314,9 +340,10 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
     try:
         make(tmp)
+        write_launcher(tmp, project.root)
         mark_tree(tmp)
-        write_text_atomic(tmp / READY_MARKER, json.dumps(target.marker(tmp), indent=2, sort_keys=True) + "\n",
-                          label="ready")
+        write_record(tmp / READY_MARKER, target.marker(tmp), label="ready-marker", place=target.final / READY_MARKER,
+                     strict=True)
         swap_into_place(tmp, target.final)
     except BaseException:
         with contextlib.suppress(OSError, BadInput):
@@ -355,10 +382,11 @@ def _difference(project: ProjectPaths, target: _Target, record: dict, *, exact: 
     restore = [n for n in restore if n in wheels and n not in difference.changed]
     uninstall = [*difference.removed, *difference.changed, *restore] + ([n for n, _ in by_hand] if exact else [])
     install = [wheels[n] for n in (*difference.added, *difference.changed, *restore)]
-    marker = json.dumps(target.marker(target.final), indent=2, sort_keys=True) + "\n"
+    marker = target.marker(target.final)
     if not uninstall and not install:  # the same artefacts (wherever the lock now says they live)
         if record.get("lock_digest") != target.digest:
-            write_text_atomic(target.final / READY_MARKER, marker, label="ready marker")
+            write_record(target.final / READY_MARKER, marker, label="ready-marker", strict=True)
+        _keep_launcher(target.final, project)
         return target.summary("up-to-date", started, kept=tuple(f"{n}=={v}" for n, v in by_hand))
     python = target.final / "bin" / "python"
     if install:
@@ -377,7 +405,8 @@ def _difference(project: ProjectPaths, target: _Target, record: dict, *, exact: 
         if not done.ok:
             raise BuildFailed(f"installing the locked wheels failed ({done.tail()})",
                               fix=f"run `python -m resolver install --env {target.env.name} --force` to rebuild it")
-    write_text_atomic(target.final / READY_MARKER, marker, label="ready marker")
+    write_record(target.final / READY_MARKER, marker, label="ready-marker", strict=True)
+    _keep_launcher(target.final, project)
     pin = {n: f"{n}=={a.version}" for n, a in wheels.items()}
     return target.summary("installed", started, "difference", "all" if ahead else "none",
                           added=tuple(pin[n] for n in (*difference.added, *restore)),
@@ -396,6 +425,15 @@ def _verified_wheels(project: ProjectPaths, env: LockedEnv, sources: Sources, wh
     finder = Finder(sources, read_pip_config().local_folders, env.channels, manifest_folders(project.root, env.name))
     return [verified_copy(a.location, a.sha256, project.verified_store, finder, name=a.name, progress=progress)
             for a in wheels]
+
+
+def _keep_launcher(final: Path, project: ProjectPaths) -> None:
+    """The launcher of an environment already up to date, written when it is missing or names another
+    project or resolver (the project moved; an environment installed before launchers were written)."""
+    try:
+        write_launcher(final, project.root)
+    except (OSError, ResolverError):  # an environment this user cannot write: it still works, without it
+        pass
 
 
 def _does_not_run(final: Path) -> str | None:

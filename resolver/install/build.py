@@ -46,7 +46,10 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
 
         from resolver.install.progress import wheels_heartbeat
         from resolver.project.timings import Timings
+        from resolver.tools.package_check import check_wheel
 
+        for wheel in wheels:  # bounded before the installer extracts anything
+            check_wheel(wheel)
         info(f"installing {len(wheels) - seeded} locked wheels" + (" and the pip its Python bundles" if seeded else "")
              + " with uv" + (", byte-compiling them" if bytecode else ""))
         timings, key = Timings(project.timings), f"install {env.name} wheels bytecode={bytecode}"

@@ -62,7 +62,8 @@ class Environment:
 
     @property
     def ready(self) -> bool:
-        return (self.path / READY_MARKER).is_file()
+        """Whether install finished this environment here (its marker is one install wrote and sealed)."""
+        return ready_record(self.path) is not None
 
     def child_environ(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """The variables a child in this environment runs with: the resolver package importable (for the

@@ -60,7 +60,7 @@ class EnvBuild:
             files: dict[str, list[int]] = {}
             _link_tree(built, part, recorded=files)
             if not write_record(part / TEMPLATE_MARKER, {"final": str(self.final), "files": files},
-                                label="env-build"):
+                                label="env-build", place=self.folder / TEMPLATE_MARKER):
                 raise OSError("the record of the cached build cannot be written")
             self.drop()
             fs_rename(part, self.folder)

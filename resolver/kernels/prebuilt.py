@@ -34,5 +34,8 @@ def reachable(url: str, *, timeout: float = 5.0) -> bool:
     return isinstance(status, int) and 200 <= status < 400
 
 
+PREBUILT_LIMIT = 2 << 30  # an upstream kernel wheel is a few hundred MB
+
+
 def download(url: str, target: Path, *, timeout: float = 30.0) -> Path:
-    return net.download(url, target, timeout=timeout)
+    return net.download(url, target, timeout=timeout, limit=PREBUILT_LIMIT)

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from resolver.core.errors import BadInput, BuildFailed
-from resolver.core.fs import append_text, copy_file, make_folder, open_no_follow, remove_tree
+from resolver.core.fs import (
+    append_text,
+    copy_file,
+    make_folder,
+    open_no_follow,
+    register_roots,
+    registered_roots,
+    remove_tree,
+)
 from resolver.kernels.logparse import NinjaProgress, first_error
 from resolver.tools import proc
 from resolver.tools.conda import index_channel
@@ -77,7 +85,8 @@ def run_recipe(run: RecipeRun, *, package_label: str,
     or KeyboardInterrupt after stopping the build.
     """
     request = json.dumps({"recipe": str(run.recipe), "variant": run.variant, "context": run.context,
-                          "work_dir": str(run.work_dir), "log_path": str(run.log_path), "label": package_label})
+                          "work_dir": str(run.work_dir), "log_path": str(run.log_path), "label": package_label,
+                          "roots": registered_roots()})  # the child reaches the log and work folder by the same door
     child = proc.spawn([sys.executable, "-m", "resolver.kernels.recipe_run"], stdin=proc.PIPE, stdout=proc.PIPE,
                        stderr=proc.STDOUT)
 
@@ -126,6 +135,7 @@ _ANSWER = "RESOLVER-ANSWER "
 def _child_main() -> int:
     """``python -m resolver.kernels.recipe_run``: one build, the request on stdin, answers on stdout."""
     request = json.loads(sys.stdin.readline())
+    register_roots(request.get("roots", []))
     run = RecipeRun(recipe=Path(request["recipe"]), variant=request["variant"], context=request["context"],
                     work_dir=Path(request["work_dir"]), log_path=Path(request["log_path"]))
 

@@ -13,6 +13,8 @@ from resolver.core.fs import sha256_of
 from resolver.kernels.packages import Sdist
 from resolver.tools.net import download
 
+SDIST_LIMIT = 256 << 20  # the kernels' sdists are a few MB
+
 
 def ensure_sdist(sdist: Sdist, cache: Path, *, timeout: float = 60.0) -> Path:
     """The verified sdist in ``cache`` (downloaded from PyPI if absent); IntegrityError on a wrong hash."""
@@ -27,7 +29,7 @@ def ensure_sdist(sdist: Sdist, cache: Path, *, timeout: float = 60.0) -> Path:
         raise BadInput(f"{sdist.file_name} is not in {cache} and the recipe names no URL",
                        fix=f"copy {sdist.file_name} into {cache}")
     try:
-        return download(sdist.url, target, expected_sha256=sdist.sha256, timeout=timeout)
+        return download(sdist.url, target, expected_sha256=sdist.sha256, timeout=timeout, limit=SDIST_LIMIT)
     except SourceUnreachable as exc:
         raise SourceUnreachable(f"could not download {sdist.file_name} from PyPI ({exc.message})",
                                 fix=f"check the network, or copy the file (sha256 {sdist.sha256}) into {cache}") from None

@@ -98,8 +98,23 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
         planned: list[Any] = locked.file_digests(project) if plans is None else [locked.plan_key(p) for p in plans]
     except (BadInput, OSError):
         return None
+    sources = _sources(project)
     rules = [Path(__file__).with_name(name) for name in ("staleness.py", "reasons.py")]  # the rules, as they are now
-    return fingerprint(*rules, __version__, str(project.root.resolve()), manifest, lock, plans is None, planned, pypi)
+    return fingerprint(*rules, __version__, str(project.root.resolve()), manifest, lock, plans is None, planned, pypi,
+                       None if sources is None else [sources.to_json(), sources.origins],
+                       project.pypi_requires)  # the wheels' own Requires-Dist the check follows
+
+
+def _sources(project: ProjectPaths) -> Sources | None:
+    """The source settings in force here (pixi.toml's and pyproject.toml's [tool.resolver], what the last
+    lock here was told, the environment's variables): part of what a check's answer depends on. None
+    when they cannot be read (``lock`` then says why)."""
+    from resolver.project.sources import Sources
+
+    try:
+        return Sources.load(project.root)
+    except BadInput:
+        return None
 
 
 def _check_memo(project: ProjectPaths):
@@ -126,6 +141,18 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> LockSta
     except BadInput as exc:
         missing = staleness.check(None, manifest, plans).reasons[:-1]
         return LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
-    return staleness.check(lock, manifest, plans, pypi=pypi)
+    return staleness.check(lock, manifest, plans, pypi=pypi, sources=_sources(project),
+                           requires=_verified_requires(project))
+
+
+def _verified_requires(project: ProjectPaths) -> dict[str, tuple[str, ...]]:
+    """``Requires-Dist`` of the wheels this user's resolver read the metadata of here (the index's PEP 658
+    file or the wheel itself, when it locked), by sha256: what the check follows instead of what pixi.lock
+    claims for the same file (a sealed record: one that came with the working tree is none)."""
+    from resolver.core.records import RecordMap
+    from resolver.lock.pypi import _REQUIRES_ENTRY
+
+    known = RecordMap(project.pypi_requires, _REQUIRES_ENTRY)
+    return {sha: tuple(entry["requires_dist"]) for sha, entry in known.entries.items()}
 
 

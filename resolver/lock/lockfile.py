@@ -69,7 +69,7 @@ class PypiArtifact:
         lines = [f"- pypi: {json.dumps(location)}", f"  name: {json.dumps(self.name)}",
                  f"  version: {json.dumps(self.version)}"]
         if self.sha256:
-            lines.append(f"  sha256: {self.sha256}")
+            lines.append(f"  sha256: {yaml_hex(self.sha256)}")
         if self.index:
             lines.append(f"  index: {json.dumps(self.index)}")
         if self.requires_dist:
@@ -373,6 +373,17 @@ def absolute_location(value: str, root: Path) -> str:
         return value
     path = Path(unquote(value))
     return (path if path.is_absolute() else (root / path)).resolve().as_uri() + ("/" if value.endswith("/") else "")
+
+
+def yaml_hex(value: str) -> str:
+    """A hex digest as a YAML value that every reader takes as text: quoted where it would read as a
+    number (all digits, an octal with a leading 0, or digits around one ``e``, a float), plain as pixi
+    writes it otherwise.
+
+    >>> yaml_hex("ab" * 32) == "ab" * 32, yaml_hex("1" * 64) == '"' + "1" * 64 + '"'
+    (True, True)
+    """
+    return json.dumps(value) if re.fullmatch(r"[0-9]+(?:[eE][0-9]+)?", value) else value
 
 
 def _unquote_yaml(value: str) -> str:

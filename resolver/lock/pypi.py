@@ -342,8 +342,14 @@ def _resolution_failure(output: str, skipped: list[str]) -> ResolverError:
 
 
 def _uv_reason(output: str) -> str:
-    """uv's explanation without its box drawing: ``Because torch==9.9 was not found … we can conclude …``."""
-    lines = [re.sub(r"^[\s×╰─▶│├]+", "", line).strip() for line in output.splitlines()]
+    """uv's explanation without its box drawing and its headings: ``Because torch==9.9 was not found … we can
+    conclude …``.
+
+    >>> _uv_reason("error: No solution found when resolving dependencies:\\n  ╰─▶ Because x depends on torch<2.14 "
+    ...            "and you require x, we can conclude that your requirements are unsatisfiable.")
+    'Because x depends on torch<2.14 and you require x, we can conclude that your requirements are unsatisfiable.'
+    """
+    lines = [re.sub(r"^([\s×╰─▶│├]+|error:\s*|cause:\s*)+", "", line).strip() for line in output.splitlines()]
     lines = [line for line in lines if line and not line.lower().startswith(("hint:", "warning:"))]
     text = " ".join(lines[1:] if len(lines) > 1 and lines[0].startswith("No solution found") else lines)
     return (text or "no output")[:300]

@@ -227,6 +227,22 @@ class PackagesNotRequired(Reason):
                f"{self._on()}: {', '.join(self.packages)}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class LocationNotCanonical(Reason):
+    """A locked file recorded at a path of this machine that the sources now map to its canonical address
+    (a ``[tool.resolver.mirrors]`` entry read backwards): a lock now would record that address instead."""
+
+    kind: ClassVar[str] = "location-not-canonical"
+    package: str
+    location: str
+    canonical: str
+
+    @property
+    def sentence(self) -> str:
+        return (f"{LOCK} records {self.package} of environment {self.environment}{self._on()} at {self.location}, "
+                f"a path of this machine that [tool.resolver.mirrors] now maps to {self.canonical}")
+
+
 def _urls(urls: Sequence[str]) -> str:
     """URLs for a sentence, without the credentials an index URL may carry."""
     return ", ".join(_redacted(url) for url in urls)

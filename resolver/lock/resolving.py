@@ -7,7 +7,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from resolver.core.errors import BadInput, SourceUnreachable
 from resolver.core.fs import read_bytes_bounded
@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the resolving half is imported when a lock runs: an unchang
     from resolver.core.model import Plan
     from resolver.lock.canonical import Canonicalizer
     from resolver.lock.lockfile import ExistingLock, LockedEnv
-    from resolver.project.manifest import EnvSpec, Manifest
+    from resolver.project.manifest import Carry, EnvSpec, Manifest
     from resolver.project.pixi_platforms import PixiPlatform
     from resolver.project.sources import Sources
 
@@ -41,11 +41,13 @@ class LockSettings:
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
                no_conda: bool = False, no_pypi: bool = False, info: Info = quiet,
-               edit: Callable[[Manifest], None] | None = None) -> LockSummary:
+               edit: Callable[[Manifest], None] | None = None,
+               carry: Mapping[str, Carry] | None = None) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
     (kept from the existing lock while it holds them as pixi.toml asks, else resolved); write pixi.toml
     and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
-    its classes)."""
+    its classes); ``carry``: per environment of a plan, the user's dependencies it takes from another
+    (``upgrade``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from resolver.core.fs import sha256_text, write_text_atomic
@@ -67,7 +69,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     notes: list[str] = []
     existing = existing_lock(project, manifest, notes, info)
     keep = held(existing, manifest, {plan.env_name for plan in plans})
-    wanted = {manifest.ensure_environment(plan, keep): plan for plan in plans}
+    wanted = {manifest.ensure_environment(plan, keep, (carry or {}).get(plan.env_name)): plan for plan in plans}
     existing = realigned(existing, manifest)  # with the platforms the plans added, as pixi aligns them on load
     changed = manifest.dumps().encode() != before
     for note in manifest.notes:
@@ -82,7 +84,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     try:
         resolving = {(name, platform.name): pool.submit(_resolved, settings, manifest.environment(name, platform.name),
                                                         platform) for name, platform in todo}
-        again = _no_longer_required(existing, project, manifest, {name for name, _, _ in kept}, no_pypi)
+        again = _no_longer_required(existing, project, manifest, {name for name, _, _ in kept}, no_pypi, sources)
         kept = [entry for entry in kept if entry[0] not in again]
         for name in sorted(again):
             for platform in manifest.environment(name).platforms:
@@ -142,18 +144,35 @@ def _preferences(existing: ExistingLock | None, project: ProjectPaths, planned: 
             for name, platforms in envs.items() if name not in planned for env in platforms}
 
 
+def resolves(project: ProjectPaths, manifest: Manifest, name: str, *, sources: Sources,
+             info: Info = quiet) -> str | None:
+    """Whether environment ``name`` of ``manifest`` (as held in memory: nothing is written) resolves on every
+    platform it has: None, or why not in one sentence."""
+    from resolver.lock.canonical import Canonicalizer
+
+    settings = LockSettings(project, sources, Canonicalizer(sources, project), info=info)
+    for platform in manifest.environment(name).platforms:
+        try:
+            lock_environment(settings, manifest.environment(name, platform.name), platform)
+        except BadInput as exc:
+            return exc.message
+    return None
+
+
 def _no_longer_required(existing: ExistingLock | None, project: ProjectPaths, manifest: Manifest, kept: set[str],
-                        no_pypi: bool) -> set[str]:
+                        no_pypi: bool, sources: Sources | None = None) -> set[str]:
     """Of the environments ``kept``, the ones pixi.lock holds with packages nothing in pixi.toml requires
-    any more (a dependency removed), where the resolver can lock them."""
+    any more (a dependency removed), or with a file at a path of this machine that ``sources`` now map to
+    its canonical address (a mirror added), where the resolver can lock them."""
     if existing is None or not kept:
         return set()
     from resolver.lock import staleness
     from resolver.lock.lockfile import locked_envs
 
     status = staleness.check(locked_envs(existing, project.root), manifest, environments=sorted(kept),
-                             pypi=not no_pypi)
-    return {r.environment for r in status.reasons if r.kind == "packages-not-required" and r.environment
+                             pypi=not no_pypi, sources=sources)
+    again = ("packages-not-required", "location-not-canonical")
+    return {r.environment for r in status.reasons if r.kind in again and r.environment
             and not any(manifest.unlockable(r.environment, p) for p in manifest.environment(r.environment).platforms)}
 
 

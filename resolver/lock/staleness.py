@@ -42,6 +42,7 @@ from resolver.lock.reasons import (
     EnvironmentNotDeclared,
     EnvironmentRemoved,
     IndexesChanged,
+    LocationNotCanonical,
     LockMissing,
     PackagesNotRequired,
     PlatformAdded,
@@ -57,14 +58,20 @@ if TYPE_CHECKING:
     from resolver.core.model import Plan
     from resolver.lock.lockfile import LockedEnv, PypiArtifact
     from resolver.project.manifest import EnvSpec, Manifest
+    from resolver.project.sources import Sources
 
 
 # ------------------------------------------------------------------------------------------ check
 def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, plans: Iterable[Plan] = (), *,
-          environments: Iterable[str] | None = None, pypi: bool = True) -> LockStatus:
+          environments: Iterable[str] | None = None, pypi: bool = True, sources: Sources | None = None,
+          requires: Mapping[str, Sequence[str]] | None = None) -> LockStatus:
     """Whether ``lock`` (None: there is no pixi.lock) satisfies ``manifest`` and ``plans``, and every
     reason it does not; ``environments``: only whether these still do (what a relock may carry over);
-    ``pypi=False``: the PyPI packages are not held to pixi.toml (a lock made with ``--no-pypi``)."""
+    ``pypi=False``: the PyPI packages are not held to pixi.toml (a lock made with ``--no-pypi``);
+    ``sources``: the source settings in force, held against where the lock records its files (a path of
+    this machine that a mirror now maps to a canonical address is stale: a lock now records the address);
+    ``requires``: ``Requires-Dist`` of wheels by sha256 as their own metadata says (verified here), followed
+    instead of what the lock claims for the same file."""
     reasons: list[Reason] = []
     names = manifest.environment_names()
     for plan in plans:
@@ -75,7 +82,9 @@ def check(lock: Mapping[str, Sequence[LockedEnv]] | None, manifest: Manifest, pl
         if name not in lock:
             reasons.append(EnvironmentMissing(environment=name))
         else:
-            reasons += _environment_reasons(manifest, name, lock[name], pypi)
+            reasons += _environment_reasons(manifest, name, lock[name], pypi, requires or {})
+            if sources is not None and pypi:
+                reasons += [r for env in lock[name] for r in _location_reasons(env, sources)]
     if environments is None:
         reasons += [EnvironmentRemoved(environment=name) for name in sorted(lock) if name not in names]
     return LockStatus(tuple(reasons))
@@ -118,7 +127,8 @@ def _plan_reasons(manifest: Manifest, names: list[str], plan: Plan) -> Iterator[
         yield PlatformAdded(environment=name, platform=platform.name, found_in=MANIFEST)
 
 
-def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv], pypi: bool) -> Iterator[Reason]:
+def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedEnv], pypi: bool,
+                         requires: Mapping[str, Sequence[str]]) -> Iterator[Reason]:
     from resolver.project.pixi_platforms import lock_identity
     from resolver.project.sources import channel_url
 
@@ -146,7 +156,7 @@ def _environment_reasons(manifest: Manifest, name: str, locked: Sequence[LockedE
             continue
         yield from _conda_reasons(merged, env)
         if pypi:
-            yield from _pypi_reasons(merged, env)
+            yield from _pypi_reasons(merged, env, requires)
     declared = {p.name for p in spec.platforms}
     for platform_name in sorted(by_platform):
         if platform_name not in declared:
@@ -192,7 +202,7 @@ def _conda_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
         yield PackagesNotRequired(**where, ecosystem="conda", packages=tuple(extra))
 
 
-def _pypi_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
+def _pypi_reasons(spec: EnvSpec, env: LockedEnv, requires: Mapping[str, Sequence[str]]) -> Iterator[Reason]:
     where = {"environment": spec.name, "platform": env.platform.name}
     artifacts = {canonical_name(a.name): a for a in env.pypi}
     unmet = False
@@ -209,14 +219,28 @@ def _pypi_reasons(spec: EnvSpec, env: LockedEnv) -> Iterator[Reason]:
             yield DependencyChanged(**where, ecosystem="pypi", package=package, wanted=wanted, found=found)
     if unmet or not artifacts:
         return
-    extra = sorted(set(artifacts) - _pypi_reached(spec, artifacts, _marker_environment(env)))
+    extra = sorted(set(artifacts) - _pypi_reached(spec, artifacts, _marker_environment(env), requires))
     if extra:
         yield PackagesNotRequired(**where, ecosystem="pypi", packages=tuple(extra))
 
 
-def _pypi_reached(spec: EnvSpec, artifacts: dict[str, PypiArtifact], markers: dict[str, str]) -> set[str]:
+def _location_reasons(env: LockedEnv, sources: Sources) -> Iterator[Reason]:
+    """Each locked PyPI file recorded at a path of this machine that ``sources`` map to its canonical address
+    (what :class:`resolver.lock.canonical.Canonicalizer` would record now)."""
+    for art in env.pypi:
+        if not art.location.startswith("file://"):
+            continue
+        canonical = sources.canonical(art.location)
+        if canonical is not None and canonical != art.location:
+            yield LocationNotCanonical(environment=env.name, platform=env.platform.name, package=art.name,
+                                       location=art.location, canonical=canonical)
+
+
+def _pypi_reached(spec: EnvSpec, artifacts: dict[str, PypiArtifact], markers: dict[str, str],
+                  requires: Mapping[str, Sequence[str]] | None = None) -> set[str]:
     """The locked PyPI packages that pixi.toml's requirements reach through ``Requires-Dist`` (markers
-    evaluated for the platform; a requirement that cannot be read or evaluated counts as reached)."""
+    evaluated for the platform; a requirement that cannot be read or evaluated counts as reached): a
+    wheel's own, where ``requires`` knows it by the wheel's sha256, else what the lock records."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     reached: set[str] = set()
@@ -228,7 +252,8 @@ def _pypi_reached(spec: EnvSpec, artifacts: dict[str, PypiArtifact], markers: di
             continue
         visited.add((name, extra))
         reached.add(name)
-        for text in artifacts[name].requires_dist:
+        art = artifacts[name]
+        for text in (requires or {}).get(art.sha256, art.requires_dist):
             try:
                 requirement = Requirement(text)
             except InvalidRequirement:

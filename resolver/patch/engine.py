@@ -32,10 +32,21 @@ from resolver.core.fs import (
     sha256_file,
     sha256_text,
     write_atomic,
-    write_json_atomic,
 )
 from resolver.core.names import check_relative, inside
-from resolver.core.records import SHA256, Fields, Flag, Integer, ListOf, MapOf, OfType, Text, optional, read_record
+from resolver.core.records import (
+    SHA256,
+    Fields,
+    Flag,
+    Integer,
+    ListOf,
+    MapOf,
+    OfType,
+    Text,
+    optional,
+    read_record,
+    write_record,
+)
 from resolver.patch.files import link_or_copy
 from resolver.patch.overlay import HEADER_LIMIT, RECORD_NAME, default_overlay, quoted_siblings, read_header
 from resolver.patch.registry import KnownHeader, PatchSpec, Registry, load_registry
@@ -325,7 +336,7 @@ class _Worker:
                 "file": spec.file, "source_sha256": sha, "sha256": sha256_bytes(new), "siblings": siblings,
                 "forced": forced, "header_state": "unknown" if forced else "original",
                 "changes": [c.to_json() for c in changes], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            write_json_atomic(self.overlay / RECORD_NAME, record, label="overlay-record")
+            write_record(self.overlay / RECORD_NAME, record, label="overlay-record", strict=True)
         except OSError as exc:
             raise _write_error(self.overlay, exc) from None
         return written
@@ -356,7 +367,7 @@ class _Worker:
                     removed.append(path)
             del record["patches"][spec.id]
             if record["patches"]:
-                write_json_atomic(self.overlay / RECORD_NAME, record, label="overlay-record")
+                write_record(self.overlay / RECORD_NAME, record, label="overlay-record", strict=True)
             else:
                 remove_file(self.overlay / RECORD_NAME, missing_ok=False)
                 _remove_empty_dirs(self.overlay)
@@ -379,7 +390,7 @@ class _Worker:
                 and not self.request.check and not self.request.dry_run:
             record["state"] = "applied"
             try:
-                write_json_atomic(path, record, label="in-place-record")
+                write_record(path, record, label="in-place-record", strict=True)
             except OSError:
                 pass
 
@@ -396,10 +407,10 @@ class _Worker:
             mode = source.stat().st_mode & 0o7777
             if sha256_file(backup) != record["sha256_before"]:
                 write_atomic(backup, old, mode=mode, label="backup")
-            write_json_atomic(record_path, record, label="in-place-record")
+            write_record(record_path, record, label="in-place-record", strict=True)
             write_atomic(source, new, mode=mode, label="patch")
             record["state"] = "applied"
-            write_json_atomic(record_path, record, label="in-place-record")
+            write_record(record_path, record, label="in-place-record", strict=True)
         except OSError as exc:
             raise EnvironmentProblem(f"cannot write {source} in place ({exc.strerror})",
                                      fix="run without --in-place (the overlay needs no root), or as the owner of "
@@ -441,7 +452,7 @@ class _Worker:
             remove_file(backup, missing_ok=False)
             if record:
                 record.update(state="reverted", reverted=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-                write_json_atomic(record_path, record, label="in-place-record")
+                write_record(record_path, record, label="in-place-record", strict=True)
         except OSError as exc:
             raise EnvironmentProblem(f"cannot restore {source} ({exc.strerror})",
                                      fix=f"run as the owner of {self.rocm.path}") from None

@@ -40,11 +40,11 @@ def manifest_env_digest(manifest: Manifest, name: str) -> str:
 def save(project: ProjectPaths, plan: Plan, manifest: Manifest, pythons: dict[str, str] | None = None) -> Path:
     """Keep the plan behind an environment, the pixi.toml section it was locked with, and (``pythons``)
     the conda python locked per platform."""
-    from resolver.core.fs import write_json_atomic
+    from resolver.core.records import write_record
 
     path = project.plan_record(plan.env_name)
-    write_json_atomic(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
-                             "manifest_env": manifest_env_digest(manifest, plan.env_name)}, label="plan")
+    write_record(path, {"plan": plan.to_json(), "key": plan_key(plan), "pythons": pythons or {},
+                        "manifest_env": manifest_env_digest(manifest, plan.env_name)}, label="plan", strict=True)
     return path
 
 

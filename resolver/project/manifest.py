@@ -87,6 +87,37 @@ class EnvSpec:
 PYPI_INDEX = "https://pypi.org/simple"
 
 
+@dataclass(frozen=True)
+class Dependency:
+    """One dependency the user declared for an environment, in one of its features: what an upgrade carries
+    into the new environment. ``selector``: the ``[target.SELECTOR]`` table it is under (None: none)."""
+
+    kind: str  # "conda" | "pypi"
+    name: str  # as written (a PyPI name compares by its canonical form)
+    spec: str  # the version as written, for people
+    selector: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        from resolver.core.names import canonical_name
+
+        return self.kind, canonical_name(self.name) if self.kind == "pypi" else self.name, self.selector
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "spec": self.spec, "selector": self.selector}
+
+
+@dataclass(frozen=True)
+class Carry:
+    """What a new environment takes from the one it replaces (``upgrade``): every dependency of ``source``'s
+    features except ``owned`` (what the resolver writes for a plan: torch, python, the plan's conda packages)
+    and those in ``leave_out`` (names that cannot come along)."""
+
+    source: str
+    owned: frozenset[str]
+    leave_out: frozenset[str] = frozenset()
+
+
 class Manifest:
     """A pixi.toml held as a tomlkit document (so writing it back keeps comments and layout): the one writer
     of pixi.toml, every edit saved through :meth:`save`. :meth:`view` reads the run's parsed data instead."""
@@ -364,7 +395,79 @@ class Manifest:
         del table[key]
         return True
 
-    def ensure_environment(self, plan: Plan, keep: Collection[str] = ()) -> str:
+    def _dependency_tables(self, layer: Any) -> list[tuple[str | None, str, Any]]:
+        """(selector, "conda" | "pypi", table) of one layer: its own tables and its ``[target.*]`` ones."""
+        out = []
+        targets = layer.get("target", {})
+        for selector, table in [(None, layer), *((str(k), v) for k, v in targets.items() if isinstance(v, dict))]:
+            for key, kind in (("dependencies", "conda"), ("pypi-dependencies", "pypi")):
+                if isinstance(table.get(key), dict):
+                    out.append((selector, kind, table[key]))
+        return out
+
+    def user_dependencies(self, name: str, owned: Collection[str] = ()) -> tuple[Dependency, ...]:
+        """What environment ``name``'s features declare besides ``owned`` (names the resolver writes for a plan)
+        and the resolver's own default PyPI packages as it writes them (``"*"``): the user's dependencies.
+
+        >>> m = Manifest.parse(EXAMPLE)
+        >>> [(d.kind, d.name, d.spec) for d in m.user_dependencies("cpu", {"torch", "python"})]
+        [('pypi', 'tomli-w', '*'), ('pypi', 'numpy', '<3')]
+        """
+        from resolver.core.names import canonical_name
+
+        owned_keys = {canonical_name(n) for n in owned}
+        found: dict[tuple, Dependency] = {}
+        for layer in self._layers(name):
+            if layer is self.doc:
+                continue  # the default feature: the resolver's own tooling in this layout
+            for selector, kind, table in self._dependency_tables(layer):
+                for dep, spec in table.items():
+                    text = _conda_spec(spec) if kind == "conda" else _pypi_spec(spec)["version"]
+                    if canonical_name(str(dep)) in owned_keys or \
+                            (kind == "pypi" and str(dep).lower() in DEFAULT_PYPI and text in ("", "*")):
+                        continue
+                    dependency = Dependency(kind, str(dep), text or "*", selector)
+                    found[dependency.key] = dependency
+        return tuple(found.values())
+
+    def carry_dependencies(self, feature: str, carry: Carry) -> tuple[Dependency, ...]:
+        """Copy into ``[feature.FEATURE]`` every user dependency of ``carry.source`` but those left out (which are
+        taken out of the feature if an earlier run put them there); returns what was copied."""
+        import tomlkit
+
+        from resolver.core.names import canonical_name
+
+        target = self.doc["feature"][feature]
+        left_out = {canonical_name(n) for n in carry.leave_out}
+        for _, _, table in self._dependency_tables(target):
+            for dep in [d for d in table if canonical_name(str(d)) in left_out]:
+                del table[dep]
+        users = {d.key for d in self.user_dependencies(carry.source, carry.owned)}
+        copied = []
+        for layer in self._layers(carry.source):
+            if layer is self.doc:
+                continue
+            for selector, kind, table in self._dependency_tables(layer):
+                key = "dependencies" if kind == "conda" else "pypi-dependencies"
+                for dep, spec in table.items():
+                    if canonical_name(str(dep)) in left_out or Dependency(kind, str(dep), "", selector).key not in users:
+                        continue
+                    home = target
+                    if selector is not None:
+                        if "target" not in home:
+                            home["target"] = tomlkit.table(is_super_table=True)
+                        if selector not in home["target"]:
+                            home["target"][selector] = tomlkit.table(is_super_table=True)
+                        home = home["target"][selector]
+                    if key not in home:
+                        home[key] = tomlkit.table()
+                    home[key][str(dep)] = _copied(spec)
+                    copied.append(Dependency(kind, str(dep), _conda_spec(spec) if kind == "conda" else
+                                             _pypi_spec(spec)["version"], selector))
+        return tuple(copied)
+
+    # -- writing ------------------------------------------------------------------------------
+    def ensure_environment(self, plan: Plan, keep: Collection[str] = (), carry: Carry | None = None) -> str:
         """Add or update feature + environment ``plan.env_name`` for ``plan``; returns the name.
 
         ``keep``: environments pixi.lock holds that are not locked now; a platform the plan needs is
@@ -430,7 +533,32 @@ class Manifest:
             # the default feature holds the resolver's own tooling (python + its libraries), not the target's
             entry["no-default-feature"] = True
             envs[name] = entry
+        if carry is not None and carry.source != name:
+            self.carry_dependencies(name, carry)
         return name
+
+    def serve_platform(self, subdir: str, environments: Collection[str]) -> None:
+        """Lock ``environments`` (CPU ones: a GPU environment serves the machines its plan is for) for
+        ``subdir`` too: declared in [workspace] platforms (a bare subdir, pixi's defaults) unless a platform
+        of that subdir is, and named in each environment's own feature's ``platforms``."""
+        import tomlkit
+
+        platform = next((p for p in self.platforms().values() if p.subdir == subdir and p.cuda is None), None)
+        if platform is None:
+            ws = self.workspace
+            if "platforms" not in ws:
+                ws["platforms"] = tomlkit.array()
+            ws["platforms"].append(subdir)
+            self.added.append(f"platform {subdir}")
+            platform = PixiPlatform.from_entry(subdir)
+        for name in environments:
+            self._check_ours(name)
+            feature = self.doc["feature"][name]
+            if "platforms" not in feature:
+                continue  # it names none: it has every workspace platform already
+            if platform.name not in [str(p) for p in feature["platforms"]]:
+                feature["platforms"].append(platform.name)
+                self.added.append(f"platform {platform.name} to environment {name}")
 
     def planned_platform(self, plan: Plan) -> PixiPlatform:
         """The workspace platform a plan's environment runs on: one the workspace has (the subdir's own
@@ -573,6 +701,37 @@ def _selectors(platform: str | None, chosen: PixiPlatform | None) -> set[str]:
 def _source_kind(spec: Any) -> list[str]:
     """``["git"]`` for ``{ git = ... }`` (a path, a URL likewise); ``[]`` for a version pin."""
     return [kind for kind in ("git", "path", "url") if isinstance(spec, dict) and kind in spec][:1]
+
+
+def _copied(spec: Any) -> Any:
+    """A dependency's value as a new item (an inline table stays one), to write under another feature."""
+    import tomlkit
+
+    value = spec.unwrap() if hasattr(spec, "unwrap") else spec
+    if isinstance(value, dict):
+        table = tomlkit.inline_table()
+        table.update(value)
+        return table
+    return value
+
+
+EXAMPLE = """[workspace]
+name = "x"
+channels = ["conda-forge"]
+platforms = ["linux-64"]
+
+[feature.cpu.dependencies]
+python = "3.11.*"
+
+[feature.cpu.pypi-dependencies]
+torch = { version = "==2.13.0+cpu", index = "https://download.pytorch.org/whl/cpu" }
+transformers = "*"
+tomli-w = "*"
+numpy = "<3"
+
+[environments]
+cpu = { features = ["cpu"], solve-group = "cpu", no-default-feature = true }
+"""
 
 
 def _pypi_spec(spec: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from resolver.core.errors import Busy
+from resolver.core.seal import user_cache_dir  # where the seal's key lives too: the ground floor's
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class ProjectPaths:
 
     @classmethod
     def discover(cls, start: str | Path | None = None) -> "ProjectPaths":
-        """The nearest folder at or above ``start`` (default: cwd) holding pixi.toml; else ``start``.
+        """The nearest folder at or above ``start`` (default: cwd) holding pixi.toml; else the project of
+        the environment the user is in (``RESOLVER_ENV_PROJECT``, set by its ``bin/mamba-resolver``:
+        :mod:`resolver.install.launcher`), when it still holds a pixi.toml; else ``start``.
 
         ``RESOLVER_PROJECT`` overrides the search.
         """
@@ -56,6 +59,9 @@ class ProjectPaths:
         for folder in (here, *here.parents):
             if (folder / "pixi.toml").is_file():
                 return cls(folder)
+        entered = os.environ.get("RESOLVER_ENV_PROJECT")
+        if entered and os.path.isabs(entered) and (Path(entered) / "pixi.toml").is_file():
+            return cls(Path(entered).resolve())
         return cls(here)
 
     @property
@@ -329,16 +335,3 @@ def tool_answers() -> Path | None:
 
 
 ENV_TREES = ((".resolver", "envs", "*"),)  # the installed environments: trees of their own below the project
-
-
-def user_cache_dir() -> Path | None:
-    """The resolver's folder in the user's cache (``$XDG_CACHE_HOME/mamba-resolver``, ``~/.cache/…``):
-    what is worth keeping across projects (verified artefacts, unpacked conda packages, remembered plans,
-    the answers of toolkit binaries)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not base or base.startswith("~"):
-        return None
-    from resolver.core.fs import register_root
-
-    register_root(Path(base) / "mamba-resolver", what="the resolver's folder in the user's cache")
-    return Path(base) / "mamba-resolver"

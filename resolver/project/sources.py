@@ -102,7 +102,6 @@ class Sources:
     def remember(self, root: Path) -> None:
         """Keep what flags and environment variables set, for the next run in this checkout (what an
         earlier lock remembered stays until a flag or variable sets that key again)."""
-        from resolver.core.fs import write_json_atomic
         from resolver.core.names import redact_url
 
         chosen = {key: getattr(self, key.replace("-", "_")) for key, origin in self.origins
@@ -112,7 +111,9 @@ class Sources:
                 for k, v in sorted(chosen.items()) if not isinstance(v, str) or redact_url(v) == v}
         path = ProjectPaths(root).sources_record
         if chosen or path.is_file():
-            write_json_atomic(path, {k: v for k, v in kept.items() if v}, label="sources")
+            from resolver.core.records import write_record
+
+            write_record(path, {k: v for k, v in kept.items() if v}, label="sources", strict=True)
 
     def mirror(self, url: str) -> str:
         """``url`` with the longest matching mirror prefix replaced."""

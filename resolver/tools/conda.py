@@ -26,9 +26,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Coroutine
+from typing import Any, Callable, Coroutine
 
-from resolver.core.errors import BadInput, BuildFailed, IntegrityError, Refusal, SourceUnreachable
+from resolver.core.errors import BadInput, BuildFailed, IntegrityError, Refusal, ResolverError, SourceUnreachable
 from resolver.core.fs import read_text_bounded, write_text_atomic
 from resolver.core.names import canonical_name
 from resolver.core.platforms import PLATFORMS, host_subdir
@@ -368,9 +368,14 @@ class PackageListing:
     members: tuple[Member, ...]
 
 
-def read_package(path: Path, *, info_limit: int, member_limit: int) -> PackageListing:
+def read_package(path: Path, *, info_limit: int, member_limit: int, unpacked_limit: int,
+                 before_payload: Callable[[dict[str, bytes]], None] | None = None) -> PackageListing:
     """List a ``.conda`` or ``.tar.bz2`` package without extracting it: py-rattler streams the archive and
-    reads the two info files (at most ``info_limit`` bytes each). An archive that cannot be read is one
+    reads the two info files (at most ``info_limit`` bytes each), then ``before_payload(info)`` (which may
+    refuse the package before its payload is read), then the payload's headers. The payload is bounded as
+    it streams: at most ``member_limit`` members, and at most ``unpacked_limit`` bytes unpacked, counted
+    from each member's header before its data is read, so a small archive that unpacks to terabytes stops
+    at the first header past the bound. An archive that cannot be read, or past a bound, is one
     :class:`IntegrityError` naming the file (never a panic)."""
     rattler()
     from rattler.package_streaming import PackageArchive
@@ -383,10 +388,17 @@ def read_package(path: Path, *, info_limit: int, member_limit: int) -> PackageLi
                 if entry.size > info_limit:
                     raise _TooLarge(f"{entry.name} is larger than {info_limit >> 20} MiB")
                 info[entry.name] = await entry.read()
+        if before_payload is not None:
+            before_payload(info)
         members: list[Member] = []
+        unpacked = 0
         async for entry in archive.stream("pkg"):
             if len(members) >= member_limit:
                 raise _TooLarge(f"it holds more than {member_limit} files")
+            unpacked += max(int(entry.size or 0), 0) if entry.is_file else 0
+            if unpacked > unpacked_limit:
+                raise _TooLarge(f"it unpacks to more than {size_text(unpacked_limit)} (a file of "
+                                f"{size_text(int(entry.size or 0))} among them)")
             kind = "symlink" if entry.is_symlink else "hardlink" if entry.is_hardlink else \
                 "file" if entry.is_file else "dir"
             members.append(Member(entry.name, kind, entry.link_target if entry.is_link else None))
@@ -394,6 +406,12 @@ def read_package(path: Path, *, info_limit: int, member_limit: int) -> PackageLi
 
     try:
         return run(listing())
+    except ResolverError:
+        raise
+    except _TooLarge as exc:
+        raise IntegrityError(f"package {path.name} is refused: {exc}",
+                             fix="rebuild the package; a package from a channel you do not publish: tell its "
+                                 "publisher, and do not use it") from None
     except BaseException as exc:
         if not is_rattler_failure(exc):
             raise
@@ -404,6 +422,46 @@ def read_package(path: Path, *, info_limit: int, member_limit: int) -> PackageLi
 
 class _TooLarge(Exception):
     pass
+
+
+def read_package_index(path: Path, *, limit: int) -> bytes | None:
+    """The bytes of a ``.conda`` or ``.tar.bz2`` package's ``info/index.json`` (None: it has none), read
+    without extracting anything and without listing its files (at most ``limit`` bytes). An archive that
+    cannot be read is one :class:`IntegrityError` naming the file."""
+    rattler()
+    from rattler.package_streaming import PackageArchive
+
+    async def index() -> bytes | None:
+        archive = await PackageArchive.from_path(path)
+        async for entry in archive.stream("info"):
+            if entry.name == "info/index.json" and entry.is_file:
+                if entry.size > limit:
+                    raise _TooLarge(f"its info/index.json is larger than {limit >> 10} KiB")
+                return await entry.read()
+        return None
+
+    try:
+        return run(index())
+    except _TooLarge as exc:
+        raise IntegrityError(f"package {path.name} is refused: {exc}", fix="build or download it again") from None
+    except BaseException as exc:
+        if not is_rattler_failure(exc):
+            raise
+        raise IntegrityError(f"package {path.name} is refused: its archive cannot be read ({_one_line(exc)})",
+                             fix="build or download it again; a package from a channel you do not publish: "
+                                 "tell its publisher") from None
+
+
+def size_text(n: int) -> str:
+    """A byte count for a sentence.
+
+    >>> size_text(5 << 30), size_text(1536 << 30), size_text(3 << 20)
+    ('5.0 GiB', '1.5 TiB', '3.0 MiB')
+    """
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
 
 
 def version_matches(spec: str, version: str) -> bool:

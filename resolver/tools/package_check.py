@@ -15,7 +15,11 @@ refuses it, as one :class:`IntegrityError` (exit 4) naming the file and the reas
 * a link in it leads outside the environment: a symbolic link is resolved through the package's own
   links, so ``lib -> ../..``, ``etc -> /etc`` and chains of links that climb out are all refused; a
   hard link names another member;
-* ``paths.json`` is missing, malformed, or lists a file the archive does not hold.
+* ``paths.json`` is missing, malformed, or lists a file the archive does not hold;
+* it unpacks to more than :func:`unpacked_bound` allows (a hundred times its size, at most 32 GiB) or
+  holds more than :data:`MEMBER_LIMIT` files: refused from its paths.json before its payload is read,
+  and from each member's header while it streams, so a small archive of terabytes of zeros stops in
+  well under a second.
 
 >>> path_problem("lib/libfoo.so"), path_problem("../escape.txt"), path_problem("/etc/passwd")
 (None, "a '..' part", 'an absolute path')
@@ -37,6 +41,9 @@ from resolver.core.names import printable
 PACKAGE_SUFFIXES = (".conda", ".tar.bz2")
 INFO_LIMIT = 64 << 20  # paths.json of the largest packages (pytorch) is a few MiB
 MEMBER_LIMIT = 500_000  # files of one package (pytorch: about 20 000)
+UNPACKED_LIMIT = 32 << 30  # bytes one package may unpack to (the largest CUDA libraries: a few GiB)
+UNPACKED_RATIO = 100  # unpacked bytes per archive byte (zstd on text and code: ~10; a bomb of zeros: ~30 000)
+UNPACKED_FLOOR = 256 << 20  # a tiny package may still unpack to this much, whatever its ratio
 PATH_MAX = 4096
 NAME_MAX = 255
 LINK_HOPS = 40  # links followed while resolving one (the kernel's own limit)
@@ -54,6 +61,20 @@ class PathEntry:
 
     path: str
     path_type: str
+    size: int = 0
+
+
+def unpacked_bound(archive_size: int) -> int:
+    """The most bytes a package archive of ``archive_size`` bytes may unpack to: :data:`UNPACKED_RATIO`
+    times its size (at least :data:`UNPACKED_FLOOR`), and never past :data:`UNPACKED_LIMIT`. Checked
+    before its payload is read (its paths.json) and while it streams (each member's header).
+
+    >>> unpacked_bound(1000) == UNPACKED_FLOOR, unpacked_bound(37 << 20) == 3700 << 20
+    (True, True)
+    >>> unpacked_bound(1 << 30) == UNPACKED_LIMIT
+    True
+    """
+    return min(UNPACKED_LIMIT, max(UNPACKED_FLOOR, UNPACKED_RATIO * archive_size))
 
 
 def check_package(path: Path, *, record: Mapping[str, Any] | None = None, subdir: str | None = None) -> None:
@@ -61,12 +82,24 @@ def check_package(path: Path, *, record: Mapping[str, Any] | None = None, subdir
     package whose every path and link stays inside the environment, matching ``record`` (its entry in the
     channel's index, when it comes from a channel) and named for what it holds."""
     from resolver.core.fs import sha256_of
-    from resolver.tools.conda import read_package
+    from resolver.tools.conda import read_package, size_text
 
     name = printable(path.name)
     if record is not None and record.get("sha256") is not None and record.get("sha256") != sha256_of(path):
         _refuse(name, "its sha256 is not the one the channel's index records for it")
-    listing = read_package(path, info_limit=INFO_LIMIT, member_limit=MEMBER_LIMIT)
+    bound = unpacked_bound(path.stat().st_size)
+
+    def before_payload(info: dict[str, bytes]) -> None:  # what paths.json states, before a byte of the payload
+        if info.get("info/paths.json") is not None:
+            stated = parse_paths_json(info["info/paths.json"], what=f"package {name} is refused: its info/paths.json")
+            total = sum(entry.size for entry in stated)
+            if total > bound:
+                _refuse(name, f"its info/paths.json says it unpacks to {size_text(total)}, more than the "
+                              f"{size_text(bound)} a package of {size_text(path.stat().st_size)} may (a decompression "
+                              "bomb, or not a package)")
+
+    listing = read_package(path, info_limit=INFO_LIMIT, member_limit=MEMBER_LIMIT, unpacked_limit=bound,
+                           before_payload=before_payload)
     if listing.index_json is None:
         _refuse(name, "it holds no info/index.json")
     if listing.paths_json is None:
@@ -105,6 +138,29 @@ def check_package(path: Path, *, record: Mapping[str, Any] | None = None, subdir
             _refuse(name, f"info/paths.json lists {_show(entry.path)}, which its archive does not hold")
 
 
+def check_wheel(path: Path) -> None:
+    """Refuse (one :class:`IntegrityError`, exit 4) a wheel that is not a readable zip, holds more than
+    :data:`MEMBER_LIMIT` files, or whose members unpack (by its central directory, read before anything is
+    extracted) to more than :func:`unpacked_bound` of its size: a zip bomb never reaches the installer,
+    which extracts each member to the size its header states or fails."""
+    import zipfile
+
+    from resolver.tools.conda import size_text
+
+    name = printable(path.name)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        _refuse(name, "it is not a readable zip archive")
+    if len(members) > MEMBER_LIMIT:
+        _refuse(name, f"it holds more than {MEMBER_LIMIT} files")
+    total, bound = sum(member.file_size for member in members), unpacked_bound(path.stat().st_size)
+    if total > bound:
+        _refuse(name, f"it unpacks to {size_text(total)}, more than the {size_text(bound)} a wheel of "
+                      f"{size_text(path.stat().st_size)} may (a decompression bomb, or not a wheel)")
+
+
 def _refuse(name: str, reason: str) -> None:
     raise IntegrityError(f"package {name} is refused: {reason}", fix=_FIX)
 
@@ -131,7 +187,7 @@ def parse_paths_json(data: bytes | str, *, what: str = "info/paths.json") -> tup
 
     >>> parse_paths_json('{"paths": [{"_path": "bin/x", "path_type": "hardlink", "size_in_bytes": 3}], '
     ...                  '"paths_version": 1}')
-    (PathEntry(path='bin/x', path_type='hardlink'),)
+    (PathEntry(path='bin/x', path_type='hardlink', size=3),)
     >>> parse_paths_json('{"paths": [{"_path": 7}]}')
     Traceback (most recent call last):
     ...
@@ -153,7 +209,7 @@ def parse_paths_json(data: bytes | str, *, what: str = "info/paths.json") -> tup
         problem = _entry_problem(item)
         if problem:
             raise IntegrityError(f"{what} is malformed: entry {number} {problem}", fix=_FIX)
-        entries.append(PathEntry(item["_path"], item.get("path_type", "hardlink")))
+        entries.append(PathEntry(item["_path"], item.get("path_type", "hardlink"), item.get("size_in_bytes", 0)))
     return tuple(entries)
 
 

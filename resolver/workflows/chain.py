@@ -20,7 +20,7 @@ from typing import Any, Callable
 from resolver.core.errors import CheckFailed, EnvironmentProblem
 from resolver.core.fingerprint import fingerprint
 from resolver.core.model import Plan
-from resolver.install.environment import READY_MARKER, Environment
+from resolver.install.environment import READY_MARKER, Environment, ready_record
 from resolver.kernels.summary import BuildOptions
 from resolver.project.paths import ProjectPaths
 from resolver.workflows.steps import Caveat, Stamps, jsonable
@@ -93,7 +93,7 @@ class Chain:
         return run
 
     def _environment(self) -> Environment | None:
-        if self.options.dry_run and not (self.project.env(self.env_name) / READY_MARKER).is_file():
+        if self.options.dry_run and ready_record(self.project.env(self.env_name)) is None:
             return None
         return Environment.find(self.project, self.env_name)
 
@@ -108,7 +108,7 @@ class Chain:
         if stamps is not None:
             inputs = fingerprint(installing.locked_environment_digest(self.project, name), READY_MARKER,
                             env_path / READY_MARKER)
-            if not options.force and (env_path / READY_MARKER).is_file() and stamps.is_current("install", inputs):
+            if not options.force and ready_record(env_path) is not None and stamps.is_current("install", inputs):
                 return Outcome("skipped", f"{env_path} matches pixi.lock")
         if options.dry_run:
             return Outcome("would-run", f"environment {name} is missing or differs from pixi.lock")

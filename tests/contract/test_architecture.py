@@ -9,6 +9,10 @@
 * **The in-environment program** (``verify/inenv``) imports nothing of the resolver but itself and
   the wire it answers on: it runs inside environments, under their Python.
 * **One home per fact**: each fact of :data:`FACTS` is written in its home and nowhere else.
+* **One door for the filesystem**: nothing but ``core/fs.py`` opens, reads, writes, renames, copies or
+  deletes a file (``open(``, ``Path.read_*``/``write_*``/``open``/``unlink``/``rename``/``replace``/``touch``,
+  ``os.open``/``remove``/``unlink``/``rename``/``replace``, ``shutil.rmtree``/``copy*``/``move``), except the
+  few places of :data:`DOOR_ALLOWED`, each with its reason.
 
 Each rule is a function over a source tree, so the tests below also plant a violation in a scratch
 tree and show the rule catches it.
@@ -212,8 +216,69 @@ FACTS = (
          ("core/fingerprint.py",), "key = sha256_text(json.dumps(inputs, sort_keys=True))"),
     Fact("deciding a plan", r"(?<![\w.])decide\(", ("plan/planning.py", "plan/decide/"),
          "outcome = decide(profile, request, knowledge)"),
+    Fact("a JSON file written without the records' seal (a record goes through core/records.py write_record)",
+         r"\bwrite_json_atomic\b", ("core/fs.py", "workflows/upgrade/report.py", "workflows/upgrade/fleet.py"),
+         "write_json_atomic(project.stamps / 'steps.json', data)"),
     Fact("the verified store's layout", r"\[:2\]\s*/", ("tools/store.py",), "path = root / sha[:2] / sha / name"),
 )
+
+
+# ------------------------------------------------------------------------------------------- the door
+
+# (file relative to resolver/, the call it may make, why): the only file operations outside core/fs.py
+DOOR_ALLOWED = (
+    ("verify/inenv/", "*", "the in-environment program runs inside an environment under its own Python and may "
+                           "import nothing of the resolver (it reads the model files and writes the logits it is told)"),
+    ("tools/net.py", ".open", "urllib's opener opens a URL (a stream over the network), not a file; file:// URLs "
+                              "are answered through the door"),
+    ("lock/pypi.py", ".open", "a member of a wheel opened by zipfile, from the wheel the door opened"),
+    ("cli.py", "os.open", "/dev/null put in place of stdout when the reader of the output went away"),
+    ("install/template.py", "shutil.copy2", "the cached environment is recreated file by file with hard links "
+                                            "(a copy where the file system has none) below folders the door made"),
+)
+_PATH_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "unlink", "touch"}
+_OS_CALLS = {"open", "remove", "unlink", "rename", "replace", "removedirs", "renames"}
+_SHUTIL_CALLS = {"rmtree", "copy", "copy2", "copyfile", "copyfileobj", "copytree", "move"}
+
+
+def _door_call(node: ast.Call) -> str | None:
+    """The file operation ``node`` is (``open``, ``.read_text``, ``os.remove``, ``shutil.rmtree``, ...), or None."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "open":
+        return "open"
+    if not isinstance(func, ast.Attribute):
+        return None
+    owner = func.value.id if isinstance(func.value, ast.Name) else None
+    if owner == "os" and func.attr in _OS_CALLS:
+        return f"os.{func.attr}"
+    if owner == "io" and func.attr == "open":
+        return "io.open"
+    if owner == "shutil" and func.attr in _SHUTIL_CALLS:
+        return f"shutil.{func.attr}"
+    if func.attr in _PATH_METHODS or func.attr == "open":
+        return f".{func.attr}"
+    if func.attr in ("rename", "replace") and len(node.args) == 1 and not node.keywords:  # Path's; str.replace takes 2
+        return f".{func.attr}"
+    return None
+
+
+def _door_allowed(relative: str, call: str) -> bool:
+    return any((relative == where or (where.endswith("/") and relative.startswith(where))) and what in ("*", call)
+               for where, what, _why in DOOR_ALLOWED)
+
+
+def door_problems(root: Path = PACKAGE) -> list[str]:
+    problems = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if "__pycache__" in path.parts or relative == "core/fs.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            call = _door_call(node) if isinstance(node, ast.Call) else None
+            if call is not None and not _door_allowed(relative, call):
+                problems.append(f"resolver/{relative}:{node.lineno}: {call}( outside the door; open, read, write, "
+                                "rename and delete files through resolver/core/fs.py")
+    return problems
 
 
 def _is_home(relative: str, fact: Fact) -> bool:
@@ -252,6 +317,25 @@ def test_the_in_environment_program_imports_only_itself_and_its_wire():
 
 def test_each_fact_is_written_only_in_its_home():
     assert fact_problems() == []
+
+
+def test_files_are_touched_only_through_the_door():
+    assert door_problems() == []
+
+
+def test_the_doors_allowlist_is_short_and_each_entry_is_used_and_says_why():
+    assert len(DOOR_ALLOWED) <= 5  # docs/architecture.md states the count
+    for where, what, why in DOOR_ALLOWED:
+        assert len(why) > 40, where
+        files = [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).as_posix().startswith(where)]
+        used = [p for p in files for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.Call)
+                and _door_call(n) is not None and what in ("*", _door_call(n))]
+        assert used, f"{where} {what} is allowed but no longer used: drop it from DOOR_ALLOWED"
+
+
+def test_the_documented_allowlist_count_is_the_real_one():
+    text = (REPO / "docs" / "architecture.md").read_text()
+    assert f"{len(DOOR_ALLOWED)} places outside the door" in text
 
 
 def test_the_layer_list_names_every_folder_of_the_package():
@@ -333,6 +417,31 @@ def test_a_planted_copy_of_each_fact_is_caught(tmp_path, fact):
     root = _tree(tmp_path, {"lock/copy.py": fact.example + "\n", home: fact.example + "\n"})
     assert fact_problems(root, (fact,)) == [f"resolver/lock/copy.py:1: {fact.name} is written here; its home is "
                                             f"{', '.join(fact.homes)}"]
+
+
+@pytest.mark.parametrize("line", [
+    "data = open(path).read()", "text = path.read_text()", "blob = (folder / 'x').read_bytes()",
+    "p.write_text('x')", "p.write_bytes(b'x')", "with path.open('rb') as f: pass", "os.remove(p)", "os.unlink(p)",
+    "p.unlink(missing_ok=True)", "os.rename(a, b)", "os.replace(a, b)", "tmp.rename(final)", "tmp.replace(final)",
+    "shutil.rmtree(d)", "shutil.copy2(a, b)", "shutil.copyfile(a, b)", "shutil.move(a, b)", "fd = os.open(p, 0)",
+    "p.touch()", "io.open(p)",
+])
+def test_a_planted_file_operation_outside_the_door_is_caught(tmp_path, line):
+    root = _tree(tmp_path, {"lock/sneaky.py": f"import io, os, shutil\ndef f(path, p, a, b, d, tmp, final, folder):\n"
+                                              f"    {line}\n"})
+    assert [p for p in door_problems(root) if p.startswith("resolver/lock/sneaky.py:3:")], line
+
+
+def test_the_door_itself_and_text_replace_are_not_caught(tmp_path):
+    root = _tree(tmp_path, {"core/fs.py": "def f(p):\n    return open(p).read()\n",
+                            "lock/fine.py": "def f(s, fs):\n    return s.replace('a', 'b'), fs.read_text_bounded(s)\n"})
+    assert door_problems(root) == []
+
+
+def test_an_allowed_operation_is_allowed_only_where_listed(tmp_path):
+    root = _tree(tmp_path, {"cli.py": "import os\nfd = os.open('/dev/null', 1)\n",
+                            "commands/x.py": "import os\nfd = os.open('/dev/null', 1)\n"})
+    assert [p.split(":")[0] for p in door_problems(root)] == ["resolver/commands/x.py"]
 
 
 def test_the_cycle_finder():

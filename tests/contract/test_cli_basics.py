@@ -40,3 +40,35 @@ def test_unknown_target_suggests():
     with pytest.raises(ResolverError) as info:
         Target.parse("cuda")
     assert "did you mean" in str(info.value)
+
+
+def _crash(*args, **kwargs):  # noqa: ANN002, ANN003
+    raise RuntimeError("a bug")
+
+
+def test_a_crash_log_lands_in_the_projects_logs_not_the_current_folder(tmp_path, monkeypatch):
+    """An internal error (exit 70) run from a folder inside the project: its traceback goes to the
+    project's .resolver/logs, and the folder it ran in gets nothing; outside any project, to the
+    temporary folder (no .resolver made wherever a command ran)."""
+    import tempfile
+
+    import resolver.commands.plan as plan_command
+    from resolver.cli import main
+
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "pixi.toml").write_text('[workspace]\nname = "t"\nchannels = []\nplatforms = ["linux-64"]\n')
+    monkeypatch.delenv("RESOLVER_PROJECT", raising=False)
+    monkeypatch.setattr(plan_command, "run", _crash)  # a bug, where the last line of defence catches it
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.chdir(project / "docs")
+    assert main(["plan"]) == 70
+    logs = list((project / ".resolver" / "logs").glob("crash-*.log"))
+    assert len(logs) == 1 and "RuntimeError: a bug" in logs[0].read_text()
+    assert not (project / "docs" / ".resolver").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["plan"]) == 70
+    assert not (elsewhere / ".resolver").exists() and list((tmp_path / "tmp").glob("crash-*.log"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support import DATA, REPO, cli, projects
+from support import DATA, REPO, cli, projects, shipped_manifest
 from support.schemas import SCHEMAS, registry, schema, validate, validate_output
 
 from resolver.cli import COMMANDS
@@ -84,7 +84,7 @@ def test_plan_for_a_machine_a_fleet_and_a_refusal(tmp_path):
 def test_setup_dry_run_and_patch(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = cli.run("setup", "--target", "rocm6.0", "--dry-run", "--json", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     document = validate_output("setup", done.stdout, 0)
@@ -112,6 +112,12 @@ def test_lock_and_build_matrix(fleet_project):
                      project=fleet_project)
     assert locked.returncode == 0, locked.stderr[-2000:]
     assert validate_output("lock", locked.stdout, 0)["fleet"]["classes"]
+    for checked_again in (cli.run("lock", "--check", "--json", project=fleet_project),  # current, or each reason
+                          cli.run("lock", "--check", "--target", "cpu", "--no-pypi", "--json", project=fleet_project)):
+        assert checked_again.returncode in (0, 1), checked_again.stderr[-2000:]
+        document = validate_output("lock", checked_again.stdout, 0)
+        assert document["current"] is (checked_again.returncode == 0)
+        assert document["current"] or document["reasons"]
     matrix = cli.run("build", "--matrix", "--json", project=fleet_project)
     assert matrix.returncode == 0, matrix.stderr[-2000:]
     assert set(validate_output("build", matrix.stdout, 0)) == {"include"}  # GitHub's form, no more

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
-from support import REPO
+from support import REPO, cli, shipped_manifest
 from support.readme import EXPECTED_EXIT
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -42,8 +39,7 @@ def test_every_tour_command_has_an_expectation():
 def test_tour_command_runs(command, cpu_project):
     argv = shlex.split(command)
     assert argv[:3] == ["python", "-m", "resolver"]
-    env = dict(os.environ, RESOLVER_PROJECT=str(cpu_project))
-    done = subprocess.run([sys.executable, *argv[1:]], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = cli.run(*argv[3:], project=cpu_project, cwd=REPO, timeout=300)
     assert done.returncode == EXPECTED_EXIT[command], done.stderr[-2000:]
     assert "Traceback" not in done.stdout + done.stderr
     if "rocm6.0" in command:
@@ -55,15 +51,13 @@ def test_tour_command_runs(command, cpu_project):
 def test_first_command_runs_the_main_job_end_to_end(cpu_project):
     """`resolver setup` on this machine's embedded default: CPU plan, CPU environment, verify on the
     reference path; a second run skips every step."""
-    env = dict(os.environ, RESOLVER_PROJECT=str(cpu_project))
-    cmd = [sys.executable, "-m", "resolver", "setup", "--json"]
-    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    first = cli.run("setup", "--json", project=cpu_project, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
     report = json.loads(first.stdout)
     assert report["complete"] and report["plan"]["backend"] == "cpu"
     assert report["plan"]["torch"]["version"] == "2.13.0"
     assert report["verify"]["ok"] and report["environment"].endswith(".resolver/envs/cpu")
-    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    second = cli.run("setup", "--json", project=cpu_project, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     statuses = {s["name"]: s["status"] for s in json.loads(second.stdout)["steps"]}
     assert statuses == {"probe": "done", "plan": "done", "lock": "skipped", "install": "skipped",
@@ -74,10 +68,8 @@ def test_setup_for_another_machine_stops_after_the_lock(tmp_path):
     """`setup --target rocm6.0` on a machine without AMD GPUs: plan + lock, then what remains."""
     project = tmp_path / "p"
     project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    env = dict(os.environ, RESOLVER_PROJECT=str(project))
-    done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "rocm6.0", "--dry-run", "--json"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    (project / "pixi.toml").write_text(shipped_manifest())
+    done = cli.run("setup", "--target", "rocm6.0", "--dry-run", "--json", project=project, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert [p["id"] for p in report["plan"]["patches"]] == ["rocm6.0-bf16-inline"]

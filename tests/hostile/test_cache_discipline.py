@@ -3,7 +3,10 @@ data: a crafted one of each kind is ignored, through the real code that reads it
 the one computed without it. Crafted four ways: a symbolic link to a record outside (never followed,
 never written through), a FIFO (never blocks), JSON whose values are commands and flags (never run,
 never passed on), and a record of the right shape with a planted answer that this user did not write
-(another owner, or writable by others: never trusted)."""
+(another owner, or writable by others: never trusted). And three ways a record arrives with the working
+tree: plain JSON as a clone or a pull request brings it, one sealed by this user for another checkout,
+one sealed by another user's key (resolver.core.seal: each reads as absent, and the work is done again).
+The crafted ones above carry this user's seal, so each is refused for what it is, not for a missing seal."""
 
 from __future__ import annotations
 
@@ -16,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import DATA
+from support import DATA, records
 from support import channel_factory as cf  # noqa: E402
 
+from resolver.core.seal import seal  # noqa: E402
 from resolver.project.paths import RECORD_KINDS, ProjectPaths  # noqa: E402
 
-VARIANTS = ["link", "fifo", "commands", "foreign-writable"] + (["foreign-owner"] if os.getuid() == 0 else [])
+VARIANTS = ["link", "fifo", "commands", "foreign-writable", "from-a-clone", "another-checkout", "another-key"] \
+    + (["foreign-owner"] if os.getuid() == 0 else [])
 
 
 class Kind:
@@ -578,7 +583,7 @@ def test_every_declared_kind_of_record_has_a_crafted_file_test():
 def _plant(path: Path, variant: str, planted: Any, tmp: Path) -> Path:
     """Put the crafted record at ``path``; the file outside it may point at (for a link)."""
     outside = tmp / "outside.json"
-    outside.write_text(json.dumps(planted))
+    outside.write_bytes(seal(path, json.dumps(planted).encode()))  # sealed for the place the link is at
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink() or path.exists():
         path.unlink()
@@ -587,9 +592,20 @@ def _plant(path: Path, variant: str, planted: Any, tmp: Path) -> Path:
     elif variant == "fifo":
         os.mkfifo(path)
     elif variant == "commands":
-        path.write_text(json.dumps(commands(tmp, planted)))
+        records.plant_text(path, json.dumps(commands(tmp, planted)))
+    elif variant == "from-a-clone":
+        records.unsealed(path, planted)
+    elif variant == "another-checkout":
+        path.write_bytes(seal(tmp / "another-checkout" / path.name, json.dumps(planted).encode()))
+    elif variant == "another-key":
+        cache = os.environ["XDG_CACHE_HOME"]
+        os.environ["XDG_CACHE_HOME"] = str(tmp / "another-users-cache")
+        try:
+            path.write_bytes(seal(path, json.dumps(planted).encode()))
+        finally:
+            os.environ["XDG_CACHE_HOME"] = cache
     else:
-        path.write_text(json.dumps(planted))
+        records.plant_text(path, json.dumps(planted))
         if variant == "foreign-writable":
             path.chmod(0o666)
         else:
@@ -635,6 +651,5 @@ def test_a_record_this_user_wrote_is_trusted(tmp_path, monkeypatch):
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             path.unlink()
-        path.write_text(json.dumps(record.planted()))
-        path.chmod(0o644)
+        records.plant_text(path, json.dumps(record.planted()))
         assert record.use() != baseline, kind.name

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from support import DATA, REPO
+from support import DATA, shipped_manifest
 
 hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is a test extra: pip install -e '.[test]'")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -232,7 +232,7 @@ def _parsers(tmp: Path) -> dict[str, tuple[Callable[[str], object], list[str]]]:
         "collect_env": (collect_env.parse_collect_env, _samples("collect_env")),
         "--from-report": (report, every_form),
         "doctor --log": (log, _samples("doctor --log")),
-        "pixi.toml": (manifest, [(REPO / "pixi.toml").read_text()]),
+        "pixi.toml": (manifest, [shipped_manifest()]),
         "pixi.lock": (lock, [_LOCK]),
         "profiles": (profile, profiles),
         "repodata": (repodata, [_REPODATA]),

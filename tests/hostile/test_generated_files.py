@@ -229,20 +229,22 @@ def check_slurm(text: str, entries: list[dict], channel: str | None, clean: dict
     script.write_text(text)
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     assert len(engine_files.comment_lines(text)) == len(engine_files.comment_lines(clean["slurm"]))
+    assert engine_files.sbatch_directives(text) == [  # no option added to what sbatch reads
+        line.replace("--array=0-0", f"--array=0-{len(entries) - 1}") for line in engine_files.sbatch_directives(clean["slurm"])]
     folder = local_folder(channel) if channel else None
     assert engine_files.slurm_values(text) == {
         "variants": [e["variant"] for e in entries], "archs": [e["archs"] for e in entries],
         "platforms": [e["platform"] for e in entries], "known_platforms": sorted({e["platform"] for e in entries}),
         "default_channel": [str(folder) if folder else ""]}
     # submitted with bash: the array of this platform's tasks, then the publish step
+    done, calls = engine_files.run_slurm(script, scratch, env={"KERNEL_PLATFORM": entries[0]["platform"]})
     platform = entries[0]["platform"] or "linux-64"  # KERNEL_PLATFORM empty: this machine's (the stub's x86_64)
-    done, calls = engine_files.run_slurm(script, scratch, env={"KERNEL_PLATFORM": platform})
+    tasks = ",".join(str(i) for i, e in enumerate(entries) if e["platform"] == platform)
     sbatch = [c for c in calls if c[0] == "sbatch"]
-    if folder is None:
-        assert done.returncode == 2 and sbatch == []
+    if folder is None or not tasks:  # nothing to publish to, or nothing of this platform: one sentence, no job
+        assert done.returncode == 2 and sbatch == [] and done.stderr.startswith(b"error: ")
     else:
         assert done.returncode == 0, done.stderr
-        tasks = ",".join(str(i) for i, e in enumerate(entries) if e["platform"] == platform)
         assert sbatch[0] == ["sbatch", "--parsable", f"--chdir={scratch}", f"--array={tasks}", str(script)]
         wrap = next(a for a in sbatch[1] if a.startswith("--wrap="))[len("--wrap="):]
         assert engine_files.run_wrap(wrap, scratch) == [
@@ -257,6 +259,27 @@ def check_slurm(text: str, entries: list[dict], channel: str | None, clean: dict
         else:
             assert done.returncode == 2 and [c[0] for c in calls] == ["uname"] * len(calls)
     assert not [p for p in scratch.rglob("*MARKER*")], "a value ran as a command"
+
+
+def check_expanding_writer(engine: str, entries: list[dict], channel: str | None, clean: dict) -> None:
+    """GitHub expands ``${{ … }}`` in any string of a workflow, GitLab ``$VARIABLE`` in a job's tags (and the
+    variant is a variable's value): a value holding one is refused by the writer (YAML cannot quote it away);
+    any other reads back."""
+    marker = "${{" if engine == "github" else "$"
+    held = [e[k] for e in entries for k in (ENTRY_FIELDS if engine == "github" else ("variant",))]
+    held += [engines.gitlab_tag(e) for e in entries] if engine == "gitlab" else []
+    if any(marker in value for value in held):
+        with pytest.raises(ValueError):
+            engines.render(engine, entries, channel)
+        return
+    (check_github if engine == "github" else check_gitlab)(engines.render(engine, entries, channel), entries, clean)
+
+
+def test_an_engine_s_own_expansion_in_a_value_is_refused_by_its_writer():
+    with pytest.raises(ValueError):
+        engines.render("github", [entry(variant="x${{ github.token }}")], None)
+    with pytest.raises(ValueError):
+        engines.render("gitlab", [entry(**{"runs-on": "self-hosted-$CI_JOB_TOKEN"})], None)
 
 
 def test_a_command_substitution_in_the_kernel_channel_never_runs_when_bash_kernels_sbatch_runs(tmp_path, clean):
@@ -402,8 +425,8 @@ def _write_property(examples: int, *, random: bool):
     @given(entries=st.lists(hostile_entry, min_size=1, max_size=3, unique_by=lambda e: e["variant"]),
            channel=st.one_of(st.none(), value.map(lambda t: "/shared/" + t)))
     def check(tmp_dir, entries, channel):
-        check_github(engines.render("github", entries, channel), entries, clean_files)
-        check_gitlab(engines.render("gitlab", entries, channel), entries, clean_files)
+        check_expanding_writer("github", entries, channel, clean_files)
+        check_expanding_writer("gitlab", entries, channel, clean_files)
         import shutil
 
         scratch = Path(tmp_dir) / "slurm"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO, cli
+from support import DATA, REPO, cli, shipped_manifest
 from support import channel_factory as cf  # noqa: E402
 from support.hostile import MANIFEST, needs_mount, one_error, tree, write_project_lock
 
@@ -456,7 +456,7 @@ def test_conda_override_glibc_that_is_not_a_version_is_refused_not_truncated(tmp
 
 
 def test_setup_dry_run_writes_nothing(tmp_path):
-    shutil.copy(REPO / "pixi.toml", tmp_path / "pixi.toml")
+    (tmp_path / "pixi.toml").write_text(shipped_manifest())
     before = tree(tmp_path)
     result = cli.run("setup", "--dry-run", "--target", "cpu", timeout=300, project=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -5,13 +5,12 @@ FIFOs, real processes."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from support import cli, projects
+from support import cli, projects, records
 from support.patch_support import HEADER, TABLE, make_rocm, run_patch, sha, tree_state
 
 
@@ -93,7 +92,7 @@ def test_neighbour_header_including_an_absolute_path_never_turns_it_into_a_link(
     assert code == 0, err
     assert _entries(tmp_path / "outside") == outside_before and not victim.is_symlink()
     assert victim.read_text() == "#pragma once\nint victim;\n"
-    record = json.loads((project / ".resolver" / "overlay" / "rocm-6.0.2" / "resolver-overlay.json").read_text())
+    record = records.read(project / ".resolver" / "overlay" / "rocm-6.0.2" / "resolver-overlay.json")
     siblings = record["patches"]["rocm6.0-bf16-inline"]["siblings"]
     assert siblings and all(not s.startswith("/") and ".." not in s.split("/") for s in siblings)
     code, _, err = run_patch(project, "--rocm-root", str(root), "--revert")
@@ -110,10 +109,10 @@ def test_revert_never_removes_a_path_the_overlay_record_points_outside(tmp_path,
     victim.write_text("keep me\n")
     overlay = project / ".resolver" / "overlay" / "rocm-6.0.2"
     record_path = overlay / "resolver-overlay.json"
-    record = json.loads(record_path.read_text())
+    record = records.read(record_path)
     record["patches"]["rocm6.0-bf16-inline"]["siblings"].append(
         str(victim) if planted == "absolute" else "../../../../victim.txt")
-    record_path.write_text(json.dumps(record))
+    records.plant(record_path, record)
     overlay_before = _entries(overlay)
     code, data, err = run_patch(project, "--rocm-root", str(root), "--revert")
     assert code == 3, err

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO, cli
+from support import DATA, REPO, cli, shipped_manifest
 from support.newcomer import (
     RUN_TIME,
     commands_in_source,
@@ -122,10 +120,8 @@ def test_a_cuda_refusal_names_every_target_that_plans_and_only_those(asked):
 def test_setup_lines_repeat_no_word(tmp_path, target):
     project = tmp_path / "p"
     project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", target, "--dry-run"],
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project)), capture_output=True, text=True,
-                          timeout=300)
+    (project / "pixi.toml").write_text(shipped_manifest())
+    done = cli.run("setup", "--target", target, "--dry-run", project=project, timeout=300)
     assert done.returncode == 0, done.stderr
     assert not doubled_words(done.stdout + done.stderr)
     assert not refused_suggestions(done.stdout + done.stderr)
@@ -167,10 +163,8 @@ def test_a_failed_step_prints_its_error_once_and_the_log_keeps_it(tmp_path):
     (the `error:` line), and the log file holds it with the steps."""
     project = tmp_path / "p"
     project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "rocm6.0"],
-                          env=dict(os.environ, RESOLVER_PROJECT=str(project)), capture_output=True, text=True,
-                          timeout=600)
+    (project / "pixi.toml").write_text(shipped_manifest())
+    done = cli.run("setup", "--target", "rocm6.0", project=project, timeout=600)
     assert done.returncode == 3
     shown = done.stdout + done.stderr
     sentence = next(line for line in done.stderr.splitlines() if line.startswith("error: "))[len("error: "):]
@@ -294,13 +288,10 @@ def test_the_summary_says_how_to_enter_add_to_and_check_the_environment(tmp_path
 def test_quiet_keeps_its_meaning_the_result_and_errors_only(tmp_path):
     project = tmp_path / "p"
     project.mkdir()
-    (project / "pixi.toml").write_text((REPO / "pixi.toml").read_text())
-    env = dict(os.environ, RESOLVER_PROJECT=str(project))
-    done = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "rocm6.0", "--dry-run", "--quiet"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    (project / "pixi.toml").write_text(shipped_manifest())
+    done = cli.run("setup", "--target", "rocm6.0", "--dry-run", "--quiet", project=project, timeout=300)
     assert done.returncode == 0 and done.stderr == ""
     assert "probe    done" not in done.stdout and "mamba-resolver setup" not in done.stdout
     assert "Prepared here; to finish on the target machine:" in done.stdout  # the result stays
-    failed = subprocess.run([sys.executable, "-m", "resolver", "setup", "--target", "cuda99.0", "--quiet"],
-                            env=env, capture_output=True, text=True, timeout=300)
+    failed = cli.run("setup", "--target", "cuda99.0", "--quiet", project=project, timeout=300)
     assert failed.returncode == 2 and failed.stdout == "" and failed.stderr.startswith("error: ")

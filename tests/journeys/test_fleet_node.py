@@ -36,7 +36,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from support import REPO, cli
+from support import cli, shipped_manifest
 from support.gpu_double import DOUBLES, TINY_RECIPE, without_system_cuda
 from support.projects import conda_workspace
 
@@ -98,7 +98,7 @@ def fleet(tmp_path_factory) -> Path:
 def light_lock(project: Path, fleet: Path) -> Path:
     """The fleet locked without resolving packages (for the checks that stop before any install)."""
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = resolver(project, "lock", "--fleet", str(fleet), "--target", "cuda13.0", "--no-conda", "--no-pypi")
     assert done.returncode == 0, done.stderr[-2000:]
     return project
@@ -109,7 +109,7 @@ def ci(tmp_path_factory, conda_channel, served, fleet) -> Path:
     """The CI checkout: the fleet locked, the variant built and published."""
     folder, url = served
     root = tmp_path_factory.mktemp("ci")
-    (root / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
+    (root / "pixi.toml").write_text(conda_workspace(shipped_manifest(), conda_channel))
     done = resolver(root, "lock", "--fleet", str(fleet), "--target", "cuda13.0", "--kernel-channel", url,
                     "--json", channel=conda_channel)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -221,7 +221,7 @@ def test_the_fleet_lock_is_what_pixi_reads(fleet, conda_channel, tmp_path):
 
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
+    (project / "pixi.toml").write_text(conda_workspace(shipped_manifest(), conda_channel))
     done = resolver(project, "lock", "--fleet", str(fleet), "--target", "cuda13.0", "--json", channel=conda_channel)
     assert done.returncode == 0, done.stderr[-3000:]
     ws = rules.Workspace.read((project / "pixi.toml").read_text(), (project / "pixi.lock").read_text(), project)

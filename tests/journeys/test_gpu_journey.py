@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import REPO, cli, projects
+from support import REPO, cli, projects, shipped_manifest
 from support.gpu_double import DOUBLES, TINY_RECIPE, without_system_cuda
 from support.projects import conda_workspace
 
@@ -210,7 +210,7 @@ def _bad_meta(tmp_path: Path) -> Path:
 def test_bad_doubles_are_one_sentence_and_install_nothing(tmp_path, make, code, words):
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = setup(project, make(tmp_path), timeout=120)
     assert done.returncode == code, (done.returncode, done.stderr[-2000:])
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
@@ -234,7 +234,7 @@ def test_a_fallback_environment_without_a_matching_compiler_is_refused_before_th
     nvcc.chmod(0o755)
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = setup(project, DOUBLES / "h100-1x-driver580", extra={"CUDA_HOME": str(home)}, timeout=600)
     assert done.returncode == 7, done.stderr[-3000:]
     (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
@@ -258,7 +258,7 @@ def test_real_kernels_through_the_gpu_journey_on_the_h100_double(conda_channel):
     step's wall time and the run's peak memory go to report.json there (and are printed)."""
     project = REPO / ".resolver" / "kernel-journey"
     project.mkdir(parents=True, exist_ok=True)
-    (project / "pixi.toml").write_text(conda_workspace((REPO / "pixi.toml").read_text(), conda_channel))
+    (project / "pixi.toml").write_text(conda_workspace(shipped_manifest(), conda_channel))
     env = without_system_cuda(dict(os.environ, RESOLVER_PROJECT=str(project), RESOLVER_CONDA_CHANNELS=str(conda_channel)))
     env.pop("RESOLVER_KERNEL_RECIPES", None)
     runs = []

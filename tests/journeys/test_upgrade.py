@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO, cli
+from support import DATA, cli, shipped_manifest
+from support.schemas import validate
 
 from resolver.workflows.upgrade.lockdiff import environment_entries
 
@@ -153,12 +154,43 @@ def test_an_upgrade_for_another_machine_is_planned_and_locked_here_and_lists_wha
 
 
 # ------------------------------------------------------------------------------------- the CPU journey
+# The user's own dependencies, added under [feature.cpu.pypi-dependencies] as the README says: tomli-w (a small
+# wheel of the local index) comes along into the new environment; old-torch-only (a wheel of the project's
+# wheelhouse that requires torch<2.14) cannot.
+USER_DEPS = '[feature.cpu.pypi-dependencies]\ntomli-w = "*"\nold-torch-only = "*"\n'
+BLOCKER = "old-torch-only"
+
+
+def project_with_user_dependencies(cpu_project: Path, root: Path, conda_channel: Path) -> Path:
+    """cpu_project's pixi.toml with the user's dependencies added, locked and installed (its own `cpu`)."""
+    from support import channel_factory
+
+    (root / ".resolver" / "state" / "plans").mkdir(parents=True)
+    text = (cpu_project / "pixi.toml").read_text()
+    assert "[feature.cpu.pypi-dependencies]\n" in text and "find-links = []" in text
+    text = text.replace("[feature.cpu.pypi-dependencies]\n", USER_DEPS, 1).replace(
+        "find-links = []", 'find-links = ["./wheels"]', 1)
+    (root / "pixi.toml").write_text(text)
+    channel_factory.write_wheel(root / "wheels", BLOCKER, "1.0.0", {"old_torch_only/__init__.py": "OK = True\n"},
+                                requires=["torch<2.14"])
+    state = cpu_project / ".resolver" / "state"
+    shutil.copy(state / "plans" / "cpu.json", root / ".resolver" / "state" / "plans" / "cpu.json")
+    if (state / "sources.json").is_file():
+        shutil.copy(state / "sources.json", root / ".resolver" / "state" / "sources.json")
+    done = cli.run("lock", "--target", "cpu", "--channel", str(conda_channel), "--json", project=root, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = cli.run("install", "--env", "cpu", "--json", project=root, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root
+
+
 @pytest.fixture(scope="module")
 def cpu_journey(tmp_path_factory, cpu_project, conda_channel):
-    """cpu (torch 2.13.0+cpu) → cpu-torch2-14 (torch 2.14.1): interrupted after the lock, then run again."""
-    project = project_beside(cpu_project, tmp_path_factory.mktemp("upgrade-cpu"))
+    """cpu (torch 2.13.0+cpu, with the user's dependencies) → cpu-torch2-14 (torch 2.14.1): interrupted after the
+    lock, then run again."""
+    project = project_with_user_dependencies(cpu_project, tmp_path_factory.mktemp("upgrade-cpu"), conda_channel)
     no_gpu = {"RESOLVER_SYSROOT": str(MACHINES / "cpu-only-ubuntu2410"), "RESOLVER_CONDA_CHANNELS": str(conda_channel)}
-    old_env = cpu_project / ".resolver" / "envs" / "cpu"
+    old_env = project / ".resolver" / "envs" / "cpu"
     snapshots = {"lock": (project / "pixi.lock").read_text(), "folder": folder_state(old_env),
                  "toml": (project / "pixi.toml").read_text()}
     crashed = cli.run("upgrade", "--torch", "2.14", *QUICK, "--json", project=project,
@@ -173,8 +205,7 @@ def cpu_journey(tmp_path_factory, cpu_project, conda_channel):
         reports = {kind: Path(path).read_text() for kind, path in files.items()}
     yield {"project": project, "old_env": old_env, "before": snapshots, "crashed": crashed, "after_crash": after_crash,
            "resumed": resumed, "env": no_gpu, "reports": reports}
-    shutil.rmtree(project / ".resolver" / "envs" / "cpu-torch2-14", ignore_errors=True)  # 5.5 GB (links mostly)
-    shutil.rmtree(project / ".resolver" / "cache", ignore_errors=True)
+    shutil.rmtree(project / ".resolver", ignore_errors=True)  # both environments: GBs (links mostly)
 
 
 @pytest.mark.slow
@@ -231,6 +262,33 @@ def test_the_new_environment_is_built_beside_and_proven_against_the_current_one(
 
 
 @pytest.mark.slow
+def test_the_users_dependencies_come_along_and_the_proof_imports_them(cpu_journey):
+    """tomli-w, the user's, is declared for the new environment, installed there and imported by the proof in both;
+    old-torch-only (torch<2.14) cannot come along: a risk, named in the verdict, and --promote needs
+    --allow-removal for it."""
+    import tomllib
+
+    project, result = cpu_journey["project"], json.loads(cpu_journey["resumed"].stdout)
+    declared = tomllib.loads((project / "pixi.toml").read_text())["feature"]["cpu-torch2-14"]["pypi-dependencies"]
+    assert declared["tomli-w"] == "*" and BLOCKER not in declared
+    assert declared["torch"]["version"] == "==2.14.1"
+    carried = {d["name"] for d in result["dependencies"]["carried"]}
+    assert carried == {"tomli-w"}  # the resolver's own (numpy, transformers ...) are not counted as the user's
+    assert [r["name"] for r in result["dependencies"]["removed"]] == [BLOCKER]
+    assert "torch<2.14" in result["dependencies"]["removed"][0]["why"] or "torch" in \
+        result["dependencies"]["removed"][0]["why"]
+    (removal,) = [r for r in result["step"]["risks"] if r["kind"] == "removal"]
+    assert removal["level"] == "warning" and BLOCKER in removal["text"] and "--allow-removal" in removal["text"]
+    assert BLOCKER in result["verdict"] and "--allow-removal " + BLOCKER in result["verdict"]
+    checks = {c["name"]: c for c in result["proof"]["checks"]}
+    assert checks["import:tomli-w"]["status"] == "pass" and checks["import:tomli-w"]["modules"] == ["tomli_w"]
+    assert result["proof"]["runs"]["imports"]["old"]["tomli-w"]["modules"] == {"tomli_w": None}
+    assert "import:" + BLOCKER not in checks
+    text = cpu_journey["reports"]["markdown"]
+    assert "## Your dependencies" in text and f"cannot come along: {BLOCKER}" in text and "tomli-w *" in text
+
+
+@pytest.mark.slow
 def test_the_report_is_complete_in_markdown_and_json(cpu_journey):
     assert cpu_journey["resumed"].returncode == 0, cpu_journey["resumed"].stderr[-3000:]
     text, doc = cpu_journey["reports"]["markdown"], json.loads(cpu_journey["reports"]["json"])
@@ -242,7 +300,14 @@ def test_the_report_is_complete_in_markdown_and_json(cpu_journey):
     assert doc["verdict"].startswith("PASSED") and doc["proof"]["ok"] is True
     assert doc["proof_options"]["tolerance"]["float32"] == 1e-3 and doc["step"]["risks"]
     assert doc["lock"]["diff"]["words"] in text
-    assert doc["report"]["markdown"].endswith("upgrade-cpu-to-cpu-torch2-14.md")
+    assert doc["report"]["markdown"] == ".resolver/reports/upgrade-cpu-to-cpu-torch2-14.md"
+    # committed and read elsewhere: no path of this machine, and the JSON is upgrade --json's own document
+    project = cpu_journey["project"]
+    for written in (text, cpu_journey["reports"]["json"]):
+        assert str(project) not in written and os.path.realpath(project) not in written
+        assert os.path.expanduser("~") + "/" not in written
+    assert "`.resolver/envs/cpu-torch2-14`" in text
+    validate("upgrade", doc)
 
 
 # A test double of a new environment whose torch computes differently: every F.linear 1 % high (both the
@@ -312,10 +377,23 @@ def test_promote_switches_the_default_and_rollback_restores_it(cpu_journey):
 
     project = cpu_journey["project"]
     lock = (project / "pixi.lock").read_bytes()
+    # a dependency of the user's cannot come along: --promote alone does not switch, and says what would
     done = cli.run("upgrade", "--promote", *QUICK, "--json", project=project, env=cpu_journey["env"], timeout=1800)
+    assert done.returncode == 1, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["promoted"] is False and result["dependencies"]["blocked"] == [BLOCKER]
+    assert result["record"]["default"] == "cpu" and Environment.find(ProjectPaths(project)).name == "cpu"
+    assert "not promoted" in result["verdict"] and f"--allow-removal {BLOCKER}" in result["verdict"]
+    assert one_error(done).startswith("error: PASSED but not promoted")
+    done = cli.run("upgrade", "--promote", "--allow-removal", BLOCKER, *QUICK, "--json", project=project,
+                   env=cpu_journey["env"], timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["promoted"] is True and result["record"]["default"] == "cpu-torch2-14"
+    assert BLOCKER in result["verdict"]
+    # doctor agrees with what install put there (torch 2.14.1 from PyPI reports 2.14.1+cu130): no FAIL, exit 0
+    doctor = cli.run("doctor", "--json", project=project, env=cpu_journey["env"], timeout=1800)
+    assert doctor.returncode == 0, doctor.stdout[-3000:] + doctor.stderr[-2000:]
     assert result["record"]["previous"] == "cpu" and result["record"]["candidate"] is None
     assert (project / "pixi.lock").read_bytes() == lock  # promotion names the default; the lock stays
     assert Environment.find(ProjectPaths(project)).name == "cpu-torch2-14"
@@ -342,6 +420,13 @@ def test_promote_switches_the_default_and_rollback_restores_it(cpu_journey):
                      timeout=1800)  # no --env: the default, the old environment again
     assert verify.returncode == 0, verify.stderr[-3000:]
     assert json.loads(verify.stdout)["env"] == "cpu" and json.loads(verify.stdout)["versions"]["torch"].startswith("2.13")
+    # rollback --to names the environment
+    to = cli.run("rollback", "--to", "cpu-torch2-14", "--json", project=project, timeout=1800)
+    assert to.returncode == 0 and json.loads(to.stdout)["default"] == "cpu-torch2-14", to.stderr
+    assert "the one you named" in json.loads(to.stdout)["message"]
+    assert Environment.find(ProjectPaths(project)).name == "cpu-torch2-14"
+    to = cli.run("rollback", "--to", "cpu", project=project, timeout=1800)
+    assert to.returncode == 0 and Environment.find(ProjectPaths(project)).name == "cpu"
 
 
 # -------------------------------------------------------------------------------------- the GPU double
@@ -443,7 +528,7 @@ def test_the_record_in_pixi_toml_is_read_strictly_and_written_back_as_read(tmp_p
     from resolver.project.manifest import Manifest
     from resolver.project.upgrade_record import Choice, UpgradeRecord
 
-    text = (REPO / "pixi.toml").read_text()
+    text = shipped_manifest()
     manifest = Manifest.parse(text)
     record = UpgradeRecord(default="cpu", candidate="cpu-torch2-14").with_choice(Choice("cpu", "cpu", "2.13", "3.11"))
     record.write(manifest)

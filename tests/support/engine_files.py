@@ -33,19 +33,16 @@ def problems(name: str, document) -> list[str]:
 
 def slurm_values(text: str) -> dict[str, list[str]]:
     """The values a generated Slurm script holds, as bash itself reads them: its text up to the constant body,
-    then each array printed one NUL-terminated word at a time (nothing of the script runs but assignments)."""
+    then each array printed as its name, its length and its words, NUL-terminated (nothing of the script runs
+    but assignments)."""
     head = text[:text.index(SLURM_BODY)]
-    shown = "".join(f"printf '%s\\0' {name} \"${{{name}[@]}}\"; printf '\\1\\0'\n" for name in SLURM_ARRAYS)
-    done = subprocess.run(["bash", "-c", head + "\n" + shown], capture_output=True, timeout=30, check=True)
+    shown = "".join(f"printf '%s\\0' {name} \"${{#{name}[@]}}\" \"${{{name}[@]}}\"\n" for name in SLURM_ARRAYS)
+    done = subprocess.run(["bash", "-c", head + "\nset +u\n" + shown], capture_output=True, timeout=30, check=True)
+    words = done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
     values: dict[str, list[str]] = {}
-    name = None
-    for word in done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]:
-        if name is None:
-            name, values[word] = word, []
-        elif word == "\1":
-            name = None
-        else:
-            values[name].append(word)
+    while words:
+        name, count, words = words[0], int(words[1]), words[2:]
+        values[name], words = words[:count], words[count:]
     return values
 
 
@@ -60,6 +57,18 @@ def comment_lines(text: str) -> list[str]:
             break
         header.append(line)
     return header
+
+
+def sbatch_directives(text: str) -> list[str]:
+    """The ``#SBATCH`` options sbatch reads from a script: those before its first line that is neither blank nor
+    a comment (sbatch stops there)."""
+    found = []
+    for line in text.split("\n")[1:]:
+        if line.strip() and not line.startswith("#"):
+            break
+        if line.startswith("#SBATCH"):
+            found.append(line)
+    return found
 
 
 _RECORDER = """#!/bin/sh

@@ -186,12 +186,12 @@ def local_indexes(environ: Mapping[str, str]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def own_requirements(manifest: Path) -> list[str]:
-    """The PyPI requirements of a pixi.toml's default feature (``[pypi-dependencies]``), as PEP 508."""
+def own_requirements(manifest: str) -> list[str]:
+    """The PyPI requirements of a pixi.toml text's default feature (``[pypi-dependencies]``), as PEP 508."""
     from resolver.core.toml import parse_toml
 
     out = []
-    data = parse_toml(manifest.read_text(encoding="utf-8"), what=str(manifest), fix="repair it")
+    data = parse_toml(manifest, what="pixi.toml", fix="repair it")
     for name, spec in sorted((data.get("pypi-dependencies") or {}).items()):
         version = spec.get("version", "*") if isinstance(spec, dict) else str(spec)
         out.append(name if version.strip() in ("", "*") else f"{name}{version.strip()}")
@@ -205,12 +205,14 @@ SUITE_REQUIREMENTS = (("torch==2.14.1", "transformers", "safetensors", "numpy", 
 
 def own_wheelhouse(repo: Path, environ: Mapping[str, str] | None = None) -> Path | None:
     """A local PEP 503 index (``<folder>/simple``) of PyPI's wheels that the suite installs and this
-    machine's pip configuration does not already hold locally: :func:`own_requirements` of ``repo``'s
-    pixi.toml and :data:`SUITE_REQUIREMENTS`, with what they depend on, for this Python and platform.
+    machine's pip configuration does not already hold locally: :func:`own_requirements` of the
+    shipped pixi.toml and :data:`SUITE_REQUIREMENTS`, with what they depend on, for this Python and platform.
     pip resolves each set (``--dry-run --report``) and only the files it would take from a remote index
     are fetched, once (flock-protected); later sessions reuse them. None, with a warning, when pip
     cannot fetch them."""
-    groups = (tuple(own_requirements(repo / "pixi.toml")), *SUITE_REQUIREMENTS)
+    from support import shipped_manifest
+
+    groups = (tuple(own_requirements(shipped_manifest())), *SUITE_REQUIREMENTS)
     tag = f"{sys.implementation.cache_tag}-{os.uname().machine}"
     key = hashlib.sha256(json.dumps([groups, tag]).encode()).hexdigest()[:12]
     folder = repo / ".resolver" / "test-wheels" / f"suite-{key}"
@@ -295,5 +297,5 @@ def session_environ(base: Path, environ: Mapping[str, str], *, refused_port: int
 
 
 if __name__ == "__main__":  # ./run-tests: the local index, fetched with the install step, before any test
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).resolve().parents[1])]
     sys.exit(0 if own_wheelhouse(Path(__file__).resolve().parents[2]) is not None else 1)

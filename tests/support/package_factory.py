@@ -90,3 +90,60 @@ def write_conda(channel: Path, index: dict[str, Any], members: list[dict[str, An
         archive.writestr(f"pkg-{stem}.tar.zst", zstd_stored(tar_of(members)))
         archive.writestr(f"info-{stem}.tar.zst", zstd_stored(tar_of(info)))
     return path
+
+
+def zstd_of_zero_runs(pieces: list[bytes | int]) -> bytes:
+    """One zstd frame of ``pieces``: bytes as raw blocks, an int as that many zero bytes in RLE blocks (four
+    bytes of frame per 128 KiB): how a package that unpacks to terabytes fits in a few MiB."""
+    out = bytearray(ZSTD_MAGIC)
+    out += bytes([0x00, 0x38])
+    blocks: list[tuple[int, bytes]] = []  # (type, content): 0 raw, 1 RLE
+    for piece in pieces:
+        if isinstance(piece, int):
+            left = piece
+            while left:
+                size = min(left, _BLOCK)
+                blocks.append((1, size.to_bytes(3, "little")))
+                left -= size
+        else:
+            blocks.extend((0, piece[i:i + _BLOCK]) for i in range(0, len(piece), _BLOCK))
+    blocks = blocks or [(0, b"")]
+    for number, (kind, content) in enumerate(blocks):
+        last = int(number == len(blocks) - 1)
+        if kind == 1:
+            size = int.from_bytes(content, "little")
+            out += ((size << 3) | (1 << 1) | last).to_bytes(3, "little") + b"\0"
+        else:
+            out += ((len(content) << 3) | last).to_bytes(3, "little") + content
+    return bytes(out)
+
+
+def zero_tar_pieces(files: list[tuple[str, int]]) -> list[bytes | int]:
+    """A tar of files of zeros (``(name, size)``), as headers and runs of zeros for :func:`zstd_of_zero_runs`."""
+    pieces: list[bytes | int] = []
+    for name, size in files:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode = size, 0o644
+        pieces.append(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+        pieces.append(size + (-size) % 512)
+    pieces.append(1024)  # the end of the archive
+    return pieces
+
+
+def write_conda_bomb(channel: Path, index: dict[str, Any], files: list[tuple[str, int]], *,
+                     stated: dict[str, Any] | None = None) -> Path:
+    """A well-formed ``.conda`` whose payload is ``files`` of zeros (``(name, size)``, sizes up to terabytes)
+    in a file of a few MiB; its info/paths.json states the true sizes unless ``stated`` replaces it."""
+    stem = f"{index['name']}-{index['version']}-{index['build']}"
+    path = channel / index["subdir"] / f"{stem}.conda"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    described = stated if stated is not None else {
+        "paths": [{"_path": name, "path_type": "hardlink", "size_in_bytes": size} for name, size in files],
+        "paths_version": 1}
+    info = [{"name": "info/index.json", "data": json.dumps(index).encode()},
+            {"name": "info/paths.json", "data": json.dumps(described).encode()}]
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("metadata.json", json.dumps({"conda_pkg_format_version": 2}))
+        archive.writestr(f"pkg-{stem}.tar.zst", zstd_of_zero_runs(zero_tar_pieces(files)))
+        archive.writestr(f"info-{stem}.tar.zst", zstd_stored(tar_of(info)))
+    return path

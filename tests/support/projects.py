@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from support import REPO
-
-OWN_MANIFEST = REPO / "pixi.toml"
+from support import shipped_manifest
 
 
 def torch_cpu_mirror() -> Path | None:
@@ -39,7 +37,7 @@ def project(root: Path, manifest: str | None = None, *, lock: str | Sequence | N
             wheelhouse: bool = False, files: Mapping[str, str] = {}) -> Path:  # noqa: B006 - never changed
     """The project folder ``root`` (made if missing), returned.
 
-    ``manifest``: its pixi.toml text (default: this checkout's; "" writes none); ``lock``: its pixi.lock,
+    ``manifest``: its pixi.toml text (default: the shipped one, ``support.shipped_manifest``; "" writes none); ``lock``: its pixi.lock,
     a text or the locked environments (the resolver's own writer renders them); ``toolchain``: a local
     conda channel (tests/support/toolchain_channel.py) whose platform the workspace declares, with
     ``torch_mirror`` as the mirror of PyTorch's CPU index; ``channels``: conda channels added after the
@@ -47,7 +45,7 @@ def project(root: Path, manifest: str | None = None, *, lock: str | Sequence | N
     ``files``: more files, by path inside the project.
     """
     root.mkdir(parents=True, exist_ok=True)
-    text = OWN_MANIFEST.read_text() if manifest is None else manifest
+    text = shipped_manifest() if manifest is None else manifest
     if toolchain is not None:
         text = conda_workspace(text, toolchain, torch_mirror)
     if channels:

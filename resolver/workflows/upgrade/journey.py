@@ -22,17 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, Refusal, UsageError
-from resolver.core.fs import read_bytes_bounded, write_atomic, write_json_atomic
+from resolver.core.fs import read_bytes_bounded, write_atomic
+from resolver.core.names import canonical_name
+from resolver.core.records import write_record
 from resolver.core.ui import Output
 from resolver.install.environment import READY_MARKER, Environment
 from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
-from resolver.project.manifest import Manifest
+from resolver.project.manifest import Carry, Dependency, Manifest
 from resolver.project.paths import ProjectPaths, project_lock
 from resolver.project.pixi_toml import MANIFEST_LIMIT, read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.chain import Chain
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
+from resolver.workflows.upgrade.risks import Risk
 from resolver.workflows.upgrade.step import UpgradeStep, Wanted, plan_step
 
 
@@ -46,6 +49,7 @@ class UpgradeOptions:
     report_dir: Path | None = None
     wait: bool = True
     source_flags: dict[str, Any] = field(default_factory=dict)  # lock's --channel, --torch-index, ...
+    allow_removal: tuple[str, ...] = ()  # the user's dependencies --promote may leave behind
 
 
 @dataclass
@@ -62,17 +66,23 @@ class UpgradeResult:
     remaining: list[str] = field(default_factory=list)
     report_files: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    carried: tuple[Dependency, ...] = ()  # the user's dependencies the new environment has
+    removed: dict[str, str] = field(default_factory=dict)  # those that cannot come along: name -> why
+    blocked: tuple[str, ...] = ()  # removals that kept --promote from switching (no --allow-removal)
 
     @property
     def ok(self) -> bool:
-        return self.proof is None or self.proof.ok
+        return (self.proof is None or self.proof.ok) and not self.blocked
 
     def to_json(self) -> dict[str, Any]:
         return {"stage": self.stage, "ok": self.ok, "promoted": self.promoted,
                 "step": self.step.to_json() if self.step else None, "lock": self.lock, "install": self.install,
                 "kernels": self.kernels, "proof": self.proof.to_json() if self.proof else None,
                 "proof_reused": self.proof_reused, "record": self.record.to_json(), "remaining": self.remaining,
-                "report": self.report_files, "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
+                "report": self.report_files, "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+                "dependencies": {"carried": [d.to_json() for d in self.carried],
+                                 "removed": [{"name": n, "why": w} for n, w in sorted(self.removed.items())],
+                                 "blocked": list(self.blocked)}}
 
 
 def run_upgrade(project: ProjectPaths, options: UpgradeOptions, out: Output) -> UpgradeResult:
@@ -118,7 +128,8 @@ class _Journey:
         old_env = self._current_installed(step) if here else None
         previous = self._read_state()  # before this run's first save: a passed proof it holds may be reused
         self._save_state(wanted, step, "planned")
-        self._timed("lock", lambda: self._lock(step))
+        self._timed("lock", lambda: self._lock(step, previous))
+        step = self.result.step  # with the risks the lock found (a dependency that cannot come along)
         self._save_state(wanted, step, "locked")
         if not here:
             self.result.stage = "locked"
@@ -134,11 +145,15 @@ class _Journey:
                           "changed: reused")
         else:
             self.result.proof = self._timed("proof", lambda: prove(
-                self.project, old_env, env, _expected_archs(step), options.proof, knowledge, info=self.out.info))
+                self.project, old_env, env, _expected_archs(step), options.proof, knowledge, info=self.out.info,
+                dependencies=self.result.carried))
         proof = self.result.proof
         self.result.stage = "proven" if proof.ok else "failed"
         self._save_state(wanted, step, self.result.stage, proof=proof, proof_inputs=proof_inputs)
+        allowed = {canonical_name(n) for n in options.allow_removal}
         if options.promote and proof.ok:
+            self.result.blocked = tuple(n for n in sorted(self.result.removed) if canonical_name(n) not in allowed)
+        if options.promote and proof.ok and not self.result.blocked:
             self.result.record = promote(self.project, step.new.environment, expect_candidate=True)
             self.result.promoted = True
             self.result.stage = "promoted"
@@ -182,8 +197,7 @@ class _Journey:
                                          "upgrade again")
         return Environment.find(self.project, name)
 
-    def _lock(self, step: UpgradeStep) -> None:
-        from resolver import lock
+    def _lock(self, step: UpgradeStep, previous: dict[str, Any]) -> None:
         from resolver.lock.current import holds
         from resolver.lock.lockfile import LOCK_LIMIT, read_lock
         from resolver.project.sources import Sources
@@ -195,20 +209,36 @@ class _Journey:
         record = replace(old.with_choice(old.choice(current) or step.current.choice).with_choice(step.new.choice),
                          default=old.default or current,
                          candidate=new if new != (old.default or current) else old.candidate)
+        owned = _owned(step)
+        users = manifest.user_dependencies(current, owned)
+        has = {d.key for d in manifest.user_dependencies(new, owned)} if new in manifest.environment_names() else set()
+        earlier = previous.get("removed") if previous.get("candidate") == new else None
+        earlier = {str(k): str(v) for k, v in earlier.items()} if isinstance(earlier, dict) else {}
+        missing = [d for d in users if d.key not in has]
         before_lock = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock") \
             if project.lockfile.is_file() else b""
         before_manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml")
         status = "locked"
-        if holds(project, step.new.plan):
+        if holds(project, step.new.plan) and all(d.name in earlier for d in missing):
             status = "current"
+            self.result.removed = {d.name: earlier[d.name] for d in missing}
             if record != old:
                 record.write(manifest)
                 manifest.save()
             self.out.info(f"pixi.lock already holds '{new}' as planned")
         else:
-            self.out.info(f"locking '{new}' beside '{current}' (pixi.toml and pixi.lock; '{current}' stays as it is)")
+            self.out.info(f"locking '{new}' beside '{current}' (pixi.toml and pixi.lock; '{current}' stays as it is)"
+                          + (f", with your {len(users)} dependenc{'y' if len(users) == 1 else 'ies'} of '{current}'"
+                             if users else ""))
             sources = Sources.load(project.root, flags=self.options.source_flags)
-            lock.lock_plans(project, [step.new.plan], sources=sources, info=self.out.info, edit=record.write)
+            self.result.removed = self._lock_carrying(step, record, users, owned, sources)
+        self.result.carried = tuple(d for d in users if d.name not in self.result.removed)
+        if self.result.removed:
+            self.result.step = step = replace(step, risks=step.risks + tuple(
+                Risk("removal", "warning", f"your dependency {name} cannot come along into '{new}' ({why}): the new "
+                     f"environment is locked without it, and `--promote` switches only with --allow-removal {name}",
+                     f"pixi.toml [feature] of '{current}'; the resolver of pixi.lock") for name, why in
+                sorted(self.result.removed.items())))
         after = read_bytes_bounded(project.lockfile, limit=LOCK_LIMIT, what="pixi.lock")
         if not entries_unchanged(before_lock.decode("utf-8", "replace"), after.decode("utf-8", "replace"), current):
             write_atomic(project.lockfile, before_lock, label="lock")
@@ -225,12 +255,73 @@ class _Journey:
 
         old_entry, new_entry = entry(current), entry(new)
         diff = lock_diff(old_entry, new_entry) if old_entry is not None and new_entry is not None else None
+        gone = [m for m in (diff.removed if diff else ()) if canonical_name(m.name) not in
+                {canonical_name(n) for n in self.result.removed}]
+        if gone:  # packages the current environment has and the new one does not: a risk, not an aside
+            self.result.step = replace(self.result.step, risks=self.result.step.risks + (Risk(
+                "removal", "note", f"{len(gone)} package{'s' if len(gone) != 1 else ''} of '{current}' "
+                f"{'are' if len(gone) != 1 else 'is'} not in '{new}': {', '.join(f'{m.name} {m.before}' for m in gone)} "
+                "(nothing you declared requires them there): code that imports them directly breaks",
+                "pixi.lock: the two environments' entries"),))
         self.result.record = read_pixi_toml(project.manifest).tool.upgrade
         self.result.lock = {"status": status, "environment": new, "current_entries_unchanged": True,
                             "diff": diff.to_json() if diff else None,
                             "manifest_changed": before_manifest != read_bytes_bounded(
                                 project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml"),
                             "lock_changed": before_lock != after}
+
+    def _lock_carrying(self, step: UpgradeStep, record: UpgradeRecord, users: tuple[Dependency, ...],
+                       owned: frozenset[str], sources) -> dict[str, str]:
+        """Lock the new environment with every dependency of the user's; when that does not resolve, find the ones
+        that cannot come along (each added alone to what does), lock without them and return them (name -> why)."""
+        from resolver import lock
+
+        project, current, new, plan = self.project, step.current.environment, step.new.environment, step.new.plan
+
+        def locked(leave_out) -> None:
+            lock.lock_plans(project, [plan], sources=sources, info=self.out.info, edit=record.write,
+                            carry={new: Carry(current, owned, frozenset(leave_out))})
+
+        try:
+            locked(())
+            return {}
+        except BadInput as first:
+            if not users:
+                raise
+            blocking = self._blocking(step, record, users, owned, sources)
+            if not blocking:
+                raise first from None
+        self.out.info("cannot come along: " + "; ".join(f"{n} ({why})" for n, why in sorted(blocking.items())))
+        locked(blocking)
+        return blocking
+
+    def _blocking(self, step: UpgradeStep, record: UpgradeRecord, users: tuple[Dependency, ...],
+                  owned: frozenset[str], sources) -> dict[str, str]:
+        """The user's dependencies the new environment does not resolve with, each tried alone on top of those
+        that do ({} when the plan does not resolve even without them: they are not the cause)."""
+        from resolver.lock.resolving import resolves
+
+        project, current, new = self.project, step.current.environment, step.new.environment
+        names = list(dict.fromkeys(d.name for d in users))
+
+        def why_not(leave_out: list[str]) -> str | None:
+            manifest = Manifest.load(project.manifest)
+            record.write(manifest)
+            manifest.ensure_environment(step.new.plan, (), Carry(current, owned, frozenset(leave_out)))
+            return resolves(project, manifest, new, sources=sources)
+
+        self.out.info(f"'{new}' does not resolve with all your dependencies of '{current}': trying them one by one ...")
+        if why_not(names) is not None:
+            return {}
+        kept: list[str] = []
+        blocking: dict[str, str] = {}
+        for name in names:
+            why = why_not([n for n in names if n not in kept and n != name] + list(blocking))
+            if why is None:
+                kept.append(name)
+            else:
+                blocking[name] = why
+        return blocking
 
     def _ready(self, step: UpgradeStep) -> Environment:
         """Install, patch and build the kernels of the new environment; its proof is the upgrade's verify."""
@@ -278,15 +369,17 @@ class _Journey:
 
         env = Text(r"[a-z0-9-]{1,64}", 64)
         shape = Fields({"wanted": OfType(dict), "current": env, "candidate": env, "stage": Text(r"[a-z-]{1,32}", 32),
-                        "at": Number(), "proof": optional(OfType(dict)), "proof_inputs": optional(Text(r"[0-9a-f]{64}"))})
+                        "at": Number(), "proof": optional(OfType(dict)), "proof_inputs": optional(Text(r"[0-9a-f]{64}")),
+                        "removed": optional(OfType(dict))})
         return read_record(self.state_path, shape, limit=16 << 20) or {}
 
     def _save_state(self, wanted: Wanted, step: UpgradeStep, stage: str, *, proof: Proof | None = None,
                     proof_inputs: str | None = None) -> None:
-        write_json_atomic(self.state_path, {
+        write_record(self.state_path, {
             "wanted": {**wanted.to_json(), "env": step.current.environment}, "current": step.current.environment,
             "candidate": step.new.environment, "stage": stage, "at": time.time(),
-            "proof": proof.to_json() if proof else None, "proof_inputs": proof_inputs}, label=f"upgrade-{stage}")
+            "proof": proof.to_json() if proof else None, "proof_inputs": proof_inputs,
+            "removed": dict(self.result.removed)}, label=f"upgrade-{stage}", strict=True)
 
 
 def _site_listing(env: Path) -> list[tuple[str, int]]:
@@ -305,6 +398,13 @@ def _site_listing(env: Path) -> list[tuple[str, int]]:
         except OSError:
             continue
     return sorted(found)
+
+
+def _owned(step: UpgradeStep) -> frozenset[str]:
+    """What the resolver writes for a plan, in both environments: torch, python and the plans' conda packages; the
+    rest of an environment's dependencies are the user's, and the new environment takes them as they are."""
+    return frozenset({"torch", "python", *(n for n, _ in step.current.plan.conda_packages),
+                      *(n for n, _ in step.new.plan.conda_packages)})
 
 
 def _expected_archs(step: UpgradeStep) -> tuple[str, ...]:

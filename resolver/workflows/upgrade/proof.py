@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 from resolver.install.environment import Environment
 from resolver.plan.knowledge import Knowledge
+from resolver.project.manifest import Dependency
 from resolver.project.paths import ProjectPaths
 from resolver.verify.compare import compare_dumps
 from resolver.verify.inenv.answers import VerifyReport
@@ -98,8 +99,10 @@ class ProofOptions:
 
 
 def prove(project: ProjectPaths, old: Environment, new: Environment, expect_archs: tuple[str, ...],
-          options: ProofOptions, knowledge: Knowledge, info: Callable[[str], None] = lambda text: None) -> Proof:
-    """Run the three in-environment programs and compare what they hand back."""
+          options: ProofOptions, knowledge: Knowledge, info: Callable[[str], None] = lambda text: None,
+          dependencies: tuple[Dependency, ...] = ()) -> Proof:
+    """Run the in-environment programs and compare what they hand back. ``dependencies``: the user's own, carried
+    into the new environment: each one's top-level modules must import there."""
     from resolver.verify import report as rep
     from resolver.verify.in_env import resolve_model, run_in_env
 
@@ -136,7 +139,75 @@ def prove(project: ProjectPaths, old: Environment, new: Environment, expect_arch
     warned = _warnings(reports, knowledge, checks)
     runs["verify"] = {"environment": new.name, "ok": rep.exit_code(verified.report) == 0,
                       "wall_s": round(verified.wall_s, 1)}
+    if dependencies:
+        info(f"importing the modules of {len(dependencies)} dependenc{'y' if len(dependencies) == 1 else 'ies'} of "
+             f"yours in '{old.name}' and '{new.name}' ...")
+        runs["imports"] = {label: _imported(env, dependencies) for label, env in (("old", old), ("new", new))}
+        checks += import_checks(dependencies, runs["imports"]["old"], runs["imports"]["new"], new.name)
     return Proof(tuple(checks), numerics, speed, warned, runs)
+
+
+def _imported(env: Environment, dependencies: tuple[Dependency, ...]) -> dict[str, Any]:
+    """What ``resolver.verify.inenv.imports`` answers in ``env`` for the dependencies (their distributions)."""
+    names = sorted({d.name for d in dependencies})
+    answer = env.call("resolver.verify.inenv.imports", names, timeout=600)
+    if answer.document is None or not isinstance(answer.document.get("distributions"), dict):
+        return {"error": f"the import check did not answer in '{env.name}' ({answer.failure})"}
+    return answer.document["distributions"]
+
+
+def import_checks(dependencies: tuple[Dependency, ...], old: dict[str, Any], new: dict[str, Any],
+                  new_name: str) -> list[ProofCheck]:
+    """One check per dependency: every top-level module it installs imports in the new environment (a failure
+    there fails the proof); said beside how it did in the current one.
+
+    >>> from resolver.project.manifest import Dependency
+    >>> ok = {"tomli-w": {"installed": True, "version": "1.2.0", "modules": {"tomli_w": None}}}
+    >>> bad = {"tomli-w": {"installed": True, "version": "1.2.0", "modules": {"tomli_w": "ImportError: x"}}}
+    >>> [(c.name, c.status) for c in import_checks((Dependency("pypi", "tomli-w", "*"),), ok, bad, "new")]
+    [('import:tomli-w', 'fail')]
+    >>> import_checks((Dependency("pypi", "tomli-w", "*"),), ok, ok, "new")[0].detail
+    "tomli_w imports in 'new' (tomli-w 1.2.0), as before"
+    """
+    checks = []
+    for dependency in sorted({d.name: d for d in dependencies}.values(), key=lambda d: d.name.lower()):
+        name = dependency.name
+        if "error" in new:
+            checks.append(ProofCheck(f"import:{name}", "fail", str(new["error"])))
+            continue
+        now, before = _entry(new, name), _entry(old, name)
+        if not now.get("installed"):
+            if dependency.kind == "conda" and not before.get("installed"):
+                checks.append(ProofCheck(f"import:{name}", "skip", f"{name} is a conda package without Python "
+                                         "modules: nothing to import"))
+            else:
+                checks.append(ProofCheck(f"import:{name}", "fail", f"{name} is not installed in '{new_name}'"))
+            continue
+        modules = now.get("modules") or {}
+        failed = {m: e for m, e in modules.items() if e}
+        was = {m: e for m, e in (before.get("modules") or {}).items() if e}
+        numbers = {"version": now.get("version"), "modules": sorted(modules),
+                   "failed": failed, "failed_before": was}
+        if failed:
+            detail = "; ".join(f"import {m} fails in '{new_name}': {e}" for m, e in sorted(failed.items()))
+            detail += " (it failed in the current environment too)" if set(failed) <= set(was) else \
+                " (it imports in the current environment)"
+            checks.append(ProofCheck(f"import:{name}", "fail", detail[:800], numbers))
+        elif not modules:
+            checks.append(ProofCheck(f"import:{name}", "skip", f"{name} {now.get('version')} installs no top-level "
+                                     "module to import", numbers))
+        else:
+            checks.append(ProofCheck(f"import:{name}", "pass", f"{', '.join(sorted(modules))} import"
+                                     f"{'s' if len(modules) == 1 else ''} in '{new_name}' ({name} "
+                                     f"{now.get('version')})" + (", as before" if before.get("installed") and not was
+                                                                  else ""), numbers))
+    return checks
+
+
+def _entry(found: dict[str, Any], name: str) -> dict[str, Any]:
+    from resolver.core.names import canonical_name
+
+    return next((v for k, v in found.items() if canonical_name(k) == canonical_name(name) and isinstance(v, dict)), {})
 
 
 def _verify_check(report: VerifyReport, name: str) -> ProofCheck:

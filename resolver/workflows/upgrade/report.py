@@ -105,9 +105,22 @@ def verdict(result: UpgradeResult) -> str:
         return f"locked '{new}' beside '{current}'; the proof runs on the machine the plan is for"
     if result.proof is not None and not result.proof.ok:
         return f"FAILED, not promoted: '{new}' does not match '{current}': {result.proof.why_not()}"
+    if result.blocked:
+        names = ", ".join(result.blocked)
+        flags = " ".join(f"--allow-removal {n}" for n in result.blocked)
+        return (f"PASSED but not promoted: '{new}' leaves out your dependenc{'y' if len(result.blocked) == 1 else 'ies'} "
+                f"{names} (cannot come along: {'; '.join(result.removed[n] for n in result.blocked)[:400]}); "
+                f"promote without {'it' if len(result.blocked) == 1 else 'them'} with "
+                f"`python -m resolver upgrade --promote {flags}`")
+    removed = f"; without your {', '.join(sorted(result.removed))} (--allow-removal)" if result.removed else ""
     if result.promoted:
-        return f"PASSED and promoted: '{new}' is the default environment; `python -m resolver rollback` returns to " \
-               f"'{current}'"
+        return f"PASSED and promoted: '{new}' is the default environment{removed}; `python -m resolver rollback` " \
+               f"returns to '{current}'"
+    if result.removed:
+        names = ", ".join(sorted(result.removed))
+        return (f"PASSED, with a removal: '{new}' matches '{current}' but leaves out your {names} (cannot come along); "
+                f"promote it with `python -m resolver upgrade --promote "
+                f"{' '.join(f'--allow-removal {n}' for n in sorted(result.removed))}`")
     return f"PASSED: '{new}' matches '{current}'; promote it with `python -m resolver upgrade --promote`"
 
 
@@ -135,6 +148,15 @@ def markdown(result: UpgradeResult, options: UpgradeOptions) -> str:
         lines.append("- none known")
     for note in step.notes:
         lines.append(f"- note: {note}")
+    if result.carried or result.removed:
+        lines += ["", "## Your dependencies", ""]
+        if result.carried:
+            lines.append(f"- carried into `{new.environment}` as `{current.environment}` declares them: "
+                         + ", ".join(f"{d.name} {d.spec}" + (f" ({d.selector})" if d.selector else "")
+                                     for d in result.carried))
+        for name, why in sorted(result.removed.items()):
+            lines.append(f"- **cannot come along: {name}** ({_cell(why)}); `--promote` switches only with "
+                         f"`--allow-removal {name}`")
     lines += ["", "## pixi.toml and pixi.lock", ""]
     if result.lock:
         lock = result.lock
@@ -226,9 +248,13 @@ def _next(result: UpgradeResult) -> list[str]:
         return [f"the default stays '{current}'; look into the failed checks (`python -m resolver verify --env {new}`, "
                 f"`python -m resolver bench --env {current} --compare {new}`), then run the upgrade again"]
     items = []
+    allow = "".join(f" --allow-removal {n}" for n in sorted(result.removed))
+    for name, why in sorted(result.removed.items()):
+        items.append(f"your {name} cannot come along ({why[:300]}): relax or drop its pin in pixi.toml and run the "
+                     f"upgrade again, or promote without it (`--allow-removal {name}`)")
     if not result.promoted:
-        items.append("promote it: `python -m resolver upgrade --promote` (setup, verify, bench and install then use "
-                     f"'{new}')")
+        items.append(f"promote it: `python -m resolver upgrade --promote{allow}` (setup, verify, bench and install then "
+                     f"use '{new}')")
     else:
         items.append(f"roll back at any time: `python -m resolver rollback` ('{current}' is kept, installed and locked)")
     items.append("team: commit pixi.toml and pixi.lock as one change; this report is its description")
@@ -246,6 +272,10 @@ def summary_text(result: UpgradeResult) -> str:
             lines.append("risks the knowledge base knows for this step:")
             lines += [f"  [{r.level}] {r.text} (source: {r.source})" for r in step.risks]
         lines += [f"note: {n}" for n in step.notes]
+    if result.carried:
+        lines.append("your dependencies, carried: " + ", ".join(f"{d.name} {d.spec}" for d in result.carried))
+    for name, why in sorted(result.removed.items()):
+        lines.append(f"cannot come along: {name} ({why})")
     if result.lock and result.lock.get("diff"):
         lines.append(f"lock: {result.lock['diff']['words']}")
     if result.proof is not None:

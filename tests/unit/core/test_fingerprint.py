@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, records
 
 from resolver.core.fingerprint import Memo, canonical_json, fingerprint
 from resolver.core.records import Fields, Integer, Text
@@ -92,10 +92,10 @@ def test_a_memo_answers_only_for_the_inputs_it_was_kept_for(tmp_path):
     one, two = fingerprint("one"), fingerprint("two")
     assert memo.recall(one) is None
     assert memo.keep(one, {"n": 3})
-    assert json.loads((tmp_path / "m.json").read_text()) == {"inputs_digest": one, "value": {"n": 3}}
+    assert records.read(tmp_path / "m.json") == {"inputs_digest": one, "value": {"n": 3}}
     assert memo.recall(one) == {"n": 3} and memo.recall(two) is None
     assert Memo(tmp_path / "m.json", Text()).recall(one) is None  # a value of another shape is no answer
-    (tmp_path / "m.json").write_text(json.dumps({"inputs_digest": "x", "value": {"n": 3}}))
+    records.plant(tmp_path / "m.json", {"inputs_digest": "x", "value": {"n": 3}})
     assert memo.recall("x") is None  # the key is a sha256
     memo.keep(one, {"n": 3})
     memo.forget()

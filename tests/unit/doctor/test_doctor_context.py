@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import DATA, cli, projects
+from support import DATA, cli, projects, records
 
 from resolver.doctor.signatures import load_signatures
 
@@ -31,9 +31,9 @@ def _env(root: Path, name: str, torch: str) -> None:
     (prefix / "conda-meta").mkdir(parents=True)
     (prefix / "bin").mkdir()
     (prefix / "bin" / "python").symlink_to(sys.executable)
-    (prefix / "resolver-ready.json").write_text(json.dumps({
+    records.plant(prefix / "resolver-ready.json", {
         "environment": name, "kind": "conda", "python": "3.12", "platform": "linux-64", "lock_digest": "0" * 64,
-        "conda": [], "pypi": [f"torch=={torch}"]}))
+        "conda": [], "pypi": [f"torch=={torch}"]})
 
 
 @pytest.fixture()

@@ -6,14 +6,13 @@ never print a hole; a 64 MiB log is read in linear time."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO
+from support import DATA, REPO, records
 
 from resolver.core.toml import parse_toml
 from resolver.doctor.context import FixContext, applies
@@ -93,9 +92,9 @@ def _project(tmp_path: Path) -> Path:
     (tmp_path / "pixi.toml").write_text("[workspace]\nname = 't'\nchannels = []\nplatforms = ['linux-64']\n")
     prefix = tmp_path / ".resolver" / "envs" / "cpu"
     (prefix / "conda-meta").mkdir(parents=True)
-    (prefix / "resolver-ready.json").write_text(json.dumps({
+    records.plant(prefix / "resolver-ready.json", {
         "environment": "cpu", "kind": "conda", "python": "3.12", "platform": "linux-64", "lock_digest": "0" * 64,
-        "conda": [], "pypi": ["torch==2.13.0+cpu"]}))
+        "conda": [], "pypi": ["torch==2.13.0+cpu"]})
     return tmp_path
 
 

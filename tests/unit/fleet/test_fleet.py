@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import DATA, REPO, cli
+from support import DATA, REPO, cli, shipped_manifest
 from support.fleet_profiles import machine_profiles
 
 from resolver.core.names import is_env_name
@@ -105,7 +105,7 @@ def _h100(uuid: str | None = "GPU-5d1e1a4b") -> dict:
 def test_bad_fleet_input_is_one_sentence_naming_the_file_and_writes_nothing(tmp_path, case):
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     before = (project / "pixi.toml").read_bytes()
     fleet = tmp_path / "fleet"
     fleet.mkdir()
@@ -155,7 +155,7 @@ def _lock_envs(project: Path) -> list[str]:
 def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_variant_once(fleet_dir, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = cli.run("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", "--json", project=project)
     assert done.returncode == 0, done.stderr[-3000:]
     fleet = json.loads(done.stdout)["fleet"]
@@ -203,7 +203,7 @@ def test_lock_fleet_writes_one_environment_per_class_and_the_matrix_lists_each_v
 def test_a_variant_the_lock_does_not_hold_is_one_sentence(fleet_dir, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = cli.run("build", "--matrix", project=project)
     assert done.returncode == 2 and "records no fleet" in one_error(done)
     assert cli.run("lock", "--fleet", str(fleet_dir), "--no-conda", "--no-pypi", project=project).returncode == 0
@@ -235,7 +235,7 @@ def test_a_thousand_node_profiles_plan_and_lock_in_seconds(tmp_path):
     fleet_scale.generate(fleet, fleet_scale.machine_profiles("machines"), 1000)
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     for command in (["plan", "--fleet", str(fleet), "--json"],
                     ["lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json"]):
         started = time.monotonic()

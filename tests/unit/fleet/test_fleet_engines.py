@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support import DATA, REPO, cli, engine_files, projects
+from support import DATA, REPO, cli, engine_files, projects, shipped_manifest
 
 from resolver.fleet import engines
 
@@ -209,7 +209,7 @@ def test_the_schemas_reject_what_the_engines_reject():
 def test_format_without_matrix_and_a_fleet_without_kernels_are_one_sentence(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = cli.run("build", "--format", "slurm", project=project)
     assert done.returncode == 2 and "error: --format applies to --matrix" in done.stderr
     cpu = tmp_path / "cpu"

@@ -14,7 +14,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, shipped_manifest
 
 from resolver.core.errors import BadInput
 from resolver.fleet.classes import plan_fleet
@@ -120,7 +120,7 @@ def test_a_large_fleet_is_counted_in_pixi_toml_and_listed_beside_it(tmp_path):
     fleet_scale.generate(fleet, fleet_scale.machine_profiles("machines"), 300)
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(REPO / "pixi.toml", project / "pixi.toml")
+    (project / "pixi.toml").write_text(shipped_manifest())
     done = cli.run("lock", "--fleet", str(fleet), "--no-conda", "--no-pypi", "--json", project=project)
     assert done.returncode == 0, done.stderr[-2000:]
     planned = json.loads(done.stdout)["fleet"]

@@ -81,8 +81,7 @@ def test_what_verify_checks_follows_torch_and_its_requirements_not_a_package_the
 def test_the_verify_stamp_is_keyed_on_what_verify_checks_as_install_recorded_it(tmp_path):
     """install writes verify_inputs into the ready marker; the chain's verify stamp reads it: a package the user
     added gives the same key, torch changing another."""
-    import json
-
+    from resolver.core.records import write_record
     from resolver.install import _target
     from resolver.install.environment import READY_MARKER
     from resolver.project.paths import ProjectPaths
@@ -93,8 +92,10 @@ def test_the_verify_stamp_is_keyed_on_what_verify_checks_as_install_recorded_it(
     def key(locked: LockedEnv) -> str:
         folder = project.env("cpu")
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / READY_MARKER).write_text(json.dumps(_target(project, locked).marker(folder)))
-        return verified_inputs(folder)
+        write_record(folder / READY_MARKER, _target(project, locked).marker(folder), strict=True)
+        found = verified_inputs(folder)
+        assert isinstance(found, str)  # install's record was read, not the marker file as a whole
+        return found
 
     host = dataclasses.replace(BASE, platform=LockedPlatform("here", host_subdir(), ()))
     base = key(host)

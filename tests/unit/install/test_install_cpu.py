@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from support import cli
+from support import REPO, cli, records
 from support.projects import torch_cpu_mirror
 
 from resolver import install
@@ -17,7 +17,7 @@ from resolver.project.paths import ProjectPaths
 
 def test_cpu_environment_is_a_conda_prefix_whose_python_imports_torch(cpu_project):
     env = cpu_project / ".resolver" / "envs" / "cpu"
-    marker = json.loads((env / "resolver-ready.json").read_text())
+    marker = records.read(env / "resolver-ready.json")
     assert marker["kind"] == "conda" and "torch==2.13.0+cpu" in marker["pypi"]
     assert (env / "conda-meta").is_dir() and any(p.name.startswith("python-3.") for p in (env / "conda-meta").iterdir())
     done = subprocess.run([str(env / "bin" / "python"), "-c",
@@ -58,3 +58,26 @@ def test_cpu_reinstall_from_warm_cache_is_a_no_op(cpu_project):
 def test_install_without_lock_is_one_sentence(tmp_path):
     done = cli.run("install", "--env", "cpu", project=tmp_path)
     assert done.returncode == 3 and done.stderr.count("\n") == 1 and "pixi.lock" in done.stderr
+
+
+def test_inside_the_entered_environment_the_resolver_works_from_any_folder(cpu_project, tmp_path):
+    """`source <env>/bin/activate` as the summary says: its python cannot run the resolver (it holds torch,
+    not py-rattler) and says so with the command that works; that command, on PATH there, works from any
+    folder for the environment's project."""
+    env = cpu_project / ".resolver" / "envs" / "cpu"
+    entered = f". {env / 'bin' / 'activate'} && "
+    inside = subprocess.run(["sh", "-c", entered + "python -m resolver install --env cpu"], cwd=REPO,
+                            env=cli.environ(project=cpu_project), capture_output=True, text=True, timeout=300,
+                            stdin=subprocess.DEVNULL)
+    assert inside.returncode == 3 and "Traceback" not in inside.stderr, inside.stderr[-2000:]
+    (line,) = inside.stderr.splitlines()
+    assert line.startswith(f"error: this Python ({env / 'bin' / 'python'}) cannot run the resolver: it lacks ")
+    assert line.endswith("Fix: run `mamba-resolver install --env cpu` instead: it runs the resolver with the Python "
+                         "that has them.")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    followed = subprocess.run(["sh", "-c", entered + "mamba-resolver install --env cpu --json"], cwd=elsewhere,
+                              env=cli.environ(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert followed.returncode == 0, followed.stderr[-2000:]
+    document = json.loads(followed.stdout)
+    assert document["status"] == "up-to-date" and document["path"] == str(env)

@@ -127,6 +127,31 @@ def test_an_index_page_entry_must_exist_and_be_escaped_as_html(tmp_path):
     assert finder.candidates(URL, "ab") == [URL]  # linked but not there
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero-link"])
+def test_a_local_index_page_that_is_not_a_regular_file_is_one_sentence(tmp_path, kind):
+    """A FIFO would block install forever, a link to /dev/zero would fill memory: each is refused without
+    reading it (exit 3); the lock's own local listing is read the same way."""
+    import os
+    import time
+
+    from resolver.lock.pypi import _listing
+
+    index = tmp_path / "index"
+    page = index / "tiny" / "index.html"
+    page.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(page)
+    else:
+        page.symlink_to("/dev/zero")
+    started = time.monotonic()
+    with pytest.raises(BadInput, match="index.html") as caught:
+        Finder(Sources(extra_index_urls=(str(index),))).candidates(URL, "tiny")
+    assert caught.value.code == 3
+    with pytest.raises(BadInput, match="index.html"):
+        _listing(index.as_uri(), "tiny", "1.0")
+    assert time.monotonic() - started < 5
+
+
 def test_an_index_page_is_read_once(tmp_path):
     index = tmp_path / "index"
     put(index / "files")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import projects
+from support import projects, records
 
 from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem
 from resolver.core.platforms import host_subdir
@@ -71,8 +71,7 @@ def marker(**changes) -> dict:
 
 
 def write_marker(folder: Path, data: dict) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / READY_MARKER).write_text(json.dumps(data), encoding="utf-8")
+    records.plant(folder / READY_MARKER, data)
 
 
 def installed(project: ProjectPaths, name: str, kind: str = "conda", python: bool = True) -> Path:
@@ -181,7 +180,9 @@ def test_an_environment_is_ready_once_its_marker_is_there(tmp_path):
     (tmp_path / READY_MARKER).mkdir()
     assert not env.ready  # a folder in its place is no marker
     (tmp_path / READY_MARKER).rmdir()
-    (tmp_path / READY_MARKER).write_text("{}")
+    records.unsealed(tmp_path / READY_MARKER, marker())
+    assert not env.ready  # a marker that came with the folder (a copy, a clone) is not install's
+    write_marker(tmp_path, marker())
     assert env.ready
 
 
@@ -425,7 +426,23 @@ def test_an_environment_locked_for_other_machines_only_is_refused(tmp_path):
         locked_environment(project, "cpu")
     subdir = host_subdir()
     assert refusal(error) == (f"environment 'cpu' is locked for {OTHER.subdir}, not for this machine ({subdir})",
-                              f"lock it for {subdir} (`python -m resolver lock --target cpu` on this machine)")
+                              f"add this platform: `python -m resolver lock --platform {subdir}` (it adds {subdir} to "
+                              "[workspace] platforms of pixi.toml and locks the CPU environment for it too; commit both "
+                              "files for your team), then install again")
+
+
+@pytest.mark.parametrize("gpu", ["platform", "torch"])
+def test_a_gpu_environment_of_other_machines_says_to_plan_one_for_this_machine(tmp_path, gpu):
+    cuda = LockedPlatform("cuda", OTHER.subdir, ("__cuda=13",) if gpu == "platform" else ())
+    torch = PypiArtifact("torch", "2.13.0+cu130" if gpu == "torch" else "2.13.0", "https://x.org/torch.whl", "ab" * 32)
+    project = project_with(tmp_path, LockedEnv("cuda13", cuda, (FORGE,), (record("python", "3.11.7",
+                                                                                 subdir=OTHER.subdir),), (torch,)))
+    with pytest.raises(EnvironmentProblem) as error:
+        locked_environment(project, "cuda13")
+    assert refusal(error) == (f"environment 'cuda13' is for the GPU machines its plan serves ({OTHER.subdir}), not for "
+                              f"this machine ({host_subdir()})",
+                              "lock an environment for this machine: `python -m resolver lock --target cuda13` here "
+                              "(or `--target cpu`)")
 
 
 # ------------------------------------------------------------------------------------------ what install makes
@@ -577,7 +594,7 @@ def test_what_is_made_is_marked_ready_with_what_was_locked_and_moved_into_place(
                                          f"{a.version + '-' + a.build if hasattr(a, 'build') else a.version} "
                                          f"{a.sha256 or a.md5 if hasattr(a, 'build') else a.sha256}"
                                          for a in (*CONDA_ENV.conda, *CONDA_ENV.pypi))
-    assert not (project.env("cpu") / "bin").exists()
+    assert [p.name for p in (project.env("cpu") / "bin").iterdir()] == ["mamba-resolver"]  # the launcher alone
 
 
 def test_a_make_that_fails_leaves_no_half_environment(tmp_path):
@@ -721,18 +738,19 @@ def test_a_cached_build_that_no_longer_runs_is_dropped_and_the_lock_built(tmp_pa
 
 def stored_env(project: ProjectPaths, tmp_path: Path) -> LockedEnv:
     """CONDA_ENV's kind of lock whose every artefact is in the verified store already (nothing is fetched)."""
+    from support.channel_factory import write_wheel
+    from support.package_factory import index_json, write_conda
+
     store, conda = project.verified_store, []
     for name in ("python", "zlib"):
-        data = f"{name} package".encode()
-        sha = hashlib.sha256(data).hexdigest()
-        (tmp_path / f"{name}.conda").write_bytes(data)
+        package = write_conda(tmp_path / "chan", index_json(name, "1.0", subdir=HOST.subdir), [])
+        sha = hashlib.sha256(package.read_bytes()).hexdigest()
         rec = record(name, "1.0", sha)
-        store.copy_in(tmp_path / f"{name}.conda", sha, rec.file_name)
+        store.copy_in(package, sha, rec.file_name)
         conda.append(rec)
-    wheel = b"wheel"
-    (tmp_path / "plain.whl").write_bytes(wheel)
-    artifact = PypiArtifact("plain", "1", WHEEL.location, hashlib.sha256(wheel).hexdigest())
-    store.copy_in(tmp_path / "plain.whl", artifact.sha256, artifact.file_name)
+    wheel = write_wheel(tmp_path / "wheels", "plain", "1", {"plain.py": ""})
+    artifact = PypiArtifact("plain", "1", WHEEL.location, hashlib.sha256(wheel.read_bytes()).hexdigest())
+    store.copy_in(wheel, artifact.sha256, artifact.file_name)
     return LockedEnv("cpu", HOST, (FORGE,), tuple(conda), (artifact,), python="3.11")
 
 

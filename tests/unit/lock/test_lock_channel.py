@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import REPO, cli, projects
+from support import REPO, cli, projects, records
 from support import channel_factory as cf  # noqa: E402
 from support import toolchain_channel as tc  # noqa: E402
 
@@ -31,6 +31,7 @@ from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource  # 
 from resolver.core.versions import DottedVersion  # noqa: E402
 from resolver.lock import current  # noqa: E402
 from resolver.lock.lockfile import read_lock  # noqa: E402
+from resolver.plan import locked as locked_plans  # noqa: E402
 from resolver.plan.knowledge import Knowledge  # noqa: E402
 from resolver.project.manifest import Manifest  # noqa: E402
 from resolver.project.paths import ProjectPaths  # noqa: E402
@@ -201,7 +202,7 @@ def test_installed_environments_are_conda_prefixes_that_run(locked):
         local = "cpu" if name == "cpu" else "cu130"
         assert run(bin_dir / "python", "-c", "import torch, rtpy; print(torch.__version__, rtpy.VALUE)") == \
             f"2.13.0+{local} rtpy ok"
-        marker = json.loads((summary.path / "resolver-ready.json").read_text())
+        marker = records.read(summary.path / "resolver-ready.json")
         assert marker["lock_digest"] == install.locked_environment_digest(project, name)
         assert marker["kind"] == "conda"
     assert "release 13.0" in run(project.env("cuda13") / "bin" / "nvcc", "--version")  # the toolkit came with it
@@ -370,6 +371,11 @@ def test_cli_relocks_stored_plans_and_installs(locked, tmp_path):
     project, _, _ = locked
     copy = tmp_path / "cli"
     shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("envs", "cache"))
+    assert locked_plans.read_all(ProjectPaths(copy)) == []  # records copied from another checkout are not this one's
+    for name in ("cpu", "cuda13"):  # what a lock of these targets here would have kept
+        kept = locked_plans.record(project, name)
+        locked_plans.save(ProjectPaths(copy), locked_plans.read(project, name), Manifest.load(copy / "pixi.toml"),
+                          kept["pythons"])
     done = cli.run("lock", "--json", project=copy)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)  # the stored plans are what pixi.lock holds: nothing to resolve
@@ -497,7 +503,7 @@ def test_a_channel_inside_the_project_is_recorded_relative(served, tmp_path, con
 
 
 def test_every_declared_platform_is_locked_with_its_target_overrides(served, tmp_path, conda_channel):
-    project = make_project(tmp_path / "p", served[1].url, conda_channel)
+    project = linux_kernel_only(make_project(tmp_path / "p", served[1].url, conda_channel))
     name = tc.platform_name(conda_channel)
     text = project.manifest.read_text().replace(
         f'[feature.cpu]\nplatforms = ["{name}"]\ndependencies = {{ rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }}',
@@ -653,3 +659,40 @@ def test_a_machine_whose_python_is_too_old_gets_an_environment_with_a_supported_
     cpu = lockfile(project).environment("cpu")
     pythons = [p.location for p in cpu.packages(cpu.platforms()[0]) if p.name == "python"]
     assert len(pythons) == 1 and f"/python-{python}." in pythons[0]
+
+
+def linux_kernel_only(project: ProjectPaths) -> ProjectPaths:
+    """The CPU feature takes rt-kernel (built for linux-64 alone) on linux-64 only, as a real project takes
+    a package some platforms lack."""
+    text = project.manifest.read_text()
+    text = text.replace('[feature.cpu]\n', '[feature.cpu]\ntarget.linux-64.dependencies = { rt-kernel = "1.2.*" }\n', 1)
+    project.manifest.write_text(text.replace('rt-kernel = "1.2.*", pip = "*" }', 'pip = "*" }', 1))
+    return project
+
+
+def test_lock_platform_adds_one_the_cpu_environment_serves_and_a_gpu_one_does_not(served, tmp_path, conda_channel):
+    """A teammate on a Mac: `lock --platform osx-arm64` declares it in [workspace] platforms and locks the CPU
+    environment for it (and the default one); the CUDA environment stays on the machines its plan serves."""
+    project = linux_kernel_only(make_project(tmp_path / "p", served[1].url, conda_channel))
+    name = tc.platform_name(conda_channel)
+    lock.lock_plans(project, [cpu_plan(), cuda_plan()])
+    done = cli.run("lock", "--platform", "osx-arm64", "--json", project=project.root, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    manifest = Manifest.load(project.manifest)
+    assert "osx-arm64" in manifest.platforms()
+    assert sorted(p.name for p in manifest.environment("cpu").platforms) == sorted([name, "osx-arm64"])
+    assert [p.name for p in manifest.environment("cuda13").platforms] == [f"{name}-cuda13"]
+    envs = read_lock(project.lockfile, project.root)
+    assert sorted(e.platform.subdir for e in envs["cpu"]) == ["linux-64", "osx-arm64"]
+    assert [e.platform.subdir for e in envs["cuda13"]] == ["linux-64"]
+    osx = next(e for e in envs["cpu"] if e.platform.subdir == "osx-arm64")
+    assert {r.name for r in osx.conda} >= {"python", "rt-tool"} and {a.name for a in osx.pypi} == {"rtpy", "torch"}
+    again = cli.run("lock", "--platform", "osx-arm64", "--json", project=project.root, timeout=900)
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "up-to-date"  # declared: nothing to do
+    assert install.install_environment(project, "cpu").platform == "linux-64"  # this machine's, as before
+
+
+def test_lock_platform_refuses_what_the_resolver_does_not_lock_for(tmp_path):
+    done = cli.run("lock", "--platform", "amiga-68k", project=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("error: --platform 'amiga-68k' is not a platform")
+    assert "osx-arm64" in done.stderr and not (tmp_path / "pixi.toml").exists()

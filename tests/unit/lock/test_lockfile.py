@@ -758,3 +758,20 @@ def test_a_fresh_lock_is_cut_as_it_is_written(tmp_path):
         (0, "./chan/linux-64/zlib-1.3.1-h0_0.conda"), (0, f"{FORGE}linux-64/python-3.11.7-h0_0.conda"), (2, "./src/"),
         (2, TORCH.location)]
     check_lock_text(fresh.text(), fresh)
+
+
+@pytest.mark.parametrize("sha256", ["1" * 64, "0" * 63 + "7", "1" * 30 + "e" + "2" * 33, "12" * 32])
+def test_a_pypi_sha256_is_written_so_every_yaml_reader_reads_text(tmp_path, sha256):
+    """A hex digest may be all digits (a number to a YAML reader, an octal one with a leading 0) or digits
+    around one ``e`` (a float): written quoted where it would be, it reads back as the same text by
+    PyYAML, by rattler, and by the lock's own reader."""
+    import yaml
+
+    wheel = PypiArtifact("plain", "1.0", "https://files.example.org/plain-1.0-py3-none-any.whl", sha256)
+    env = LockedEnv("cpu", LINUX, (FORGE,), (record("python", "3.11.7"),), (wheel,), ("https://pypi.org/simple",))
+    text = render_lock([env], tmp_path)
+    packages = yaml.safe_load(text)["packages"]
+    assert [p["sha256"] for p in packages if "pypi" in p] == [sha256]
+    assert yaml.safe_load(canonical_lock_text(text)) == yaml.safe_load(text)  # rattler reads it so, writes it so
+    (tmp_path / "pixi.lock").write_text(text)
+    assert [p.sha256 for p in read_lock(tmp_path / "pixi.lock", tmp_path)["cpu"][0].pypi] == [sha256]

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import REPO, cli, projects
+from support import REPO, cli, projects, shipped_manifest
 from support import pixi_rules as rules
 
 SCHEMA = REPO.parent / "shared" / "schemas" / "pixi-manifest.schema.json"
@@ -42,7 +42,7 @@ def cuda_added(cpu_project, conda_channel, tmp_path_factory) -> rules.Workspace:
 
 
 def test_the_committed_manifest_follows_pixis_form():
-    text = (REPO / "pixi.toml").read_text()
+    text = shipped_manifest()
     ws = rules.Workspace.read(text, "version: 7\n", REPO)
     assert rules.manifest_form(ws) == []
     if not SCHEMA.is_file():

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import cli, projects
+from support import cli, projects, records
 
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
@@ -308,7 +308,7 @@ def test_the_check_reads_what_it_is_given_and_solves_nothing(tmp_path):
 def test_a_current_answer_is_remembered_by_its_inputs_only(tmp_path):
     paths = project(tmp_path)
     assert current.lock_status(paths, remember=True).current
-    stamp = json.loads(paths.lock_check_stamp.read_text())
+    stamp = records.read(paths.lock_check_stamp)
     assert stamp == {"inputs_digest": stamp["inputs_digest"], "value": True} and len(stamp["inputs_digest"]) == 64
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))  # the stamp no longer applies
     assert not current.lock_status(paths, remember=True).current
@@ -319,18 +319,18 @@ def test_a_current_answer_is_remembered_by_its_inputs_only(tmp_path):
 def test_a_stamp_others_could_have_written_is_not_taken(tmp_path):
     paths = project(tmp_path)
     assert current.lock_status(paths, remember=True).current
-    stamp = paths.lock_check_stamp.read_text()
+    stamp = paths.lock_check_stamp.read_bytes()
     paths.manifest.write_text(MANIFEST.replace('numpy = "*"', 'numpy = ">=2.2"'))
     # a stamp claiming the edited inputs are current: taken only from a file no one else can write
     from resolver.lock.current import _inputs_digest
 
-    paths.lock_check_stamp.write_text(json.dumps({"inputs_digest": _inputs_digest(paths, None), "value": True}))
+    records.plant(paths.lock_check_stamp, {"inputs_digest": _inputs_digest(paths, None), "value": True})
     os.chmod(paths.lock_check_stamp, 0o666)
     assert not current.lock_status(paths).current
     os.chmod(paths.lock_check_stamp, 0o644)
     paths.lock_check_stamp.unlink()
     os.symlink(tmp_path / "elsewhere.json", paths.lock_check_stamp)
-    (tmp_path / "elsewhere.json").write_text(stamp)
+    (tmp_path / "elsewhere.json").write_bytes(stamp)
     assert not current.lock_status(paths).current
 
 
@@ -388,3 +388,65 @@ def test_setup_says_why_it_relocks(tmp_path):
                                         "pixi.lock has numpy 2.1.0 (linux-64)")
     paths.lockfile.unlink()
     assert lock_step() == ("would-run", "relock: pixi.lock does not exist")
+
+
+# ------------------------------------------------------------------------------------ sources
+def test_a_path_of_this_machine_that_a_mirror_now_maps_is_stale(tmp_path, monkeypatch):
+    """The sources are part of staleness: a wheel recorded at a path of this machine is current while no
+    source maps it; once [tool.resolver.mirrors] maps that folder to its canonical index, a lock records the
+    canonical address, so the lock is stale, and says which file and which address."""
+    import dataclasses
+
+    from resolver.project.sources import Sources
+
+    env = cpu_env()
+    local = "file:///srv/wheels/torch-2.13.0%2Bcpu-py3-none-any.whl"
+    env = dataclasses.replace(env, pypi=tuple(dataclasses.replace(a, location=local) if a.name == "torch" else a
+                                              for a in env.pypi))
+    paths = project(tmp_path, envs=[env])
+    lock, manifest = read_lock(paths.lockfile, paths.root), Manifest.load(paths.manifest)
+    assert staleness.check(lock, manifest, sources=Sources()).current
+    mirrored = Sources(mirrors=((TORCH_INDEX, "/srv/wheels"),))
+    (reason,) = staleness.check(lock, manifest, sources=mirrored).reasons
+    assert isinstance(reason, reasons.LocationNotCanonical) and reason.package == "torch"
+    assert reason.canonical == f"{TORCH_INDEX}/torch-2.13.0%2Bcpu-py3-none-any.whl"
+    assert "[tool.resolver.mirrors] now maps to" in reason.sentence
+    assert staleness.check(lock, manifest, sources=mirrored, pypi=False).current  # --no-pypi holds no wheel
+    # through lock_status: the mirrors entry in pixi.toml makes the remembered "current" answer not apply
+    assert current.lock_status(paths, remember=True).current
+    paths.manifest.write_text(MANIFEST + f'\n[tool.resolver.mirrors]\n"{TORCH_INDEX}" = "/srv/wheels"\n')
+    assert [r.kind for r in current.lock_status(paths).reasons] == ["location-not-canonical"]
+
+
+def test_a_remembered_answer_holds_only_for_the_same_sources(tmp_path, monkeypatch):
+    """Sources set outside pixi.toml (an environment variable, what the last lock here was told) are inputs
+    of the check too: the answer remembered under other sources is not taken."""
+    from resolver.lock.current import _inputs_digest
+
+    paths = project(tmp_path)
+    monkeypatch.delenv("RESOLVER_FIND_LINKS", raising=False)
+    before = _inputs_digest(paths, None)
+    monkeypatch.setenv("RESOLVER_FIND_LINKS", "/srv/other-wheels")
+    assert _inputs_digest(paths, None) != before
+
+
+def test_a_package_only_the_locks_own_requires_dist_reaches_is_not_required(tmp_path):
+    """pixi.lock claims numpy requires ``evil`` (and locks evil): where this user's resolver read numpy's own
+    metadata (the sealed record a lock keeps, by the wheel's sha256), that is what the check follows, and
+    evil is required by nothing; a record of that metadata that came with the checkout is no record."""
+    import dataclasses
+
+    base = cpu_env()
+    numpy_sha, evil_sha = "01" * 32, "02" * 32
+    pypi = tuple(dataclasses.replace(a, sha256=numpy_sha, requires_dist=("evil",)) if a.name == "numpy" else a
+                 for a in base.pypi) + (dataclasses.replace(wheel("evil", "1.0"), sha256=evil_sha),)
+    paths = project(tmp_path, envs=[dataclasses.replace(base, pypi=pypi)])
+    assert current.lock_status(paths).current  # the lock's own claim is all there is here
+    honest = {numpy_sha: {"requires_dist": [], "requires_python": ">=3.10"}}
+    records.unsealed(paths.pypi_requires, honest)  # as a clone would bring it: not this user's reading
+    assert current.lock_status(paths).current
+    records.plant(paths.pypi_requires, honest)  # what a lock here read from numpy's METADATA
+    reason = only(paths, reasons.PackagesNotRequired)
+    assert reason.packages == ("evil",) and reason.ecosystem == "pypi"
+    done = cli.run("lock", "--check", project=paths.root)
+    assert done.returncode == 1 and "evil" in done.stdout

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import os
 import re
 import stat
@@ -15,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import projects
+from support import projects, records
 from support.patch_support import FIXTURES, HEADER, TABLE, make_rocm, sha, tree_state
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError
@@ -74,7 +73,7 @@ def _record_path(project: Path, root: Path) -> Path:
 
 
 def _json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
+    return records.read(path)
 
 
 def _temp_blocker(path: Path) -> None:
@@ -193,7 +192,7 @@ def test_in_place_run_finishes_a_record_left_applying(project, root, crash_point
     _run(project, root, in_place=True)
     record_path = _record_path(project, root)
     record = _json(record_path)
-    record_path.write_text(json.dumps(dict(record, state="applying")))
+    records.plant(record_path, dict(record, state="applying"))
     crash_points.clear()
     outcome = _one(project, root, in_place=True)
     assert crash_points == ["in-place-record:after-temp", "in-place-record:after-replace"]
@@ -388,13 +387,13 @@ def test_overlay_record_of_another_rocm_root_is_replaced_and_one_of_this_root_is
                    "forced": False, "header_state": "original", "changes": [], "time": "2026-01-01T00:00:00Z"}
     foreign = {"format": 1, "rocm_root": "/opt/rocm-elsewhere", "rocm_version": "6.0.2",
                "patches": {"other-fix": other_entry}}
-    (overlay / RECORD_NAME).write_text(json.dumps(foreign))
+    records.plant(overlay / RECORD_NAME, foreign)
     _run(project, root)
     assert list(_json(overlay / RECORD_NAME)["patches"]) == [PATCH_ID]
 
     _run(project, root, revert=True)
     (overlay).mkdir(parents=True)
-    (overlay / RECORD_NAME).write_text(json.dumps(dict(foreign, rocm_root=str(root))))
+    records.plant(overlay / RECORD_NAME, dict(foreign, rocm_root=str(root)))
     _run(project, root)
     record = _json(overlay / RECORD_NAME)
     assert sorted(record["patches"]) == ["other-fix", PATCH_ID] and record["patches"]["other-fix"] == other_entry
@@ -437,15 +436,14 @@ def test_overlay_record_naming_a_sibling_outside_is_not_trusted(project, root, p
     _run(project, root)
     record = _json(overlay / RECORD_NAME)
     record["patches"][PATCH_ID]["siblings"].append(planted)
-    (overlay / RECORD_NAME).write_text(json.dumps(record))
+    records.plant(overlay / RECORD_NAME, record)
     assert _one(project, root, check=True).status == "needed"
 
 
 def test_overlay_record_without_this_patch_is_not_an_entry(project, root):
     overlay = _overlay(project)
     overlay.mkdir(parents=True)
-    (overlay / RECORD_NAME).write_text(json.dumps({"format": 1, "rocm_root": str(root), "rocm_version": "6.0.2",
-                                                   "patches": {}}))
+    records.plant(overlay / RECORD_NAME, {"format": 1, "rocm_root": str(root), "rocm_version": "6.0.2", "patches": {}})
     assert _one(project, root, check=True).status == "needed"
     assert _one(project, root, revert=True).status == "not-needed"
 
@@ -496,7 +494,7 @@ def test_overlay_revert_keeps_what_another_patch_of_the_record_uses(project, roo
     other = {"file": SIBLINGS[2], "source_sha256": "a" * 64, "sha256": "b" * 64, "siblings": shared,
              "forced": False, "header_state": "original", "changes": [], "time": "2026-01-01T00:00:00Z"}
     record["patches"]["other-fix"] = other
-    (overlay / RECORD_NAME).write_text(json.dumps(record))
+    records.plant(overlay / RECORD_NAME, record)
     crash_points.clear()
     outcome = _one(project, root, revert=True)
     assert outcome.written == (overlay / HEADER, *(overlay / s for s in SIBLINGS[3:]))
@@ -524,7 +522,7 @@ def test_overlay_revert_refuses_a_record_naming_a_path_outside(project, root):
     _run(project, root)
     record = _json(overlay / RECORD_NAME)
     record["patches"][PATCH_ID]["siblings"].append("include/../../outside.h")
-    (overlay / RECORD_NAME).write_text(json.dumps(record))
+    records.plant(overlay / RECORD_NAME, record)
     with pytest.raises(BadInput) as caught:
         _run(project, root, revert=True)
     assert caught.value.message.startswith(f"{RECORD_NAME} names ")

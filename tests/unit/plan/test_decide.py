@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import cli
+from support import cli, records
 from support.decide_cases import CASES, Case
 from support.profiles import A100, GTX1080TI, H100, MI250X, MI300X, T4, V100, amd, cpu, nvidia
 
@@ -175,11 +175,11 @@ def test_plan_remembers_its_answer_only_for_the_same_inputs(tmp_path, monkeypatc
     monkeypatch.setattr(planning, "package_digest", lambda: "0" * 20)  # the installed resolver changed
     assert planning.PlanMemo(profile, "auto", None).recall() is None
     monkeypatch.undo()
-    other = json.loads(memos[0].read_text())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    other = records.read(memos[0])
     other["inputs_digest"] = "0" * 64  # a colliding file written for other inputs
     other["value"]["backend"] = "wrong"
-    memos[0].write_text(json.dumps(other))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    records.plant(memos[0], other)
     assert json.loads(cli.run("plan", "--profile", str(path), "--json").stdout) == json.loads(first.stdout)
 
 

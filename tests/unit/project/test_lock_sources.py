@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import projects
+from support import projects, records
 
 from resolver.core.errors import BadInput
 from resolver.project.paths import ProjectPaths
@@ -176,14 +176,14 @@ def test_a_lock_remembers_flags_and_variables_not_the_manifest(tmp_path):
     root = project(tmp_path, '[tool.resolver]\nextra-index-urls = ["https://pixi/simple"]\n')
     s = Sources.load(root, flags={"conda-channels": ["/flag-channel"]}, environ={"RESOLVER_FIND_LINKS": "/w"})
     s.remember(root)
-    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"conda-channels": ["/flag-channel"], "find-links": ["/w"]}
+    assert records.read(ProjectPaths(root).sources_record) == {"conda-channels": ["/flag-channel"], "find-links": ["/w"]}
     later = Sources.load(root, environ={})
     assert later.conda_channels == ("/flag-channel",) and later.find_links == ("/w",)
     assert dict(later.origins)["conda-channels"].startswith("the last lock here")
     assert later.extra_index_urls == ("https://pixi/simple",)
     # remembered keys are kept by the next lock; a new flag replaces one
     Sources.load(root, flags={"find-links": ["/w2"]}, environ={}).remember(root)
-    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"conda-channels": ["/flag-channel"], "find-links": ["/w2"]}
+    assert records.read(ProjectPaths(root).sources_record) == {"conda-channels": ["/flag-channel"], "find-links": ["/w2"]}
     # a variable outranks what was remembered
     assert Sources.load(root, environ={"RESOLVER_FIND_LINKS": "/env"}).find_links == ("/env",)
 
@@ -197,8 +197,7 @@ def test_nothing_to_remember_writes_nothing(tmp_path):
 @pytest.mark.parametrize("text", ["{not json", "[1]", '{"find-links": []}', '{"mirrors": {"a": "b"}, "other": 1}'])
 def test_a_remembered_file_that_is_not_usable_is_ignored(tmp_path, text):
     root = project(tmp_path)
-    ProjectPaths(root).sources_record.parent.mkdir(parents=True)
-    ProjectPaths(root).sources_record.write_text(text)
+    records.plant_text(ProjectPaths(root).sources_record, text)
     assert Sources.load(root, environ={}) == Sources()
 
 
@@ -231,17 +230,16 @@ def test_credentials_and_strings_in_what_a_lock_remembers(tmp_path):
     root = project(tmp_path)
     Sources.load(root, flags={"find-links": ["https://u:pw@h/links", "/w"], "torch-index": "https://t/{variant}",
                               "extra-index-urls": ["https://u:pw@h/simple"]}, environ={}).remember(root)
-    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"find-links": ["/w"],
+    assert records.read(ProjectPaths(root).sources_record) == {"find-links": ["/w"],
                                                                           "torch-index": "https://t/{variant}"}
     assert Sources.load(root, environ={}).torch_index == "https://t/{variant}"
     Sources.load(root, flags={"torch-index": "https://u:pw@t/{variant}"}, environ={}).remember(root)
-    assert json.loads(ProjectPaths(root).sources_record.read_text()) == {"find-links": ["/w"]}
+    assert records.read(ProjectPaths(root).sources_record) == {"find-links": ["/w"]}
 
 
 def remembered(tmp_path: Path, data) -> Sources:
     root = project(tmp_path)
-    ProjectPaths(root).sources_record.parent.mkdir(parents=True, exist_ok=True)
-    ProjectPaths(root).sources_record.write_text(json.dumps(data))
+    records.plant_text(ProjectPaths(root).sources_record, json.dumps(data))
     return Sources.load(root, environ={})
 
 

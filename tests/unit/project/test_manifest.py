@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import REPO
+from support import REPO, shipped_manifest
 
 from resolver.core.errors import BadInput
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
@@ -29,7 +29,7 @@ def test_pixis_schema_is_here_and_tells_a_bad_manifest_from_a_good_one():
     if not SCHEMA.is_file():
         pytest.skip(f"pixi's manifest schema is not here ({SCHEMA}): this module's manifests were checked for "
                     "their form only, not against the schema")
-    good = (REPO / "pixi.toml").read_text()
+    good = shipped_manifest()
     assert validate(good) == []
     assert validate(good.replace('platforms = ["linux-64"]', "platforms = 5", 1))  # the schema is live
 
@@ -46,7 +46,7 @@ def plan(backend: str, version: str | None, variant: str, torch: str = "2.13.0",
 def test_shipped_manifest_validates_and_is_the_resolvers_own_workspace():
     """The committed pixi.toml holds the default environment only (the resolver's tooling, with its own
     python); `lock --target T` adds the backend environments, so pixi.toml and pixi.lock hold the same set."""
-    text = (REPO / "pixi.toml").read_text()
+    text = shipped_manifest()
     if SCHEMA.is_file():
         assert validate(text) == []
     manifest = Manifest.parse(text)
@@ -90,7 +90,7 @@ def test_ensure_environment_on_a_new_manifest_is_pixis_current_form(the_plan):
 
 
 def test_relocking_the_shipped_manifest_keeps_comments_and_only_changes_the_pin():
-    text = (REPO / "pixi.toml").read_text()
+    text = shipped_manifest()
     manifest = Manifest.parse(text)
     manifest.ensure_environment(plan("cuda", "12.9", "cu129", torch="2.9.1"))
     first = manifest.dumps()
@@ -107,7 +107,7 @@ def test_relocking_the_shipped_manifest_keeps_comments_and_only_changes_the_pin(
 
 def test_unknown_environment_and_bad_toml_are_one_sentence(tmp_path):
     with pytest.raises(BadInput, match="no environment 'gpu'"):
-        Manifest.parse((REPO / "pixi.toml").read_text()).environment("gpu")
+        Manifest.parse(shipped_manifest()).environment("gpu")
     bad = tmp_path / "pixi.toml"
     bad.write_text("[workspace\nname = 1\n")
     with pytest.raises(BadInput, match="is not valid TOML"):

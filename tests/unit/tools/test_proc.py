@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support import REPO
+from support.processes import default_signals
 
 PARENT = """
 import sys
@@ -37,7 +38,8 @@ def _alive(tag: str) -> list[str]:
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_grandchildren_die_with_the_resolver(sig):
     tag = f"resolver-proc-test-{os.getpid()}-{int(sig)}"
-    parent = subprocess.Popen([sys.executable, "-c", PARENT.format(repo=str(REPO), tag=tag)], start_new_session=True)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT.format(repo=str(REPO), tag=tag)], start_new_session=True,
+                              preexec_fn=default_signals)
     deadline = time.monotonic() + 120  # a bound for a machine under load, not a wait: the loop ends when they are up
     while len(_alive(tag)) < 3 and time.monotonic() < deadline:  # the pool's parent and its two workers
         time.sleep(0.05)

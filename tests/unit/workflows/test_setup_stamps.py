@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from support import records
 
 from resolver.core.errors import BadInput
 from resolver.core.fingerprint import fingerprint
@@ -40,7 +40,7 @@ def test_a_stamp_records_inputs_result_and_time(tmp_path):
     stamps = Stamps(tmp_path / "steps")
     one, two = fingerprint("in-1"), fingerprint("in-2")  # a stamp's inputs are a fingerprint (another shape is ignored)
     stamps.write("verify", one, {"ok": True})
-    record = json.loads((tmp_path / "steps" / "verify.json").read_text())
+    record = records.read(tmp_path / "steps" / "verify.json")
     assert record["inputs_digest"] == one and record["value"]["result"] == {"ok": True} and record["value"]["at"] > 0
     assert stamps.read("verify") == record and stamps.read("lock") is None
     assert stamps.result("verify", one) == {"ok": True} and stamps.result("verify", two) is None
