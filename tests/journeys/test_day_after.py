@@ -18,13 +18,16 @@ from support import cli
 from resolver.lock.lockfile import read_lock
 
 
-def own_project(cpu_project: Path, root: Path) -> Path:
+def own_project(cpu_project: Path, root: Path, channel: Path) -> Path:
     """cpu_project's pixi.toml, pixi.lock, stored plan and sources in ``root``, and its own `cpu` environment
-    installed there (never the shared one: these tests change it)."""
+    installed there (never the shared one: these tests change it). pixi.toml names the local conda channel as
+    the mirror of its channel (what `--channel` told cpu_project's lock), so a relock here finds it too."""
     state = root / ".resolver" / "state"
     (state / "plans").mkdir(parents=True)
-    for name in ("pixi.toml", "pixi.lock"):
-        shutil.copy(cpu_project / name, root / name)
+    shutil.copy(cpu_project / "pixi.lock", root / "pixi.lock")
+    text = (cpu_project / "pixi.toml").read_text()
+    assert "[tool.resolver]\n" in text
+    (root / "pixi.toml").write_text(text.replace("[tool.resolver]\n", f'[tool.resolver]\nconda-channels = ["{channel}"]\n', 1))
     shutil.copy(cpu_project / ".resolver" / "state" / "plans" / "cpu.json", state / "plans" / "cpu.json")
     if (cpu_project / ".resolver" / "state" / "sources.json").is_file():
         shutil.copy(cpu_project / ".resolver" / "state" / "sources.json", state / "sources.json")
@@ -34,8 +37,8 @@ def own_project(cpu_project: Path, root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def day(tmp_path_factory, cpu_project):
-    return own_project(cpu_project, tmp_path_factory.mktemp("day-after"))
+def day(tmp_path_factory, cpu_project, conda_channel):
+    return own_project(cpu_project, tmp_path_factory.mktemp("day-after"), conda_channel)
 
 
 def site_packages(project: Path) -> Path:
