@@ -63,20 +63,27 @@ def _subdir(text: str) -> str:
 def _platforms_edit(project, subdirs: list[str]):
     """What ``--platform`` changes in pixi.toml before the lock: each subdir declared in [workspace] platforms
     and served by every CPU environment locked here (None: nothing to change)."""
-    from resolver.plan import locked
     from resolver.project.manifest import Manifest
 
     if not subdirs:
         return None
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else None
-    cpu = [name for name in (manifest.environment_names() if manifest is not None else ())
-           if (plan := locked.read(project, name)) is not None and plan.backend == "cpu"]
+    cpu = [name for name in (manifest.environment_names() if manifest is not None else ()) if _serves_cpu(project, name)]
     if manifest is not None and all(
             any(p.subdir == subdir for p in manifest.platforms().values())
             and all(any(p.subdir == subdir for p in manifest.environment(name).platforms) for name in cpu)
             for subdir in subdirs):
         return None
     return lambda manifest: [manifest.serve_platform(subdir, cpu) for subdir in subdirs]
+
+
+def _serves_cpu(project, name: str) -> bool:
+    """Whether environment ``name`` is a CPU one of the resolver's: by the plan it was locked from here, else
+    (a fresh clone holds no plans) by its name."""
+    from resolver.plan import locked
+
+    plan = locked.read(project, name)
+    return plan.backend == "cpu" if plan is not None else name == "cpu"
 
 
 def _fleet_request(args):

@@ -122,7 +122,8 @@ def tree_digest(*folders: str | Path, skip_top: tuple[str, ...] = ()) -> str:
 
 class Root:
     """A folder the door guards: ``path`` (absolute, as given), ``what`` it is in words, and ``own_trees``:
-    patterns of relative paths (``*`` one name) of folders that are trees of their own (an installed
+    patterns of relative paths (``*`` one name not starting with a dot: the resolver's own temporary
+    folders beside them stay guarded) of folders that are trees of their own (an installed
     environment, made by conda or uv, with its own links): the name itself may be a link the user made,
     followed to read or write inside it, never renamed or deleted through; below it the door is not in
     charge."""
@@ -137,7 +138,8 @@ class Root:
     def own_tree_depth(self, parts: tuple[str, ...]) -> int | None:
         """How many of ``parts`` lead to a tree of its own (None: not in one)."""
         for pattern in self.own_trees:
-            if len(parts) >= len(pattern) and all(p == "*" or p == q for p, q in zip(pattern, parts)):
+            if len(parts) >= len(pattern) and all((p == "*" and not q.startswith(".")) or p == q
+                                                  for p, q in zip(pattern, parts)):
                 return len(pattern)
         return None
 
@@ -564,6 +566,19 @@ def copy_file_new(source: str | Path, target: str | Path, *, limit: int, what: s
     with sink:
         sink.write(data)
     return created
+
+
+def remove_empty_folder(path: str | Path, *, under: str | Path | None = None) -> bool:
+    """Remove the folder ``path`` when it is empty, reached through the door; False when it is not (or is
+    gone, or is a link: never removed through)."""
+    try:
+        with _parent_fd(path, under, create=False) as (dfd, name, _root, _parts):
+            if stat.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                return False
+            os.rmdir(name, dir_fd=dfd)
+            return True
+    except (OSError, BadInput):
+        return False
 
 
 def place_link(target: str | Path, link: str | Path, *, under: str | Path | None = None) -> None:

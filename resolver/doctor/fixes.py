@@ -32,7 +32,7 @@ def where_log_ran(text: str, project_root: Path | None) -> str | None:
     """The Python prefix the log's tracebacks and pip lines name, when it is not one of this project's
     environments (None when the log names none, or names one of ours)."""
     prefixes: list[str] = []
-    for line in text.splitlines():
+    for line in _lines_holding(text, "site-packages"):
         line = line[:_LINE_LIMIT]
         if "site-packages" not in line:
             continue
@@ -80,14 +80,33 @@ def _site_prefix(line: str) -> str | None:
     return None
 
 
+def _lines_holding(text: str, literal: str, limit: int = 10_000):
+    """The lines of ``text`` that hold ``literal``, first to last, found by substring search (the others
+    are never split out); at most ``limit`` of them."""
+    at = text.find(literal)
+    for _ in range(limit):
+        if at < 0:
+            return
+        start = text.rfind("\n", 0, at) + 1
+        stop = text.find("\n", at)
+        stop = len(text) if stop < 0 else stop
+        yield text[start:stop]
+        at = text.find(literal, stop)
+
+
 def package_in_log(text: str) -> str | None:
-    """The kernel package the log's failure is in (the last one it names: the traceback's end)."""
-    last, where = None, -1
-    for name, pattern in _PACKAGES:
-        for match in pattern.finditer(text):
-            if match.start() > where:
-                last, where = name, match.start()
-    return last
+    """The kernel package the log's failure is in (the last one it names: the traceback's end), found
+    from the end of the log in its lower-case copy.
+
+    >>> package_in_log("mamba_ssm/x.py\\nbuilding Causal-Conv1d"), package_in_log("nothing")
+    ('causal-conv1d', None)
+    """
+    from resolver.doctor.needles import Haystack
+
+    hay = Haystack(text)
+    found = [(match.start(), name) for name, pattern in _PACKAGES for match in (hay.last(pattern, window=64),)
+             if match is not None]
+    return max(found)[1] if found else None
 
 
 def without_arch(template: str) -> str:

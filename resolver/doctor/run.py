@@ -102,7 +102,7 @@ def _log(project, name: str, text: str, ctx, env, profile=None) -> tuple[dict, l
     from resolver.doctor.fixes import package_in_log, where_log_ran
     from resolver.doctor.logfacts import log_facts
     from resolver.doctor.normalise import normalise_log
-    from resolver.doctor.signatures import closest_families, load_signatures, match_log, rocm_in_log
+    from resolver.doctor.signatures import closest_families, last_lines, load_signatures, match_log, rocm_in_log
 
     text = normalise_log(text)
     ctx = replace(ctx, package=package_in_log(text))
@@ -120,7 +120,7 @@ def _log(project, name: str, text: str, ctx, env, profile=None) -> tuple[dict, l
                  "facts": facts}
     lines: list[str] = []
     if not matches:
-        tail = [line for line in text.splitlines() if line.strip()][-3:]
+        tail = last_lines(text, 3)
         near = closest_families(text, signatures)
         doc["matches"] = []
         doc["closest"] = [{"id": s.id, "title": s.title} for s in near]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resolver.core.toml import parse_toml
-from resolver.doctor.needles import Haystack
+from resolver.doctor.needles import CANDIDATES, Haystack, lowered
 
 DATA_FILE = Path(__file__).resolve().parent / "signatures.toml"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -87,14 +87,51 @@ def decode_log(data: bytes) -> str:
 
 
 def _tail_start(text: str) -> int:
-    """Offset where the last few non-empty lines begin (read from the end: a huge log costs its tail)."""
+    """Offset where the last few non-empty lines begin (read from the end: a huge log costs its tail, and
+    a run of blank lines is stepped over 64 KiB at a time, not line by line).
+
+    >>> text = "a\\nb\\n" + "\\n" * 100_000 + "c\\n \\nd\\ne\\nf\\n\\n"
+    >>> text[_tail_start(text):].split()
+    ['b', 'c', 'd', 'e', 'f']
+    """
     seen, end = 0, len(text)
+    while True:
+        end = _last_visible(text, end)
+        if end == 0:
+            return 0
+        start = text.rfind("\n", 0, end) + 1
+        seen += 1
+        if seen == _TAIL_LINES:
+            return start
+        end = start
+
+
+def last_lines(text: str, count: int) -> list[str]:
+    """The last ``count`` lines of ``text`` that are not blank, first to last, read from its end.
+
+    >>> last_lines("a\\n\\n b \\n" + "\\n" * 100_000 + "c\\n  \\n", 2)
+    [' b ', 'c']
+    """
+    found: list[str] = []
+    end = len(text)
+    while len(found) < count:
+        end = _last_visible(text, end)
+        if end == 0:
+            break
+        start = text.rfind("\n", 0, end) + 1
+        stop = text.find("\n", start)
+        found.append(text[start:stop if stop >= 0 else len(text)])
+        end = start
+    return found[::-1]
+
+
+def _last_visible(text: str, end: int) -> int:
+    """One past the last character before ``end`` that is not white space; 0 when there is none."""
     while end > 0:
-        start = text.rfind("\n", 0, end - 1) + 1 if text[end - 1:end] == "\n" else text.rfind("\n", 0, end) + 1
-        if text[start:end].strip():
-            seen += 1
-            if seen == _TAIL_LINES:
-                return start
+        start = max(0, end - (1 << 16))
+        kept = text[start:end].rstrip()
+        if kept:
+            return start + len(kept)
         end = start
     return 0
 
@@ -119,7 +156,7 @@ def match_log(text: str, signatures: tuple[Signature, ...]) -> list[Match]:
             continue
         hit = None
         for pattern in sig.patterns:
-            hit = next(hay.finditer(pattern, tail if sig.at_end else 0), None)
+            hit = hay.search(pattern, tail if sig.at_end else 0)
             if hit:
                 break
         if hit is None:
@@ -143,11 +180,19 @@ def rocm_in_log(text: str) -> str | None:
     >>> rocm_in_log("-L/opt/rocm-6.0.0/lib -lamdhip64"), rocm_in_log("* ROCm 7.0.1.70001-42~24.04"), rocm_in_log("x")
     ('6.0.0', '7.0.1', None)
     """
-    found = None
-    for line in text.splitlines():
-        for match in _ROCM_IN_LOG.finditer(line[:4000]):
-            found = next(g for g in match.groups() if g)
-    return found
+    low = lowered(text)
+    end = len(text)
+    for _ in range(CANDIDATES):  # each "rocm" from the end: every form names it, at most 5 characters in
+        at = low.rfind("rocm", 0, end)
+        if at < 0:
+            return None
+        line_end = text.rfind("\n", 0, at) + 1 + 4000  # a line is read to its 4000th character, no further
+        for start in (at - 5, at):
+            match = _ROCM_IN_LOG.match(text, start, min(at + 64, line_end)) if start >= 0 else None
+            if match is not None:
+                return next(g for g in match.groups() if g)
+        end = at
+    return None
 
 
 _WORD = re.compile(r"[a-z][a-z0-9_+]{3,}")

@@ -338,6 +338,8 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
     env = target.env
     make_folder(project.envs)
     tmp = project.envs / f".{env.name}.tmp-{os.getpid()}"
+    if os.path.islink(tmp) or (os.path.lexists(tmp) and not os.path.isdir(tmp)):
+        remove_file(tmp)  # a link or file planted at our temporary name: removed as such, never built through
     try:
         make(tmp)
         write_launcher(tmp, project.root)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from resolver.core.errors import BadInput, BuildFailed
-from resolver.core.fs import TREE_MARK, is_marked_tree, read_bytes_bounded, remove_tree, write_atomic
+from resolver.core.fs import TREE_MARK, is_marked_tree, make_folder, read_bytes_bounded, remove_tree, write_atomic
 from resolver.core.fs import rename as fs_rename
 from resolver.install.environment import READY_MARKER
 from resolver.lock.lockfile import LockedEnv
@@ -36,7 +36,7 @@ def build_environment(env: LockedEnv, kind: str, python: str, interpreter: str |
             wheels, seeded = [*wheels, pip], 1
     else:
         seeded = 0
-        tmp.mkdir(parents=True)
+        make_folder(tmp)
     if env.conda:
         info(f"linking {len(env.conda)} conda packages")
         _link_conda(project, env, conda_files, tmp, final)

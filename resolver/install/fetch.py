@@ -114,6 +114,10 @@ def verified_copy(url: str, sha256: str, store: VerifiedStore, finder: Finder, *
         raise IntegrityError(f"pixi.lock records no usable sha256 for {file_name_of(url)}",
                              fix="relock with `python -m resolver lock` (it records one for every artefact)")
     file_name = download_name(url)
+    if not is_package_file_name(file_name):
+        raise IntegrityError(f"pixi.lock locates {printable(file_name)}, which is not a package file (a wheel, an sdist "
+                             f"or a conda package); install reads only package files",
+                             fix="restore pixi.lock from version control, or relock with `python -m resolver lock`")
     kept = store.find(sha256, file_name)
     if kept is not None:
         return kept
@@ -123,7 +127,7 @@ def verified_copy(url: str, sha256: str, store: VerifiedStore, finder: Finder, *
         path = local_path(source) if source.startswith("file://") else (Path(source) if source.startswith("/") else None)
         if path is None:
             return store.put(source, sha256, file_name, progress=progress)
-        if not finder.declares(path):
+        if not finder.declares(path) or not is_package_file_name(path.name):
             undeclared.append(path)  # never opened, not even looked at
             continue
         if not path.is_file():
@@ -145,6 +149,21 @@ def verified_copy(url: str, sha256: str, store: VerifiedStore, finder: Finder, *
     raise BadInput(f"locked file {file_name} is nowhere to be found ({redact_url(url)})",
                    fix="restore the wheelhouse/channel it came from, add a [tool.resolver.mirrors] entry for it, "
                        "or run `python -m resolver lock` again")
+
+
+PACKAGE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*-[0-9][^/\\]*\.(?:whl|tar\.gz|zip|tar\.bz2|conda)")
+
+
+def is_package_file_name(name: str) -> bool:
+    """Whether ``name`` is the name of a package file: a wheel, an sdist or a conda package, named for a
+    project and its version. Only such files are read from a declared local folder, so a folder declared
+    for packages (``find-links = ["/etc"]`` in a shared pixi.toml) never makes install hash another file.
+
+    >>> [is_package_file_name(n) for n in ("tiny-1.0-py3-none-any.whl", "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl",
+    ...                                     "a-1.0.tar.gz", "k-1.2.0-cuda_1.conda", "passwd", "shadow.whl", "x-1.0.txt")]
+    [True, True, True, True, False, False, False]
+    """
+    return PACKAGE_FILE.fullmatch(name) is not None
 
 
 def _folder_of(location: str) -> Path | None:

@@ -25,7 +25,9 @@ from typing import Any
 
 from resolver.core.errors import BadInput, EnvironmentProblem, IntegrityError, ResolverError
 from resolver.core.fs import (
+    make_folder,
     read_bytes_bounded,
+    remove_empty_folder,
     remove_file,
     remove_stale_temps,
     sha256_bytes,
@@ -321,7 +323,7 @@ class _Worker:
         links = [_overlay_path(self.overlay, rel, "the sibling header") for rel in siblings]
         written = [target]
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(target.parent)
             remove_stale_temps(target)
             write_atomic(target, new, label="overlay")
             for rel, link in zip(siblings, links):
@@ -476,11 +478,5 @@ def _tags(known: KnownHeader) -> str:
 def _remove_empty_dirs(top: Path) -> None:
     for folder in sorted((p for p in top.rglob("*") if p.is_dir() and not p.is_symlink()),
                          key=lambda p: len(p.parts), reverse=True):
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
-    try:
-        top.rmdir()
-    except OSError:
-        pass
+        remove_empty_folder(folder)
+    remove_empty_folder(top)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import datetime
 import json
+import os
 import re
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Coroutine
 
 from resolver.core.errors import BadInput, BuildFailed, IntegrityError, Refusal, ResolverError, SourceUnreachable
-from resolver.core.fs import read_text_bounded, write_text_atomic
+from resolver.core.fs import list_names, make_folder, read_text_bounded, write_text_atomic
 from resolver.core.names import canonical_name
 from resolver.core.platforms import PLATFORMS, host_subdir
 
@@ -324,16 +325,37 @@ def index_channel(channel: Path, subdirs: tuple[str, ...] | None = None) -> None
     del r
     try:
         if subdirs is None:
+            for subdir in list_names(channel):
+                _check_indexable(channel, subdir)
             run(index_fs(channel, write_zst=False, write_shards=False))
             return
         for subdir in subdirs:
-            (channel / subdir).mkdir(parents=True, exist_ok=True)
+            make_folder(channel / subdir)
+            _check_indexable(channel, subdir)
             run(index_fs(channel, target_platform=Subdir(subdir), write_zst=False, write_shards=False))
     except BaseException as exc:  # rattler's errors, and the panic a malformed package causes
         if not is_rattler_failure(exc):
             raise
         raise BadInput(f"channel {channel} cannot be indexed ({_one_line(exc)})",
                        fix="remove the package the reason names from the channel, then index it again") from None
+
+
+def _check_indexable(channel: Path, subdir: str) -> None:
+    """Refuse (exit 3) what rattler's indexer would open and wait on or read without end: a ``repodata*`` or
+    package of the subdir that is a link, FIFO, device or socket (rattler opens paths as they are)."""
+    import stat
+
+    folder = channel / subdir
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return
+    for name in list_names(folder):
+        if not (name.startswith("repodata") or name.endswith((".conda", ".tar.bz2"))):
+            continue
+        mode = os.lstat(folder / name).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise BadInput(f"{folder / name} in the channel is not a regular file (a link, FIFO or device); the "
+                           "resolver does not index through it",
+                           fix=f"remove {folder / name} (and find out who put it there), then run again")
 
 
 def is_rattler_failure(exc: BaseException) -> bool:

@@ -22,7 +22,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from resolver.core.fs import write_atomic
+from resolver.core.fs import make_folder, write_atomic
 
 FORMAT = 2  # bump when the generated weights or config change, so cached copies are rewritten
 CONFIG_FILE = "config.json"
@@ -123,7 +123,7 @@ def safetensors_bytes(tensors: dict[str, tuple[tuple[int, ...], list[float]]]) -
 
 def write_tiny_checkpoint(folder: Path, spec: TinySpec | None = None) -> Path:
     """Write the checkpoint into ``folder`` (atomically: temp files, then rename). Returns the folder."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     for filename, payload in _payloads(spec or TinySpec()).items():
         write_atomic(folder / filename, payload, label="checkpoint")
     return folder

@@ -32,7 +32,8 @@ def installable(project: Path, tmp_path: Path) -> dict[str, str]:
     wheels = tmp_path / "wheels"
     cf.build_wheelhouse(wheels)
     wheel = wheels / "rtpy-1.0.0-py3-none-any.whl"
-    write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest())
+    write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest(),
+                       wheel=("rtpy", "1.0.0"))
     return {"RESOLVER_FIND_LINKS": str(wheels), "XDG_CACHE_HOME": str(tmp_path / "cache")}
 
 

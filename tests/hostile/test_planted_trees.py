@@ -57,6 +57,8 @@ PLACES = (
 )
 # the default run: every place once, its kind turning through the three (the fuzz run: all of them)
 SAMPLE = [(place, KINDS[n % len(KINDS)]) for n, place in enumerate(PLACES)]
+SAMPLE.append((next(p for p in PLACES if p.path == "linux-64/repodata.json"), "fifo"))  # what the full run found:
+# rattler's indexer waited on a FIFO repodata.json
 EVERY = [(place, kind) for place in PLACES for kind in KINDS]
 
 
@@ -86,7 +88,8 @@ def _world(tmp_path: Path, built: Path, command: str) -> World:
     env = {"XDG_CACHE_HOME": str(base / "cache"), "RESOLVER_FIND_LINKS": str(wheels)}
     if command == "install":
         wheel = wheels / "rtpy-1.0.0-py3-none-any.whl"
-        write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest())
+        write_project_lock(project, str(wheel), hashlib.sha256(wheel.read_bytes()).hexdigest(),
+                       wheel=("rtpy", "1.0.0"))
     else:
         project.mkdir()
         manifest = MANIFEST + ('[environments]\n"../../x" = []\n' if command == "setup" else "")
@@ -136,7 +139,9 @@ def _check(tmp_path: Path, built: Path, place: Place, kind: str) -> None:
         done = _run(world, place.command)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{place.command} blocked past {BOUND_S} s on a {kind} at {place.root}/{place.path}")
-    allowed = (0, 3) if place.command != "setup" else (2, 3)  # setup's manifest is refused after its log is made
+    allowed = {"setup": (2, 3),  # setup's manifest is refused after its log is made
+               "wheels": (0, 3, 4)}.get(place.command if place.command == "setup" else place.root, (0, 3))
+    # (a locked wheel replaced by a device is a bad artefact: exit 4)
     assert done.returncode in allowed, (place, kind, done.returncode, done.stderr[-1500:])
     assert "Traceback" not in done.stderr + done.stdout
     if done.returncode == 3:
@@ -181,3 +186,32 @@ def test_a_kernel_channel_whose_index_is_a_fifo_is_refused_without_waiting(tmp_p
         worker.start()
         worker.join(20)
         assert outcome and isinstance(outcome[0], BadInput) and outcome[0].code == 3, (kind, outcome)
+
+
+def test_a_file_url_that_is_a_fifo_or_device_is_no_answer_and_never_waited_on(tmp_path):
+    """file:// URLs (a local index, a channel, a find-links page) are answered through the same door."""
+    from resolver.core.errors import BadInput
+    from resolver.tools.net import fetch_bytes, probe_status
+
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink("/dev/zero", tmp_path / "zero")
+    (tmp_path / "page.html").write_text("<a href='x.whl'>x</a>")
+    answers: list[object] = []
+
+    def fetch() -> None:
+        for name in ("fifo", "zero"):
+            try:
+                answers.append(fetch_bytes((tmp_path / name).as_uri(), limit=1 << 20))
+            except BadInput as exc:
+                answers.append(exc)
+            answers.append(probe_status((tmp_path / name).as_uri()))
+        answers.append(fetch_bytes((tmp_path / "page.html").as_uri()))
+
+    worker = threading.Thread(target=fetch, daemon=True)
+    worker.start()
+    worker.join(20)
+    assert len(answers) == 5, "a file:// read waited on a FIFO or read a device"
+    for refused in (answers[0], answers[2]):  # no answer, or one sentence (exit 3)
+        assert refused is None or (isinstance(refused, BadInput) and refused.code == 3), refused
+    assert isinstance(answers[1], str) and isinstance(answers[3], str)  # the reason nothing answered
+    assert answers[4] == b"<a href='x.whl'>x</a>"

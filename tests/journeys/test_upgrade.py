@@ -266,10 +266,10 @@ def test_the_users_dependencies_come_along_and_the_proof_imports_them(cpu_journe
     """tomli-w, the user's, is declared for the new environment, installed there and imported by the proof in both;
     old-torch-only (torch<2.14) cannot come along: a risk, named in the verdict, and --promote needs
     --allow-removal for it."""
-    import tomllib
+    from resolver.core.toml import parse_toml
 
     project, result = cpu_journey["project"], json.loads(cpu_journey["resumed"].stdout)
-    declared = tomllib.loads((project / "pixi.toml").read_text())["feature"]["cpu-torch2-14"]["pypi-dependencies"]
+    declared = parse_toml((project / "pixi.toml").read_text(), what="pixi.toml", fix="")["feature"]["cpu-torch2-14"]["pypi-dependencies"]
     assert declared["tomli-w"] == "*" and BLOCKER not in declared
     assert declared["torch"]["version"] == "==2.14.1"
     carried = {d["name"] for d in result["dependencies"]["carried"]}

@@ -54,10 +54,12 @@ def apply(fix: str, root: Path) -> list[list[str]]:
     (argv after ``python -m resolver``)."""
     import tomlkit
 
+    from resolver.core.toml import parse_toml_document
+
     applied = False
     for match in _TOML.finditer(fix):
         manifest = root / "pixi.toml"
-        doc = tomlkit.parse(manifest.read_text())
+        doc = parse_toml_document(manifest.read_text(), what="pixi.toml", fix="correct it")
         table = doc
         for part in match.group("table").split("."):
             if part not in table:

@@ -50,11 +50,12 @@ def tree(root: Path) -> dict[str, str]:
     return out
 
 
-def write_project_lock(project: Path, location: str, sha256: str, env_name: str = "cpu") -> None:
+def write_project_lock(project: Path, location: str, sha256: str, env_name: str = "cpu", *,
+                       wheel: tuple[str, str] = ("tiny", "1.0")) -> None:
     """pixi.toml + a pixi.lock (written by the resolver's own writer) of one environment holding one
-    wheel at ``location``; the environment is then renamed to ``env_name`` in the text, as an attacker
-    would edit a shared lock."""
-    art = PypiArtifact("tiny", "1.0", location, sha256)
+    wheel at ``location`` (its entry named and versioned ``wheel``); the environment is then renamed to
+    ``env_name`` in the text, as an attacker would edit a shared lock."""
+    art = PypiArtifact(*wheel, location, sha256)
     env = LockedEnv("cpu", LockedPlatform("linux-64", "linux-64", ()), ("https://conda.anaconda.org/conda-forge/",),
                     (), (art,), fallback=True, python=f"{sys.version_info.major}.{sys.version_info.minor}")
     projects.project(project, MANIFEST, lock=[env])

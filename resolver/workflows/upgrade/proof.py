@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from resolver.core.fs import make_folder
 from resolver.install.environment import Environment
 from resolver.plan.knowledge import Knowledge
 from resolver.project.manifest import Dependency
@@ -125,7 +126,7 @@ def prove(project: ProjectPaths, old: Environment, new: Environment, expect_arch
         for label, env in (("old", old), ("new", new)):
             info(f"the same inputs through '{env.name}' (logits, generations, speed) ...")
             dump = Path(tmp) / label
-            dump.mkdir()
+            make_folder(dump)
             bench = run_in_env(env, model, [*common, "--mode", "bench", "--repeat", str(options.repeat),
                                             "--skip-reference-bench", "--dump-dir", str(dump)])
             reports[label] = bench.report

@@ -165,3 +165,33 @@ def test_bounded_copy_and_listing(world):
         fs.copy_file(root / "a" / "src", root / "b" / "dst2", limit=4)
     assert not (root / "b" / "dst2").exists()
     assert fs.list_names(root / "b") == ["dst"] and fs.list_names(root / "none") == []
+
+
+def test_empty_folders_and_links_placed_through_the_door(world):
+    root, outside = world
+    (root / "a" / "empty").mkdir()
+    os.symlink(outside, root / "a" / "out")
+    assert fs.remove_empty_folder(root / "a" / "empty") and not (root / "a" / "empty").exists()
+    assert not fs.remove_empty_folder(root / "a" / "out") and (root / "a" / "out").is_symlink()
+    assert not fs.remove_empty_folder(root / "a")  # not empty
+    fs.place_link(outside / "keep.txt", root / "a" / "out")  # swapped in: the old link replaced, not followed
+    assert os.readlink(root / "a" / "out") == str(outside / "keep.txt") and (outside / "keep.txt").is_file()
+
+
+def test_roots_travel_to_a_child_process_as_data(world):
+    root, _ = world
+    roots = fs.registered_roots()
+    assert any(r["path"] == str(root) for r in roots)
+    fs.register_roots(roots)
+    assert fs.registered_roots() == roots
+
+
+def test_a_temporary_folder_beside_a_tree_of_its_own_stays_guarded(tmp_path):
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    (root / "envs").mkdir(parents=True)
+    outside.mkdir()
+    fs.register_root(root, what="the project", own_trees=(("envs", "*"),))
+    os.symlink(outside, root / "envs" / ".cpu.tmp-1")
+    with pytest.raises(BadInput, match="symbolic link"):
+        fs.write_atomic(root / "envs" / ".cpu.tmp-1" / "marker", b"x")
+    assert list(outside.iterdir()) == []

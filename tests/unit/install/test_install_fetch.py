@@ -372,3 +372,34 @@ def test_a_declared_location_that_is_gone_gives_way_to_a_copy_elsewhere(tmp_path
     finder = Finder(Sources(find_links=(str(tmp_path / "lockdir"), str(tmp_path / "links"))))
     got = verified_copy((tmp_path / "lockdir" / WHEEL).as_uri(), sha(data), VerifiedStore(tmp_path / "store"), finder)
     assert got.read_bytes() == data
+
+
+@pytest.mark.parametrize("name", ["passwd", "id_rsa", "shadow.whl", "notes-1.0.txt"])
+def test_a_declared_folder_is_no_hash_oracle_over_files_that_are_not_packages(tmp_path, name):
+    """`find-links = ["/etc"]` in a shared pixi.toml and a lock naming a file there: install reads only
+    package files (a wheel, an sdist, a conda package), so whether the lock's sha256 is the file's own
+    changes nothing: the same sentence, exit 4, the file never opened (a FIFO there would hang a read)."""
+
+    secrets = tmp_path / "etc"
+    secrets.mkdir()
+    (secrets / name).write_bytes(b"root:x:0:0\n")
+    finder = Finder(Sources(find_links=(str(secrets),)), declared=(str(secrets),))
+    answers = []
+    for recorded in (sha(b"root:x:0:0\n"), "0" * 64):
+        for url in (f"https://files.example.org/{name}", (secrets / name).as_uri(), str(secrets / name)):
+            with pytest.raises(IntegrityError, match="which is not a package file") as caught:
+                verified_copy(url, recorded, VerifiedStore(tmp_path / "store"), finder)
+            answers.append((caught.value.code, caught.value.message.replace(url, "")))
+    assert len({code for code, _ in answers}) == 1 and answers[0][0] == 4
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob(name))
+
+
+def test_a_fifo_named_in_a_lock_is_never_opened(tmp_path):
+    import os
+
+    folder = tmp_path / "links"
+    folder.mkdir()
+    os.mkfifo(folder / "passwd")
+    with pytest.raises(IntegrityError, match="which is not a package file"):
+        verified_copy(str(folder / "passwd"), "0" * 64, VerifiedStore(tmp_path / "store"),
+                      Finder(Sources(find_links=(str(folder),))))

@@ -503,7 +503,7 @@ def test_a_channel_inside_the_project_is_recorded_relative(served, tmp_path, con
 
 
 def test_every_declared_platform_is_locked_with_its_target_overrides(served, tmp_path, conda_channel):
-    project = linux_kernel_only(make_project(tmp_path / "p", served[1].url, conda_channel))
+    project = make_project(tmp_path / "p", served[1].url, conda_channel)
     name = tc.platform_name(conda_channel)
     text = project.manifest.read_text().replace(
         f'[feature.cpu]\nplatforms = ["{name}"]\ndependencies = {{ rt-tool = ">=0.3", rt-kernel = "1.2.*", pip = "*" }}',

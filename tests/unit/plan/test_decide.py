@@ -299,3 +299,24 @@ def test_a_cuda_major_conda_forge_has_no_compiler_for_builds_with_the_machines_n
     assert newer.kernels.toolkit_source == "environment" and "cuda-nvcc" in dict(newer.conda_packages)
     other = decide(HardwareProfile.from_json(cpu()), Request(Target.parse("cuda11.8")), KNOWLEDGE).plan
     assert other.kernels.toolkit_source == "target" and "on the target machine" in other.summary
+
+
+def test_an_edited_plan_memo_never_changes_the_plan_printed(tmp_path) -> None:
+    """The memo is a pure speed-up: a remembered plan edited on disk (its torch pin changed, whether its
+    seal is kept or written again without the user's key) reads as absent, and `plan` prints the pin it
+    decides again."""
+    profile = tmp_path / "cpu.json"
+    profile.write_text(json.dumps(cpu()))
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    first = cli.run("plan", "--profile", str(profile), "--json", env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    torch = json.loads(first.stdout)["torch"]
+    memos = list((tmp_path / "cache" / "mamba-resolver" / "plans").glob("*.json"))
+    assert len(memos) == 1
+    text = memos[0].read_text()
+    pin = json.dumps(torch["version"]) if isinstance(torch, dict) and "version" in torch else None
+    assert pin and pin in text
+    for edited in (text.replace(pin, '"1.0"'), text.split("\n", 1)[1].replace(pin, '"1.0"')):  # seal kept, dropped
+        memos[0].write_text(edited)
+        again = cli.run("plan", "--profile", str(profile), "--json", env=env)
+        assert again.returncode == 0 and json.loads(again.stdout)["torch"] == torch
