@@ -68,8 +68,8 @@ def main() -> int:
                         help="also run N bare py-rattler solve scripts without the exit workaround, to show the "
                              "crash this guards against is real on this machine")
     args = parser.parse_args()
-    import channel_factory as cf
-    import toolchain_channel as tc
+    from support import channel_factory as cf
+    from support import toolchain_channel as tc
 
     from resolver import lock
     from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource

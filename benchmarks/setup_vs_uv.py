@@ -89,8 +89,7 @@ def default_requirements() -> tuple[str, ...]:
 
 def project_with(channel: Path, root: Path) -> Path:
     sys.path.insert(0, str(REPO / "tests"))
-    import toolchain_channel
-    from support import shipped_manifest
+    from support import shipped_manifest, toolchain_channel
 
     text = shipped_manifest().replace(
         'platforms = ["linux-64"]', f"platforms = [{toolchain_channel.platform_entry(channel)}]", 1)
@@ -115,7 +114,7 @@ def main() -> int:
     channel = args.channel
     if channel is None:
         sys.path.insert(0, str(REPO / "tests"))
-        import toolchain_channel
+        from support import toolchain_channel
 
         channel = toolchain_channel.cached_channel()
     python = sys.executable

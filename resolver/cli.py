@@ -20,10 +20,10 @@ from resolver.core.names import printable
 from resolver.core.ui import Output
 
 COMMANDS = ("setup", "probe", "plan", "lock", "install", "patch", "build", "channel", "verify", "doctor", "bench",
-            "upgrade", "rollback")
+            "upgrade", "rollback", "add", "remove", "run", "shell")
 # Commands whose finished work a second run keeps (step stamps, verified downloads, built packages): an
 # interrupted one resumes. The others have nothing to resume: a second run simply does it all again.
-RESUMING = ("setup", "lock", "install", "build", "upgrade")
+RESUMING = ("setup", "lock", "install", "build", "upgrade", "add", "remove")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser(argv[0] if argv else None).parse_args(argv)
         out = Output(json_mode=args.json, quiet=args.quiet)
+        _check_env_flag(args)
         return int(args._module.run(args, out) or 0)
     except ResolverError as exc:
         return _report(exc, out)
@@ -123,6 +124,17 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except Exception:  # noqa: BLE001 - the last line of defence: one sentence, the traceback to a file
         return _report(_internal(), out)
+
+
+def _check_env_flag(args: argparse.Namespace) -> None:
+    """``--env/-e NAME``, wherever a command takes it, names an environment of the project (one sentence,
+    exit 2, naming the ones pixi.toml has, before the command starts)."""
+    if getattr(args, "env", None) is None:
+        return
+    from resolver.project.paths import ProjectPaths
+    from resolver.project.pixi_toml import check_environment_name
+
+    check_environment_name(ProjectPaths.discover(), args.env)
 
 
 # The resolver's own dependencies (pyproject.toml's), by the module each is imported as. An environment the

@@ -14,6 +14,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--bytecode", choices=("auto", "all", "none"), default="auto",
                         help="compile every module now (all), or leave it to the first import (none); auto: now "
                              "only where Python would not keep it (PYTHONDONTWRITEBYTECODE set)")
+    parser.add_argument("--exact", action="store_true",
+                        help="make the environment exactly pixi.lock: uninstall packages installed by hand (each is "
+                             "named) and restore locked ones changed by hand; without it they are kept and named")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not reuse the cached build of the same lock content (uv installs the wheels again)")
 
@@ -38,14 +41,16 @@ def run(args, out) -> int:
 
             args.env = default_environment(project)  # pixi.toml's default environment, when it names one
         summary = install.install_environment(project, args.env, force=args.force, use_cache=not args.no_cache,
-                                               info=out.info, progress=out.progress, bytecode=args.bytecode,
+                                               info=out.info, progress=out.progress, bytecode=args.bytecode, exact=args.exact,
                                                source_flags={"conda-channels": args.channel,
                                                              "find-links": args.find_links})
     verb = "already matches pixi.lock" if summary.status == "up-to-date" else \
-        f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else "")
+        f"installed in {summary.seconds:.1f}s" + (" from the cached build" if summary.built_from == "cache" else
+                                                  " (only what changed)" if summary.built_from == "difference" else "")
     kind = "conda prefix" if summary.kind == "conda" else f"virtual environment (Python {summary.python})"
+    changes = "".join(f"{line}\n" for line in summary.change_lines())
     out.result(summary.to_json(),
-               f"{summary.environment}: {kind} at {summary.path}, {verb} "
+               changes + f"{summary.environment}: {kind} at {summary.path}, {verb} "
                f"({summary.conda_packages} conda + {summary.pypi_packages} PyPI packages)\n"
                f"run inside it: {summary.path / 'bin' / 'python'}\n"
                + (f"enter it: {summary.enter['pixi']}  (with pixi)  or, without pixi:\n  {summary.enter['shell']}"

@@ -322,17 +322,15 @@ def lock_findings(project: ProjectPaths, env: Environment, facts: EnvironmentFac
 
 def drift_finding(env: Environment, marker: dict) -> Finding:
     """Packages pip-installed, changed or removed by hand since install made the environment from the lock."""
-    from resolver.doctor.drift import drift_of
+    from resolver.install.drift import drift_of
 
     drift = drift_of(env.path, marker)
     if not drift:
         return Finding("drift", "ok", f"the packages in '{env.name}' are the ones pixi.lock lists")
     names = " ".join(name for name, _ in drift.added) or "NAME"
-    return Finding("drift", "warn", f"{drift.sentence()}: a teammate's '{env.name}' made from pixi.lock differs, and "
-                   "the next reinstall undoes it",
-                   f"to keep them, add them under [feature.{env.name}.pypi-dependencies] in pixi.toml (with pixi: "
-                   f"`pixi add --feature {env.name} --pypi {names}`) and run `python -m resolver setup`, so pixi.lock "
-                   f"follows; to undo them, `python -m resolver install --env {env.name} --force`")
+    return Finding("drift", "warn", f"{drift.sentence()}: a teammate's '{env.name}' made from pixi.lock differs",
+                   f"to keep them for everyone, `python -m resolver add -e {env.name} --pypi {names}` (pixi.toml and "
+                   f"pixi.lock follow); to undo them, `python -m resolver install --env {env.name} --exact`")
 
 
 def env_facts(env: Environment, extra_extensions: list[str] = (), timeout: float = 300) -> EnvironmentFacts:

@@ -26,6 +26,7 @@ from resolver.core.errors import BadInput, BuildFailed, EnvironmentProblem, Reso
 from resolver.core.fingerprint import fingerprint
 from resolver.core.fs import make_folder, mark_tree, remove_file, remove_tree
 from resolver.core.model import Target
+from resolver.core.names import canonical_name
 from resolver.core.platforms import host_subdir
 from resolver.core.records import write_record
 from resolver.install import identity
@@ -37,7 +38,7 @@ from resolver.install.template import EnvBuild
 from resolver.lock.lockfile import LockedEnv, read_lock
 from resolver.project.paths import ProjectPaths
 from resolver.project.sources import Sources
-from resolver.tools import proc
+from resolver.tools import proc, uv
 
 Info = Callable[[str], None]
 Progress = Callable[[str, int, "int | None", float], None]  # Output.progress
@@ -55,8 +56,13 @@ class InstallSummary:
     status: str  # "installed" | "up-to-date"
     seconds: float
     digest: str
-    built_from: str = "lock"  # "lock" (conda link + uv) | "cache" (hard links of an earlier build)
+    built_from: str = "lock"  # "lock" (conda link + uv) | "cache" (hard links of an earlier build) | "difference"
     bytecode: str = ""  # "all" (compiled at install) | "none" (on first import) | "" (nothing was built)
+    added: tuple[str, ...] = ()  # "name==version" installed over the environment there was
+    removed: tuple[str, ...] = ()  # "name==version" uninstalled from it (by hand ones too, with exact)
+    changed: tuple[str, ...] = ()  # "name==version" replaced by another artefact
+    kept: tuple[str, ...] = ()  # "name==version" installed by hand, in no lock: left as they are
+    removed_by_hand: tuple[str, ...] = ()  # of ``removed``, the ones installed by hand (exact)
 
     @property
     def enter(self) -> dict[str, str | None]:
@@ -70,7 +76,19 @@ class InstallSummary:
                 "platform": self.platform, "conda_packages": self.conda_packages,
                 "pypi_packages": self.pypi_packages, "status": self.status, "seconds": round(self.seconds, 3),
                 "lock_digest": self.digest, "built_from": self.built_from, "bytecode": self.bytecode,
-                "enter": self.enter}
+                "enter": self.enter, "added": list(self.added), "removed": list(self.removed),
+                "changed": list(self.changed), "kept": list(self.kept),
+                "removed_by_hand": list(self.removed_by_hand)}
+
+    def change_lines(self) -> list[str]:
+        """What changed, one line a package, as uv prints it (``+ NAME==V``, ``- NAME==V``, ``~ NAME==V``), then
+        the packages installed by hand that were kept."""
+        by_hand = set(self.removed_by_hand)
+        lines = [f"+ {item}" for item in self.added] + [f"~ {item}" for item in self.changed]
+        lines += [f"- {item}" + (" (installed by hand)" if item in by_hand else "") for item in self.removed]
+        if self.kept:
+            lines.append(f"kept, installed by hand (not in pixi.lock): {', '.join(self.kept)}; `--exact` removes them")
+        return lines
 
 
 def seeded_pip(prefix: Path, kind: str, env: LockedEnv) -> list[str]:
@@ -149,16 +167,29 @@ class _Target:
     python: str
     interpreter: str | None  # the host Python a venv is made of
 
-    def summary(self, status: str, started: float, built_from: str = "lock", bytecode: str = "") -> InstallSummary:
+    def summary(self, status: str, started: float, built_from: str = "lock", bytecode: str = "",
+                **changes: tuple[str, ...]) -> InstallSummary:
         return InstallSummary(self.env.name, self.final, self.kind, self.python, self.env.platform.subdir,
                               len(self.env.conda), len(self.env.pypi), status, time.monotonic() - started,
-                              self.digest, built_from, bytecode)
+                              self.digest, built_from, bytecode, **changes)
+
+    def marker(self, folder: Path) -> dict[str, Any]:
+        """The ready marker's record of this install, for the environment being made in ``folder``."""
+        from resolver.install.incremental import artifact_lines, verify_inputs
+        from resolver.project.manifest import DEFAULT_PYPI
+
+        env = self.env
+        return {"environment": env.name, "kind": self.kind, "python": self.python, "platform": env.platform.subdir,
+                "lock_digest": self.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
+                "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(folder, self.kind, env),
+                "artifacts": list(artifact_lines(env)), "verify_inputs": verify_inputs(env, ("torch", *DEFAULT_PYPI))}
 
 
 def install_environment(project: ProjectPaths, name: str | None = None, *, force: bool = False,
                         use_cache: bool = True, info: Info = lambda text: None,
                         progress: Progress | None = None, sources: Sources | None = None,
-                        source_flags: Mapping[str, Any] | None = None, bytecode: str = "auto") -> InstallSummary:
+                        source_flags: Mapping[str, Any] | None = None, bytecode: str = "auto",
+                        exact: bool = False) -> InstallSummary:
     """Install environment ``name`` from pixi.lock into ``.resolver/envs/<name>``.
 
     ``sources``: where the locked files are found; without it they are read (``source_flags`` over
@@ -166,21 +197,37 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     environment that matches the lock is answered from the lock alone.
     ``force`` rebuilds even when the installed environment matches the lock, and never reuses a cached
     build (it repairs); ``use_cache=False`` also ignores the cached build of the same lock content.
+
+    An installed environment whose conda packages the lock keeps gets only the difference
+    (:mod:`resolver.install.incremental`): the wheels whose sha256 changed, were added or removed; packages
+    installed by hand are kept and named, or with ``exact`` uninstalled and named.
     """
     started = time.monotonic()
     target = _target(project, locked_environment(project, name))
     _remove_leftovers(project, target.env.name)  # an interrupted run's, even when up to date
-    if not force and (ready_record(target.final) or {}).get("lock_digest") == target.digest:
+    previous = ready_record(target.final)
+    record = None if force else previous
+    if record is not None and record.get("lock_digest") == target.digest and not exact:
         _keep_launcher(target.final, project)
-        return target.summary("up-to-date", started)
+        return target.summary("up-to-date", started, kept=_by_hand(target, record))
     ahead, why = bytecode_ahead(bytecode)
+    if record is not None:
+        done = _difference(project, target, record, exact=exact, ahead=ahead, info=info, progress=progress,
+                           sources=lambda: sources or Sources.load(project.root, flags=source_flags), started=started)
+        if done is not None:
+            return done
+    lost = _by_hand(target, previous) if previous is not None and target.final.is_dir() else ()
+    if lost:  # a rebuild cannot keep what no lock holds: each one is named, never dropped silently
+        info(f"the environment is built again from pixi.lock; installed by hand, not kept: {', '.join(lost)} "
+             f"(`python -m resolver add -e {target.env.name} --pypi NAME` keeps a package for good)")
+    lost_by_hand = {"removed": lost, "removed_by_hand": lost}
     # The cached build keeps what uv's own cache does not: the compiled bytecode (11-16 s to redo).
     # Without it, uv links from its cache faster (0.8 s for the CPU environment) than we copy links.
     cached = EnvBuild(project.env_build(target.env.name, target.digest), target.final) if ahead and use_cache else None
     if cached is not None and force:
         cached.drop()
     if cached is not None and not force and _linked(project, target, cached, info):
-        return target.summary("installed", started, "cache", "all")
+        return target.summary("installed", started, "cache", "all", **lost_by_hand)
     info(f"checking {len(target.env.conda) + len(target.env.pypi)} locked artefacts")
     sources = sources or Sources.load(project.root, flags=source_flags)
     conda_files, wheels = _verified_artefacts(project, target.env, sources, progress)
@@ -191,7 +238,7 @@ def install_environment(project: ProjectPaths, name: str | None = None, *, force
     if failure:
         raise BuildFailed(f"the environment at {target.final} does not run after the move ({failure})",
                           fix=f"run `python -m resolver install --env {target.env.name} --force`")
-    return target.summary("installed", started, "lock", "all" if ahead else "none")
+    return target.summary("installed", started, "lock", "all" if ahead else "none", **lost_by_hand)
 
 
 def _target(project: ProjectPaths, env: LockedEnv) -> _Target:
@@ -297,16 +344,89 @@ def _into_place(project: ProjectPaths, target: _Target, make: Callable[[Path], N
         make(tmp)
         write_launcher(tmp, project.root)
         mark_tree(tmp)
-        write_record(tmp / READY_MARKER, {
-            "environment": env.name, "kind": target.kind, "python": target.python, "platform": env.platform.subdir,
-            "lock_digest": target.digest, "conda": [f"{r.name}-{r.version}-{r.build}" for r in env.conda],
-            "pypi": [f"{a.name}=={a.version}" for a in env.pypi], "seeded": seeded_pip(tmp, target.kind, env)},
-            label="ready-marker", place=target.final / READY_MARKER, strict=True)
+        write_record(tmp / READY_MARKER, target.marker(tmp), label="ready-marker", place=target.final / READY_MARKER,
+                     strict=True)
         swap_into_place(tmp, target.final)
     except BaseException:
         with contextlib.suppress(OSError, BadInput):
             remove_tree(tmp)
         raise
+
+
+def _by_hand(target: _Target, record: dict) -> tuple[str, ...]:
+    """``name==version`` of each package installed by hand in the environment (in no record of install's,
+    owned by no conda package, not a wheel of the lock)."""
+    from resolver.install.drift import drift_of
+
+    locked = {canonical_name(a.name) for a in target.env.pypi}
+    return tuple(f"{n}=={v}" for n, v in drift_of(target.final, record).added if n not in locked)
+
+
+def _difference(project: ProjectPaths, target: _Target, record: dict, *, exact: bool, ahead: bool, info: Info,
+                progress: Progress | None, sources: Callable[[], Sources], started: float) -> InstallSummary | None:
+    """Install the new lock over the environment there is, only what changed (None: it cannot be done so,
+    the environment is built again: no artefact record, another kind or platform, conda packages changed)."""
+    from resolver.install.drift import drift_of
+    from resolver.install.incremental import artifact_lines, diff
+
+    if (not record.get("artifacts") or record.get("kind") != target.kind
+            or record.get("platform") != target.env.platform.subdir or not (target.final / "bin" / "python").exists()):
+        return None
+    difference = diff(record["artifacts"], artifact_lines(target.env))
+    if difference.conda_changed:
+        return None
+    wheels = {canonical_name(a.name): a for a in target.env.pypi}
+    old_versions = {canonical_name(line.split(" ")[1]): line.split(" ")[2] for line in record["artifacts"]
+                    if line.startswith("pypi ")}
+    drift = drift_of(target.final, record)
+    by_hand = [(n, v) for n, v in drift.added if n not in wheels]
+    restore = [n for n, _, _ in drift.changed] + [n for n, _ in drift.removed] if exact else []
+    restore = [n for n in restore if n in wheels and n not in difference.changed]
+    uninstall = [*difference.removed, *difference.changed, *restore] + ([n for n, _ in by_hand] if exact else [])
+    install = [wheels[n] for n in (*difference.added, *difference.changed, *restore)]
+    marker = target.marker(target.final)
+    if not uninstall and not install:  # the same artefacts (wherever the lock now says they live)
+        if record.get("lock_digest") != target.digest:
+            write_record(target.final / READY_MARKER, marker, label="ready-marker", strict=True)
+        _keep_launcher(target.final, project)
+        return target.summary("up-to-date", started, kept=tuple(f"{n}=={v}" for n, v in by_hand))
+    python = target.final / "bin" / "python"
+    if install:
+        info(f"checking {len(install)} changed locked artefacts")
+        finder_sources = sources()
+        files = _verified_wheels(project, target.env, finder_sources, install, progress)
+    if uninstall:
+        info(f"uninstalling {len(uninstall)} packages")
+        done = uv.uninstall(python, uninstall)
+        if not done.ok:
+            raise BuildFailed(f"uninstalling {', '.join(uninstall)} failed ({done.tail()})",
+                              fix=f"run `python -m resolver install --env {target.env.name} --force` to rebuild it")
+    if install:
+        info(f"installing {len(install)} wheels with uv" + (", byte-compiling them" if ahead else ""))
+        done = uv.install_wheels(python, files, compile_bytecode=ahead)
+        if not done.ok:
+            raise BuildFailed(f"installing the locked wheels failed ({done.tail()})",
+                              fix=f"run `python -m resolver install --env {target.env.name} --force` to rebuild it")
+    write_record(target.final / READY_MARKER, marker, label="ready-marker", strict=True)
+    _keep_launcher(target.final, project)
+    pin = {n: f"{n}=={a.version}" for n, a in wheels.items()}
+    return target.summary("installed", started, "difference", "all" if ahead else "none",
+                          added=tuple(pin[n] for n in (*difference.added, *restore)),
+                          changed=tuple(pin[n] for n in difference.changed),
+                          removed=tuple(f"{n}=={old_versions.get(n, '')}" for n in difference.removed)
+                          + (tuple(f"{n}=={v}" for n, v in by_hand) if exact else ()),
+                          kept=() if exact else tuple(f"{n}=={v}" for n, v in by_hand),
+                          removed_by_hand=tuple(f"{n}=={v}" for n, v in by_hand) if exact else ())
+
+
+def _verified_wheels(project: ProjectPaths, env: LockedEnv, sources: Sources, wheels: list,
+                     progress: Progress | None) -> list[Path]:
+    """The private, checked copies of ``wheels`` (locked artefacts of ``env``)."""
+    from resolver.lock.pipconfig import read_pip_config
+
+    finder = Finder(sources, read_pip_config().local_folders, env.channels, manifest_folders(project.root, env.name))
+    return [verified_copy(a.location, a.sha256, project.verified_store, finder, name=a.name, progress=progress)
+            for a in wheels]
 
 
 def _keep_launcher(final: Path, project: ProjectPaths) -> None:

@@ -25,7 +25,10 @@ READY_MARKER = "resolver-ready.json"  # written last by install (content: what w
 _READY = Fields({"environment": Text(max_len=64), "kind": Text("conda|venv"), "python": Text(max_len=32),
                  "platform": Text(max_len=64), "lock_digest": SHA256, "conda": ListOf(Text(max_len=1024)),
                  "pypi": ListOf(Text(max_len=1024))},
-                {"seeded": ListOf(Text(max_len=1024))})  # what install added beyond the lock (a fallback's pip)
+                {"seeded": ListOf(Text(max_len=1024)),  # what install added beyond the lock (a fallback's pip)
+                 # each artefact installed, "KIND NAME VERSION SHA256" (resolver.install.incremental), and the
+                 # fingerprint of those verify checks
+                 "artifacts": ListOf(Text(max_len=1024)), "verify_inputs": SHA256})
 
 
 def ready_record(folder: Path) -> dict | None:
@@ -70,6 +73,24 @@ class Environment:
         merged["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, merged.get("PYTHONPATH")) if p)
         merged.pop("PYTHONHOME", None)
         return merged
+
+    def activated_environ(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The variables a shell has once it entered this environment (``source bin/activate``: its bin first on
+        PATH, ``CONDA_PREFIX`` or ``VIRTUAL_ENV``, what the packages' ``etc/conda/activate.d`` scripts set), as
+        ``pixi shell`` gives them; worked out by running the environment's own activate script in ``sh``."""
+        base = dict(os.environ if env is None else env)
+        base.pop("PYTHONHOME", None)
+        script = self.bin_dir / "activate"
+        if script.is_file() and not script.is_symlink():
+            done = proc.run(["sh", "-c", '. "$1" >/dev/null 2>&1; exec env -0', "sh", str(script)], timeout=60,
+                            env=base, reap=False)
+            if done.returncode == 0 and "\0" in done.stdout:
+                pairs = (item.partition("=") for item in done.stdout.split("\0") if "=" in item)
+                return {key: value for key, _, value in pairs if key and key != "_"}
+        base["PATH"] = os.pathsep.join(p for p in (str(self.bin_dir), base.get("PATH")) if p)
+        base["CONDA_PREFIX" if self.kind == "conda" else "VIRTUAL_ENV"] = str(self.path)
+        base["CONDA_DEFAULT_ENV"] = self.name
+        return base
 
     def run_python(self, args: list[str], *, timeout: float, env: Mapping[str, str] | None = None) -> Completed:
         """Run this environment's Python (through the process gateway) with the resolver importable."""

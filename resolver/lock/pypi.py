@@ -69,6 +69,7 @@ class PypiRequest:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     find_links: tuple[str, ...] = ()
+    preferences: tuple[str, ...] = ()  # "name==version" kept where the requirements allow (the lock there was)
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def resolve(request: PypiRequest, project: ProjectPaths, *, info: Callable[[str]
     requirements = [check_requirement(r) for r in request.requirements]  # PEP 508, never a uv option
     sources = sources or uv_sources(request.index_url, request.extra_index_urls, request.find_links, info=info)
     done, text = uv.UvCompile(tuple(requirements), request.python, uv_platform(request.platform, request.glibc),
-                              sources.flags).run()
+                              sources.flags, preferences=request.preferences).run()
     if done.timed_out:
         raise SourceUnreachable(f"uv did not finish resolving the PyPI part within {uv.RESOLVE_TIMEOUT_S // 60} "
                                 "minutes", fix="check that the configured indexes answer, or point the sources "

@@ -34,6 +34,9 @@ class LockSettings:
     no_conda: bool = False
     no_pypi: bool = False
     info: Info = quiet
+    # (environment, platform's name) -> "name==version" of the PyPI packages the existing lock holds: a relock
+    # keeps them where the new requirements allow (uv's preferences), so a package added moves nothing else
+    preferences: Any = None
 
 
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
@@ -74,7 +77,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         info(f"note: {note}")
     kept, todo = carry_over(existing, manifest, set(wanted), no_conda=no_conda, no_pypi=no_pypi)  # refusals: here
     settings = LockSettings(project, sources, Canonicalizer(sources, project), no_conda=no_conda, no_pypi=no_pypi,
-                            info=info)
+                            info=info, preferences=_preferences(existing, project, set(wanted)))
     # every (environment, platform) is resolved on its own, side by side; meanwhile the ones kept are checked
     # for packages nothing requires any more (the carry-over does not look for them), which are resolved too
     pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
@@ -124,6 +127,21 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     sources.remember(project.root)
     return LockSummary(project.lockfile, project.manifest, tuple(reports), tuple(dict.fromkeys(carried)), changed,
                        sha256_text(text), tuple(notes), tuple(manifest.added))
+
+
+def _preferences(existing: ExistingLock | None, project: ProjectPaths, planned: set[str]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The PyPI pins of every environment the existing lock holds, but those whose plan is locked now (a plan
+    chooses anew), by (environment, platform's name)."""
+    if existing is None:
+        return {}
+    from resolver.lock.lockfile import locked_envs
+
+    try:
+        envs = locked_envs(existing, project.root)
+    except (BadInput, ValueError):
+        return {}
+    return {(name, env.platform.name): tuple(f"{a.name}=={a.version}" for a in env.pypi)
+            for name, platforms in envs.items() if name not in planned for env in platforms}
 
 
 def resolves(project: ProjectPaths, manifest: Manifest, name: str, *, sources: Sources,
@@ -249,7 +267,8 @@ def _resolve_pypi(settings: LockSettings, spec: EnvSpec, platform: PixiPlatform,
     index_url, extra_index_urls, find_links = _pypi_indexes(settings, spec)
     return pypi.resolve(pypi.PypiRequest(
         requirements=tuple(requirements), python=python, platform=platform.subdir, glibc=platform.glibc,
-        index_url=index_url, extra_index_urls=extra_index_urls, find_links=find_links),
+        index_url=index_url, extra_index_urls=extra_index_urls, find_links=find_links,
+        preferences=(settings.preferences or {}).get((spec.name, platform.name), ())),
         settings.project, info=settings.info, sources=sources)
 
 

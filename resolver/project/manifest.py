@@ -332,6 +332,69 @@ class Manifest:
             return str((self.path.parent / name).resolve())
         return name
 
+    def features_of(self, name: str) -> list[str]:
+        """The features environment ``name`` is made of, as pixi names them (``default``: the top-level
+        tables, unless the environment opts out)."""
+        envs = self.doc.get("environments", {})
+        if name == "default" and name not in envs:
+            return ["default"]
+        self._layers(name)  # an unknown environment or feature: one sentence
+        entry = envs.get(name, [])
+        features = [str(f) for f in (entry if isinstance(entry, list) else entry.get("features", []))]
+        no_default = isinstance(entry, dict) and bool(entry.get("no-default-feature", False))
+        return features if no_default else [*features, "default"]
+
+    def environments_with(self, feature: str) -> list[str]:
+        """The environments that feature ``feature`` is part of."""
+        return [name for name in self.environment_names() if feature in self.features_of(name)]
+
+    def dependencies(self, feature: str, *, pypi: bool) -> dict[str, Any]:
+        """Feature ``feature``'s dependency table as written (``pypi``: its PyPI one); empty when it has none."""
+        table = self._feature_table(feature).get("pypi-dependencies" if pypi else "dependencies", {})
+        return {str(k): v for k, v in table.items()}
+
+    def _feature_table(self, feature: str) -> Any:
+        if feature == "default":
+            return self.doc
+        features = self.doc.get("feature", {})
+        if feature not in features:
+            known = ", ".join(sorted(["default", *map(str, features)]))
+            raise BadInput(f"pixi.toml has no feature '{feature}' (it has: {known})",
+                           fix="name one of them with --feature, or an environment with -e")
+        return features[feature]
+
+    # -- writing ------------------------------------------------------------------------------
+    def set_dependency(self, feature: str, name: str, spec: Any, *, pypi: bool) -> Any:
+        """Write ``name = spec`` into feature ``feature``'s dependencies (``pypi``: its PyPI ones), keeping the
+        rest of the file; returns what it replaced (None: it was not there)."""
+        import tomlkit
+
+        table_name = "pypi-dependencies" if pypi else "dependencies"
+        owner = self._feature_table(feature)
+        if table_name not in owner:
+            owner[table_name] = tomlkit.table()
+        table = owner[table_name]
+        key = _find_key(table, name, pypi)
+        before = table[key] if key is not None else None
+        if isinstance(spec, dict):
+            inline = tomlkit.inline_table()
+            inline.update(spec)
+            spec = inline
+        table[key or name] = spec
+        return before
+
+    def drop_dependency(self, feature: str, name: str, *, pypi: bool) -> bool:
+        """Remove ``name`` from feature ``feature``'s dependencies (``pypi``: its PyPI ones); False when it was
+        not there."""
+        table_name = "pypi-dependencies" if pypi else "dependencies"
+        owner = self._feature_table(feature)
+        table = owner.get(table_name)
+        key = _find_key(table, name, pypi) if table is not None else None
+        if key is None:
+            return False
+        del table[key]
+        return True
+
     def _dependency_tables(self, layer: Any) -> list[tuple[str | None, str, Any]]:
         """(selector, "conda" | "pypi", table) of one layer: its own tables and its ``[target.*]`` ones."""
         out = []
@@ -583,6 +646,16 @@ def environment_platforms(restrictions: list[list[str]], platforms: list[PixiPla
     return [p.name for p in platforms
             if all(p.name in named or p.subdir in named for named in restrictions)
             and (p.name in exact or p.subdir not in exact_subdirs)]
+
+
+def _find_key(table: Any, name: str, pypi: bool) -> str | None:
+    """The key under which ``table`` holds ``name`` (PyPI names compared as PEP 503 normalises them)."""
+    if pypi:
+        from resolver.core.names import canonical_name
+
+        wanted = canonical_name(name)
+        return next((str(k) for k in table if canonical_name(str(k)) == wanted), None)
+    return name if name in table else None
 
 
 def _channel_name(channel: Any) -> str:

@@ -224,3 +224,45 @@ def default_choice(project: ProjectPaths) -> Choice | None:
     """The default environment and the request that plans it, when pixi.toml records both."""
     record = read_upgrade_record(project)
     return record.choice(record.default)
+
+
+def check_environment_name(project: ProjectPaths, name: str | None) -> None:
+    """``--env/-e NAME`` names an environment of the project: one pixi.toml declares, or one installed here.
+    Otherwise one sentence naming the ones pixi.toml has (exit 2), for every command that takes the flag.
+    Nothing is said when there is no readable pixi.toml (the command itself reports that)."""
+    if name is None or not project.manifest.is_file():
+        return
+    try:
+        data = _parsed(project.manifest)
+    except BadInput:
+        return
+    known = environment_names(data)
+    if name in known or (project.env(name) / "conda-meta").is_dir() or (project.env(name) / "pyvenv.cfg").is_file():
+        return
+    locked = _locked_names(project.lockfile)
+    if name in locked:  # install works from pixi.lock alone
+        return
+    from resolver.core.errors import UsageError
+
+    declared = [n for n in known if n != "default"] or known
+    extra = [n for n in locked if n not in known]
+    raise UsageError(f"no environment '{name}'; pixi.toml has: {', '.join(declared)}"
+                     + (f" (and pixi.lock: {', '.join(extra)})" if extra else ""),
+                     fix=f"use -e {declared[0]}" + (f" (or one of {', '.join(declared[1:] + extra)})"
+                                                    if declared[1:] + extra else "")
+                         + ", or add an environment with `python -m resolver lock --target cpu`")
+
+
+def _locked_names(lockfile: Path) -> list[str]:
+    """The environments pixi.lock names (its ``environments:`` keys, read as text: no lock parser for a
+    refusal), or none when it cannot be read."""
+    import re
+
+    from resolver.core.fs import read_bytes_bounded
+
+    try:
+        text = read_bytes_bounded(lockfile, limit=MANIFEST_LIMIT * 16, what="the lock file").decode("utf-8", "replace")
+    except (BadInput, OSError):
+        return []
+    block = re.search(r"^environments:\n((?:[ \t].*\n|\n)*)", text, flags=re.M)
+    return sorted(set(re.findall(r"^  ([A-Za-z0-9_.\-]+):\s*$", block.group(1), flags=re.M))) if block else []

@@ -170,6 +170,44 @@ def run(argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = 
     return start(argv, env=env, cwd=cwd, input=input, limit=limit, reap=reap).result(timeout)
 
 
+def attached(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+             cwd: str | os.PathLike | None = None) -> int:
+    """Run ``argv`` on the resolver's own terminal and wait for it: stdin, stdout and stderr inherited, in the
+    resolver's process group (so the terminal's Ctrl-C and job control reach it as they reach a shell's
+    child), dying with the resolver on Linux. The resolver ignores SIGINT meanwhile (the child decides what
+    Ctrl-C means). Its exit code: 128+N when signal N ended it, 127 when it does not exist."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):
+            prctl = None
+
+    def setup() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    try:
+        child = subprocess.Popen([str(a) for a in argv], env=None if env is None else dict(env), cwd=cwd,
+                                 preexec_fn=setup if os.name == "posix" else None)
+    except FileNotFoundError:
+        return 127
+    except OSError:
+        return 126
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        code = child.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return 128 - code if code < 0 else code
+
+
 def start(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
           input: str | None = None, limit: int = OUTPUT_LIMIT, reap: bool = True) -> Running:
     """:func:`run` without the wait: ``argv`` runs while the caller goes on, its output captured; the

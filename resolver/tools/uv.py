@@ -106,6 +106,12 @@ def install_wheels(python: Path, wheels: Sequence[Path], *, compile_bytecode: bo
     return proc.run([*cmd, "--", *(str(w) for w in wheels)], timeout=INSTALL_TIMEOUT_S, env=environ())
 
 
+def uninstall(python: Path, names: Sequence[str]) -> proc.Completed:
+    """``uv pip uninstall`` of the distributions ``names`` from the environment of ``python``."""
+    return proc.run([binary(), "pip", "uninstall", "--no-config", "--quiet", "--python", str(python), "--",
+                     *names], timeout=INSTALL_TIMEOUT_S, env=environ())
+
+
 @dataclass(frozen=True)
 class UvCompile:
     """One ``uv pip compile``, with everything it is given."""
@@ -114,6 +120,7 @@ class UvCompile:
     python: str
     platform: str  # uv's --python-platform
     flags: tuple[str, ...]  # the sources, as uv flags
+    preferences: tuple[str, ...] = ()  # "name==version" uv keeps where it can (read from its output file)
 
     def run(self) -> tuple[proc.Completed, str | None]:
         """(what uv did, the pins it wrote or None), in a temporary folder removed afterwards."""
@@ -121,6 +128,8 @@ class UvCompile:
         try:
             wanted, pinned = folder / "requirements.in", folder / "requirements.txt"
             write_text_atomic(wanted, "".join(f"{r}\n" for r in self.requirements), under=folder)
+            if self.preferences:  # an output file there already: uv prefers its pins
+                write_text_atomic(pinned, "".join(f"{p}\n" for p in self.preferences), under=folder)
             done = compile_pins(wanted, pinned, python=self.python, platform=self.platform, flags=self.flags)
             return done, (read_text_bounded(pinned, limit=64 << 20, what="uv's pins", under=folder)
                           if done.returncode == 0 and pinned.is_file() else None)

@@ -165,8 +165,8 @@ class Chain:
 
     def _verify(self) -> Outcome:
         plan, options, stamps = self.plan, self.options, self.options.stamps
-        env_marker = self.project.env(plan.env_name) / READY_MARKER
-        inputs = fingerprint(env_marker, channel_digest(self.project.channel), plan.kernels.to_json(), self.kernel_modules)
+        inputs = fingerprint(verified_inputs(self.project.env(plan.env_name)), channel_digest(self.project.channel),
+                             plan.kernels.to_json(), self.kernel_modules)
         if options.dry_run and self.statuses.get("install") == "would-run":
             return Outcome("would-run", "after the new install: load a Mamba checkpoint and compare against the reference")
         if stamps is not None and not options.force and stamps.is_current("verify", inputs):
@@ -236,6 +236,16 @@ def _with_overlay(project: ProjectPaths, options: BuildOptions) -> BuildOptions:
     from dataclasses import replace
 
     return replace(options, rocm_overlay=overlay_for_build(project, options.env_name))
+
+
+def verified_inputs(env_path: Path) -> Any:
+    """What of an installed environment verify checks: the fingerprint install recorded of torch, what verify
+    loads a model with and everything they require (a package the user added is not part of it), else the
+    whole ready marker."""
+    from resolver.install.environment import ready_record
+
+    record = ready_record(env_path) or {}
+    return record.get("verify_inputs") or (env_path / READY_MARKER)
 
 
 def channel_digest(channel: Path) -> str:

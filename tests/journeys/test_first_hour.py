@@ -246,7 +246,7 @@ def test_a_conda_prefix_gets_an_activate_script_that_names_it(tmp_path):
 
 
 def test_doctor_names_packages_installed_changed_or_removed_by_hand(tmp_path):
-    from resolver.doctor.drift import drift_of
+    from resolver.install.drift import drift_of
 
     env = tmp_path / "env"
     site = env / "lib" / "python3.11" / "site-packages"
@@ -280,7 +280,7 @@ def test_the_summary_says_how_to_enter_add_to_and_check_the_environment(tmp_path
     (env / "conda-meta").mkdir(parents=True)
     text = "\n".join(environment_lines(env))
     assert f"Enter it with: source {env}/bin/activate   (or, with pixi: pixi shell -e cpu)" in text
-    assert "`pixi add --feature cpu --pypi NAME`" in text and "[feature.cpu.pypi-dependencies]" in text
+    assert "`python -m resolver add -e cpu --pypi NAME`" in text and "[feature.cpu.pypi-dependencies]" in text
     assert "`python -m resolver doctor --env cpu`" in text
     assert not refused_suggestions(text) and not doubled_words(text)
 

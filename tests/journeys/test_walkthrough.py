@@ -192,7 +192,7 @@ def test_a_pip_install_by_hand_is_named_by_doctor(newcomer, first_setup, second_
     doctor = newcomer.run("doctor", "--env", "cpu")
     readable(doctor.stdout + doctor.stderr)
     assert "drift: installed by hand, not in pixi.lock: by-hand-pkg 0.3" in doctor.stdout
-    assert "pixi add --feature cpu --pypi by-hand-pkg" in doctor.stdout
+    assert "python -m resolver add -e cpu --pypi by-hand-pkg" in doctor.stdout
     document = validate_output("doctor", newcomer.run("doctor", "--env", "cpu", "--json").stdout, 0)
     assert next(f for f in document["findings"] if f["name"] == "drift")["status"] == "warn"
     subprocess.run([str(env / "bin" / "pip"), "uninstall", "--yes", "--quiet", "by-hand-pkg"], env=newcomer.env,

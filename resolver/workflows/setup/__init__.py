@@ -329,9 +329,9 @@ def environment_lines(path: Path) -> list[str]:
     lines = [f"Environment: {path}",
              f"Enter it with: source {path / 'bin' / 'activate'}" + (f"   (or, with pixi: pixi shell -e {name})"
                                                                       if conda else "")]
-    with_pixi = f"`pixi add --feature {name} --pypi NAME`, or " if conda else ""
-    lines.append(f"Add a package so pixi.lock follows: {with_pixi}NAME = \"*\" under [feature.{name}.pypi-dependencies] "
-                 "in pixi.toml, then `python -m resolver setup`")
+    lines.append(f"Add a package so pixi.lock follows: `python -m resolver add -e {name} --pypi NAME` (only the "
+                 f"difference is installed), or NAME = \"*\" under [feature.{name}.pypi-dependencies] in pixi.toml, "
+                 "then `python -m resolver setup`")
     lines.append(f"A package pip-installed by hand is in no teammate's environment: `python -m resolver doctor --env "
                  f"{name}` names each one")
     return lines

@@ -565,7 +565,8 @@ def test_an_up_to_date_summary_tells_how_to_enter_it(tmp_path):
         "environment": "cpu", "path": str(tmp_path / "cpu"), "kind": "conda", "python": "3.11",
         "platform": "linux-64", "conda_packages": 2, "pypi_packages": 1, "status": "up-to-date", "seconds": 0.123,
         "lock_digest": "ab" * 32, "built_from": "lock", "bytecode": "", "enter": {"pixi": "pixi shell -e cpu",
-                                                                                  "shell": shell}}
+                                                                                  "shell": shell},
+        "added": [], "removed": [], "changed": [], "kept": [], "removed_by_hand": []}
     fallback = InstallSummary("fb", tmp_path / "fb", "venv", "3.11", "linux-64", 0, 1, "installed", 1.0, "ab" * 32)
     assert fallback.enter == {"pixi": None, "shell": f"source {tmp_path / 'fb' / 'bin' / 'activate'}"}
 
@@ -583,10 +584,16 @@ def test_what_is_made_is_marked_ready_with_what_was_locked_and_moved_into_place(
         (tmp / "conda-meta").mkdir(parents=True)
     _into_place(project, target, make)
     assert sorted(p.name for p in project.envs.iterdir()) == ["cpu"]
-    assert ready_record(project.env("cpu")) == {
+    record = ready_record(project.env("cpu"))
+    assert {k: v for k, v in record.items() if k not in ("artifacts", "verify_inputs")} == {
         "environment": "cpu", "kind": "conda", "python": "3.11", "platform": HOST.subdir,
         "lock_digest": environment_digest(CONDA_ENV), "conda": ["python-3.11.7-h0_0", "zlib-1.3.1-h0_0"],
         "pypi": ["plain==1"], "seeded": []}
+    # each artefact by its sha256: what a later install compares the new lock with
+    assert record["artifacts"] == sorted(f"{'conda' if hasattr(a, 'build') else 'pypi'} {a.name} "
+                                         f"{a.version + '-' + a.build if hasattr(a, 'build') else a.version} "
+                                         f"{a.sha256 or a.md5 if hasattr(a, 'build') else a.sha256}"
+                                         for a in (*CONDA_ENV.conda, *CONDA_ENV.pypi))
     assert [p.name for p in (project.env("cpu") / "bin").iterdir()] == ["mamba-resolver"]  # the launcher alone
 
 
