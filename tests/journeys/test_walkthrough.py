@@ -1,6 +1,8 @@
 """A newcomer's first hour, run as README.md tells it, in a fresh clone of this checkout: the first
 `setup` (CPU here), a second one, the one-minute tour, entering the environment, a package added so
-the lock follows, a pip install by hand that doctor names, bench. It asserts on what the person reads
+the lock follows, a pip install by hand that doctor names, bench. Then the day after, in a clone of its
+own: add a package, pip-install one by hand, add another, upgrade torch and promote, doctor, rollback
+twice, run and shell, every printed fix followed. It asserts on what the person reads
 as well as on exit codes: no temporary folder's name, no doubled word, every "Fix:"/"next:"/backticked
 command accepted by the resolver's own parser, every caveat repeated at the end, the log holding
 everything shown, and every --json document valid against its schema.
@@ -217,3 +219,93 @@ def test_everything_the_newcomer_was_shown_reads_true(newcomer, first_setup):
     """The sum of the hour: asserted per command above, and over all of it once more."""
     readable("\n".join(newcomer.shown))
     validate("setup", json.loads(newcomer.run("setup", "--json").stdout))
+
+
+# ------------------------------------------------------------------------------- the day after
+QUICK_PROOF = ("--prompt-len", "8", "--new-tokens", "4", "--repeat", "2")  # the upgrade's proof, small: a CPU here
+
+
+@pytest.fixture(scope="module")
+def day_after(tmp_path_factory) -> Newcomer:
+    """A clone of its own, set up once: the day-after tour changes the environments, which the first hour's
+    tests above must not see, whatever the order."""
+    clone = tmp_path_factory.mktemp("day-after") / "mamba-resolver"
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=300)
+    person = Newcomer(clone)
+    done = person.run("setup")
+    assert done.returncode == 0, done.stderr[-3000:]
+    yield person
+    shutil.rmtree(clone, ignore_errors=True)
+
+
+def follow_every_fix(person: Newcomer) -> list[str]:
+    """Run every resolver command a fix printed so far names (each once, in order); each must work."""
+    from support.fixes import commands_of, printed_fixes
+
+    followed = []
+    for fix in dict.fromkeys(f for text in person.shown for f in printed_fixes(text)):
+        for argv in commands_of(fix):
+            if argv in followed:
+                continue
+            done = person.run(*argv)
+            assert done.returncode == 0, f"the printed fix {fix!r} did not work: {done.stdout[-1500:]}{done.stderr[-1500:]}"
+            followed.append(argv)
+    return [" ".join(a) for a in followed]
+
+
+def test_the_day_after(day_after, tmp_path):
+    """Add a package, pip-install one by hand, add another, upgrade torch, promote, doctor, roll back twice,
+    run and shell: what a person does in the days after the first hour, each step on what the last left."""
+    from support import channel_factory as cf
+
+    person = day_after
+    env = person.clone / ".resolver" / "envs" / "cpu"
+
+    def imports(environment: str, *modules: str) -> subprocess.CompletedProcess:
+        return person.run("run", "-e", environment, "python", "-c", f"import {', '.join(modules)}")
+
+    added = person.run("add", "--pypi", "tabulate", "-e", "cpu")
+    assert added.returncode == 0, added.stderr[-3000:]
+    readable(added.stdout + added.stderr)
+    assert imports("cpu", "tabulate").returncode == 0
+    assert "tabulate" in (person.clone / "pixi.lock").read_text()
+
+    wheel = cf.write_wheel(tmp_path / "by-hand", "tour-by-hand", "0.1", {"tour_by_hand/__init__.py": ""})
+    pip = subprocess.run([str(env / "bin" / "pip"), "install", "--no-index", "--no-deps", "--quiet", str(wheel)],
+                         capture_output=True, text=True, env=person.env)
+    assert pip.returncode == 0, pip.stderr
+
+    another = person.run("add", "--pypi", "colorama", "-e", "cpu")
+    assert another.returncode == 0, another.stderr[-3000:]
+    assert "tour-by-hand" in another.stdout + another.stderr  # kept, and said so
+    assert imports("cpu", "tabulate", "colorama", "tour_by_hand").returncode == 0
+
+    upgraded = person.run("upgrade", "--torch", "2.14", "--promote", *QUICK_PROOF)
+    assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-3000:]
+    readable(upgraded.stdout + upgraded.stderr)
+    new_env = next(name for name in os.listdir(person.clone / ".resolver" / "envs") if name.startswith("cpu-torch"))
+    assert imports(new_env, "tabulate", "colorama").returncode == 0  # the user's packages came along
+    torch = person.run("run", "-e", new_env, "python", "-c", "import torch; print(torch.__version__)")
+    assert torch.stdout.strip().startswith("2.14"), torch.stdout + torch.stderr
+
+    doctor = person.run("doctor")
+    assert doctor.returncode == 0, doctor.stdout[-3000:]
+    readable(doctor.stdout + doctor.stderr)
+    validate_output("doctor", person.run("doctor", "--json").stdout, 0)
+
+    back = person.run("rollback")
+    assert back.returncode == 0, back.stderr[-3000:]
+    assert "cpu" in back.stdout
+    again = person.run("rollback")
+    assert again.returncode == 0 and "nothing to roll back" in again.stdout, again.stdout + again.stderr
+    default = person.run("run", "python", "-c", "import torch; print(torch.__version__)")
+    assert default.returncode == 0 and default.stdout.strip().startswith("2.13"), default.stdout + default.stderr
+
+    ran = person.run("run", "-e", "cpu", "python", "-c", "import tabulate, sys; print(sys.prefix)")
+    assert ran.returncode == 0 and ran.stdout.strip() == str(env), ran.stdout + ran.stderr
+    shell = subprocess.run(cli.argv("shell", "-e", "cpu"), cwd=person.clone, env=person.env, capture_output=True,
+                           text=True, input='python -c "import colorama, sys; print(sys.prefix)"\n', timeout=300)
+    assert shell.returncode == 0 and shell.stdout.strip().splitlines()[-1] == str(env), shell.stdout + shell.stderr
+
+    follow_every_fix(person)
+    readable("\n".join(person.shown))
