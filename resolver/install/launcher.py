@@ -29,7 +29,7 @@ _TEMPLATE = """\
 # {shown_project}. A pixi.toml at or above the working folder comes first (RESOLVER_PROJECT before both).
 if [ ! -x {python} ]; then
     echo "error: the Python that installed this environment ({shown_python}) is gone. Fix: run the resolver \
-from its own environment (\\`python -m resolver install --force\\` writes this launcher again)" >&2
+from its own environment ('python -m resolver install --force' writes this launcher again)" >&2
     exit 3
 fi
 {variable}=${{{variable}:-{project}}}

@@ -471,7 +471,7 @@ def rollback(project: ProjectPaths, *, to: str | None = None, wait: bool = True,
         if wanted not in names:
             raise BadInput(f"the previous default '{wanted}' is no longer in pixi.toml",
                            fix="restore its feature and environment in pixi.toml (from version control), or name "
-                               "another with `python -m resolver rollback --to ENV`")
+                               f"another: `python -m resolver rollback --to {names[0] if names else 'default'}`")
         after = replace(record, default=wanted, previous=None,
                         candidate=None if record.candidate == wanted else record.candidate)
         after.write(manifest)
