@@ -369,8 +369,8 @@ class _Journey:
 
         env = Text(r"[a-z0-9-]{1,64}", 64)
         shape = Fields({"wanted": OfType(dict), "current": env, "candidate": env, "stage": Text(r"[a-z-]{1,32}", 32),
-                        "at": Number(), "proof": optional(OfType(dict)), "proof_inputs": optional(Text(r"[0-9a-f]{64}")),
-                        "removed": optional(OfType(dict))})
+                        "at": Number(), "proof": optional(OfType(dict)), "proof_inputs": optional(Text(r"[0-9a-f]{64}"))},
+                       {"removed": OfType(dict)})  # a state an earlier release wrote has no "removed"
         return read_record(self.state_path, shape, limit=16 << 20) or {}
 
     def _save_state(self, wanted: Wanted, step: UpgradeStep, stage: str, *, proof: Proof | None = None,
