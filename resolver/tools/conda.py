@@ -435,15 +435,21 @@ def read_package(path: Path, *, info_limit: int, member_limit: int, unpacked_lim
                              fix="rebuild the package; a package from a channel you do not publish: tell its "
                                  "publisher, and do not use it") from None
     except BaseException as exc:
-        if not is_rattler_failure(exc):
-            raise
-        raise IntegrityError(f"package {path.name} is refused: its archive cannot be read ({_one_line(exc)})",
-                             fix="build or download it again; a package from a channel you do not publish: "
-                                 "tell its publisher") from None
+        raise _unreadable(path, exc) from None
 
 
 class _TooLarge(Exception):
     pass
+
+
+def _unreadable(path: Path, exc: BaseException) -> BaseException:
+    """What a failure reading the archive ``path`` is raised as: rattler's own failures as one
+    :class:`IntegrityError` naming the file, anything else as it was."""
+    if not is_rattler_failure(exc):
+        return exc
+    return IntegrityError(f"package {path.name} is refused: its archive cannot be read ({_one_line(exc)})",
+                          fix="build or download it again; a package from a channel you do not publish: "
+                              "tell its publisher")
 
 
 def read_package_index(path: Path, *, limit: int) -> bytes | None:
@@ -467,11 +473,7 @@ def read_package_index(path: Path, *, limit: int) -> bytes | None:
     except _TooLarge as exc:
         raise IntegrityError(f"package {path.name} is refused: {exc}", fix="build or download it again") from None
     except BaseException as exc:
-        if not is_rattler_failure(exc):
-            raise
-        raise IntegrityError(f"package {path.name} is refused: its archive cannot be read ({_one_line(exc)})",
-                             fix="build or download it again; a package from a channel you do not publish: "
-                                 "tell its publisher") from None
+        raise _unreadable(path, exc) from None
 
 
 def size_text(n: int) -> str:

@@ -62,18 +62,23 @@ class Completed:
         return " ".join(text[-lines:])[:width] or f"exit {self.returncode}"
 
 
+def _prctl():
+    """Linux's ``prctl`` (None elsewhere), looked up in the parent: importing in a forked child can deadlock."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
 def _child_setup():
     """What a child runs between fork and exec: lead a new process group and, on Linux, receive SIGKILL
     when the resolver dies. ``prctl`` is looked up here, in the parent: importing in a forked child
     can deadlock."""
-    prctl = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            prctl = None
+    prctl = _prctl()
 
     def setup() -> None:
         os.setpgid(0, 0)
@@ -176,14 +181,7 @@ def attached(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
     resolver's process group (so the terminal's Ctrl-C and job control reach it as they reach a shell's
     child), dying with the resolver on Linux. The resolver ignores SIGINT meanwhile (the child decides what
     Ctrl-C means). Its exit code: 128+N when signal N ended it, 127 when it does not exist."""
-    prctl = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-        except (OSError, AttributeError):
-            prctl = None
+    prctl = _prctl()
 
     def setup() -> None:
         if prctl is not None:
