@@ -65,6 +65,14 @@ class Finder:
         file a declared local index links to."""
         return path.resolve() in self._linked or any(inside(root, path) for root in self.roots)
 
+    def declares_location(self, url: str) -> bool:
+        """Whether the locked location ``url`` is a download or a file inside a declared folder (a local one
+        outside them is refused as such, without looking at its name)."""
+        here = local_path(url)
+        if here is None:
+            return "://" in url
+        return self.declares(Path(here))
+
     def candidates(self, url: str, name: str | None = None) -> list[str]:
         """Places to take ``url`` from, best first (local ones before any download)."""
         out: list[str] = []
@@ -114,7 +122,7 @@ def verified_copy(url: str, sha256: str, store: VerifiedStore, finder: Finder, *
         raise IntegrityError(f"pixi.lock records no usable sha256 for {file_name_of(url)}",
                              fix="relock with `python -m resolver lock` (it records one for every artefact)")
     file_name = download_name(url)
-    if not is_package_file_name(file_name):
+    if not is_package_file_name(file_name) and finder.declares_location(url):
         raise IntegrityError(f"pixi.lock locates {printable(file_name)}, which is not a package file (a wheel, an sdist "
                              f"or a conda package); install reads only package files",
                              fix="restore pixi.lock from version control, or relock with `python -m resolver lock`")

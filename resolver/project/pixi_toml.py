@@ -240,7 +240,7 @@ def check_environment_name(project: ProjectPaths, name: str | None) -> None:
     if name in known or (project.env(name) / "conda-meta").is_dir() or (project.env(name) / "pyvenv.cfg").is_file():
         return
     locked = _locked_names(project.lockfile)
-    if name in locked:  # install works from pixi.lock alone
+    if locked is None or name in locked:  # install works from pixi.lock alone; a broken one is its to say
         return
     from resolver.core.errors import UsageError
 
@@ -253,9 +253,10 @@ def check_environment_name(project: ProjectPaths, name: str | None) -> None:
                          + ", or add an environment with `python -m resolver lock --target cpu`")
 
 
-def _locked_names(lockfile: Path) -> list[str]:
+def _locked_names(lockfile: Path) -> list[str] | None:
     """The environments pixi.lock names (its ``environments:`` keys, read as text: no lock parser for a
-    refusal), or none when it cannot be read."""
+    refusal); None when it is missing, unreadable or holds no ``environments:`` block (the command that
+    reads it says what is wrong with it, which matters more than the name)."""
     import re
 
     from resolver.core.fs import read_bytes_bounded
@@ -263,6 +264,6 @@ def _locked_names(lockfile: Path) -> list[str]:
     try:
         text = read_bytes_bounded(lockfile, limit=MANIFEST_LIMIT * 16, what="the lock file").decode("utf-8", "replace")
     except (BadInput, OSError):
-        return []
+        return None
     block = re.search(r"^environments:\n((?:[ \t].*\n|\n)*)", text, flags=re.M)
-    return sorted(set(re.findall(r"^  ([A-Za-z0-9_.\-]+):\s*$", block.group(1), flags=re.M))) if block else []
+    return sorted(set(re.findall(r"^  ([A-Za-z0-9_.\-]+):\s*$", block.group(1), flags=re.M))) if block else None
