@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import cli, fixes, projects
+from support import cli, fixes, projects, records
 
 
 def _replace(path: Path, text: str) -> None:
@@ -49,10 +49,12 @@ def _marker_is_not_installs(env: Path) -> None:
 
 
 def _lock_changed_since_install(env: Path) -> None:
+    """The marker install wrote (sealed, as install seals it) names another pixi.lock than the one here."""
     marker = env / "resolver-ready.json"
-    record = json.loads(marker.read_text())
+    record = records.read(marker)
     record["lock_digest"] = "0" * 64
-    _replace(marker, json.dumps(record))
+    marker.unlink()
+    records.plant(marker, record)
 
 
 BREAKAGES = {"torch-vs-install": _torch_reports_another_build, "torch": _torch_does_not_import,
