@@ -255,12 +255,15 @@ def check_environment_name(project: ProjectPaths, name: str | None) -> None:
 
 def _locked_names(lockfile: Path) -> list[str] | None:
     """The environments pixi.lock names (its ``environments:`` keys, read as text: no lock parser for a
-    refusal); None when it is missing, unreadable or holds no ``environments:`` block (the command that
-    reads it says what is wrong with it, which matters more than the name)."""
+    refusal); none when there is no pixi.lock; None when it is there but unreadable or holds no
+    ``environments:`` block (the command that reads it says what is wrong with it, which matters more
+    than the name)."""
     import re
 
     from resolver.core.fs import read_bytes_bounded
 
+    if not lockfile.exists() and not lockfile.is_symlink():
+        return []
     try:
         text = read_bytes_bounded(lockfile, limit=MANIFEST_LIMIT * 16, what="the lock file").decode("utf-8", "replace")
     except (BadInput, OSError):

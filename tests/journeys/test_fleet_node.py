@@ -278,7 +278,7 @@ def test_a_slurm_array_builds_each_variant_and_a_dependent_job_publishes_them(tm
     assert cluster.state(publish) == ["COMPLETED"], (logs, cluster.logs())
     tasks = {name: text for name, text in logs.items() if name.startswith(f"slurm-kernels-{builds}_")}
     assert sorted(text.splitlines()[0] for text in tasks.values()) == [
-        f"task 0: tiny-ext@{CLASS}", f"task 1: tiny-ext-twin@{CLASS}"]
+        f"task 0: tiny-ext@{CLASS} (7.5,8.0,9.0)", f"task 1: tiny-ext-twin@{CLASS} (7.5,8.0,9.0)"]
     repodata = json.loads((published / "linux-64" / "repodata.json").read_text())
     names = sorted(record["name"] for record in repodata["packages.conda"].values())
     assert names == ["tiny-ext", "tiny-ext-twin"]
