@@ -53,6 +53,7 @@ def _both(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
 
 
 GOOD_MANIFEST = '[workspace]\nname = "t"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
+CPU_MANIFEST = GOOD_MANIFEST + '[feature.cpu.dependencies]\npython = "3.12.*"\n[environments]\ncpu = ["cpu"]\n'
 CASES = [
     BadInput("profile file missing", ("plan", "--profile", "missing.json"), expect_in_error="does not exist"),
     BadInput("profile truncated JSON", ("plan", "--profile", "p.json"), _write("p.json", json.dumps(H100)[:40]),
@@ -87,7 +88,7 @@ CASES = [
     BadInput("manifest binary", ("lock", "--target", "cpu"), _write("pixi.toml", b"\x00\x01\x02\xff"), "pixi.toml"),
     BadInput("lock file corrupted", ("install", "--env", "cpu"),
              _both(_write("pixi.toml", GOOD_MANIFEST), _write("pixi.lock", "version: 7\nenvironments: [:::")), "pixi.lock"),
-    BadInput("lock file missing", ("install", "--env", "cpu"), _write("pixi.toml", GOOD_MANIFEST), "pixi.lock"),
+    BadInput("lock file missing", ("install", "--env", "cpu"), _write("pixi.toml", CPU_MANIFEST), "pixi.lock"),
     BadInput("lock file truncated", ("install", "--env", "cpu"),
              _both(_write("pixi.toml", GOOD_MANIFEST), _write("pixi.lock", "vers")), "pixi.lock"),
     BadInput("environment not in lock", ("install", "--env", "nosuchenv"),
@@ -103,6 +104,8 @@ CASES = [
              expect_in_error="nosuchenv"),
     BadInput("setup unknown target", ("setup", "--target", "cuda99"), expect_in_error="cuda99"),
     BadInput("setup bad profile", ("setup", "--profile", "p.json"), _write("p.json", "{"), "not valid JSON"),
+    BadInput("environment neither declared nor locked", ("install", "--env", "cpu"), _write("pixi.toml", GOOD_MANIFEST),
+             "no environment 'cpu'"),
 ]
 
 
@@ -111,6 +114,7 @@ USAGE, ENVIRONMENT = 2, 7
 EXIT = {"target misspelt": USAGE, "target unknown backend": USAGE, "target rocm without version": USAGE,
         "unknown command option": USAGE, "unknown command": USAGE, "build unknown package": USAGE,
         "setup unknown target": USAGE, "environment not in lock": ENVIRONMENT,
+        "environment neither declared nor locked": USAGE,
         "verify without environment": ENVIRONMENT, "bench compare missing env": ENVIRONMENT,
         "python version garbage": USAGE, "python 2.7": USAGE}  # --python is one flag type: a usage error
 IDS = {2: ("usage", "refused"), 3: ("bad-input",), 7: ("environment",)}
