@@ -36,15 +36,18 @@ def hermetic_session(tmp_path_factory):
     rattler's, pip's), no network beyond loopback for any process a test starts, and PyPI's simple
     index served by a local double (tests/support/hermetic.py); all removed when the session ends. Tests
     corrupt verified files on purpose, and uv extracts a local wheel once per path, so the user's
-    caches grew by gigabytes every session; a test that reached PyPI failed when PyPI did."""
+    caches grew by gigabytes every session; a test that reached PyPI failed when PyPI did. The xdist
+    workers of a run share the caches (removed with the run's temporary folder), as two resolver commands
+    run at once share the user's: torch 2.14.1 is copied and unpacked once a run, not once a worker."""
     from support import hermetic
 
     base = tmp_path_factory.mktemp("session")
     refused = hermetic.refusing_port()
     own = hermetic.own_wheelhouse(REPO)  # fetched by ./run-tests before the session; here only if it did not run
     double = hermetic.IndexDouble(tuple(i for i in (own, *hermetic.local_indexes(os.environ)) if i is not None))
+    caches = hermetic.run_folder(tmp_path_factory) / "caches" if os.environ.get("PYTEST_XDIST_WORKER") else base
     values = hermetic.session_environ(base, os.environ, refused_port=refused.getsockname()[1], double_url=double.url,
-                                      index=own)
+                                      index=own, caches=caches)
     previous = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     yield double
@@ -129,8 +132,9 @@ def envs_folder(tmp_path_factory) -> Path:
     .resolver/test-envs/ of this checkout, kept for the next run."""
     if os.environ.get(KEEP_ENVS):
         return TEST_ENVS
-    base = tmp_path_factory.getbasetemp()
-    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "test-envs"
+    from support.hermetic import run_folder
+
+    return run_folder(tmp_path_factory) / "test-envs"
 
 
 def cached_venv(folder: Path, prefix: str, requirements: str) -> Path:

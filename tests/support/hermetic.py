@@ -4,9 +4,10 @@ local double of PyPI's simple index for the look-ups that ask PyPI where a file 
 The session's environment (:func:`session_environ`) is what every test and every process a test
 starts inherits:
 
-* ``HOME``, ``XDG_CACHE_HOME``, ``XDG_CONFIG_HOME``, ``XDG_DATA_HOME``, ``XDG_STATE_HOME``,
-  ``UV_CACHE_DIR``, ``RATTLER_CACHE_DIR``, ``PIP_CACHE_DIR``: folders of the session, removed at its
-  end. pip's own configuration files (configuration, not cache) are copied into the session's home,
+* ``HOME``, ``XDG_CONFIG_HOME``, ``XDG_DATA_HOME``, ``XDG_STATE_HOME``: folders of the session,
+  removed at its end; ``XDG_CACHE_HOME``, ``UV_CACHE_DIR``, ``RATTLER_CACHE_DIR``, ``PIP_CACHE_DIR``:
+  folders of the run, shared by its xdist workers (torch 2.14.1 is copied and unpacked once a run, not
+  once a worker: about 10 GB less at the peak) and removed with the run's temporary folder. pip's own configuration files (configuration, not cache) are copied into the session's home,
   so "this machine's pip configuration" still names this machine's wheelhouses and local indexes.
 * ``HTTP(S)_PROXY`` / ``ALL_PROXY`` (both cases) name a loopback port that refuses every connection,
   and ``NO_PROXY`` lets loopback through: urllib, pip, uv and rattler honour them, so a child process
@@ -270,10 +271,19 @@ def _write_index(files: Path, simple: Path) -> None:
     (simple / "index.html").write_text("".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(by_project)), encoding="utf-8")
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """The run's temporary folder: shared by its xdist workers (each has its own below it), removed when
+    the run ends if every test passed."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 def session_environ(base: Path, environ: Mapping[str, str], *, refused_port: int, double_url: str,
-                    index: Path | None) -> dict[str, str]:
-    """The variables a hermetic session sets (``base``: an empty folder of the session; ``index``: the
-    local index that stands in for PyPI, :func:`own_wheelhouse`)."""
+                    index: Path | None, caches: Path | None = None) -> dict[str, str]:
+    """The variables a hermetic session sets (``base``: an empty folder of the session; ``caches``: where
+    its caches go, ``base`` unless given: the xdist workers of one run share theirs, as two resolver
+    commands run at once on one machine share the user's; ``index``: the local index that stands in for
+    PyPI, :func:`own_wheelhouse`)."""
     home = base / "home"
     real_home = Path(environ.get("HOME") or Path.home())
     real_config = Path(environ.get("XDG_CONFIG_HOME") or real_home / ".config")
@@ -285,7 +295,7 @@ def session_environ(base: Path, environ: Mapping[str, str], *, refused_port: int
     out = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
            "XDG_STATE_HOME": str(home / ".local" / "state"), "RESOLVER_CANONICAL_INDEX": double_url}
     for name in CACHE_VARS:
-        folder = base / name.lower()
+        folder = (caches or base) / name.lower()
         folder.mkdir(parents=True, exist_ok=True)
         out[name] = str(folder)
     proxy = f"http://127.0.0.1:{refused_port}"

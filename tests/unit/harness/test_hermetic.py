@@ -40,11 +40,13 @@ def test_a_child_process_fails_at_once_on_the_network_and_reaches_loopback(index
 
 def test_home_and_caches_are_the_sessions(tmp_path_factory):
     base = tmp_path_factory.getbasetemp().resolve()
-    for name in ("HOME", *hermetic.CACHE_VARS, "XDG_CONFIG_HOME"):
-        assert Path(os.environ[name]).resolve().is_relative_to(base), name
+    for name in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        assert Path(os.environ[name]).resolve().is_relative_to(base), name  # this worker's
+    for name in hermetic.CACHE_VARS:
+        assert Path(os.environ[name]).resolve().is_relative_to(hermetic.run_folder(tmp_path_factory).resolve()), name
     from resolver.project.paths import user_cache_dir
 
-    assert user_cache_dir().resolve().is_relative_to(base)
+    assert user_cache_dir().resolve().is_relative_to(hermetic.run_folder(tmp_path_factory).resolve())
     assert all(os.environ[v] == os.environ["https_proxy"] for v in hermetic.PROXY_VARS)
 
 

@@ -449,10 +449,11 @@ def test_interrupted_install_never_looks_ready_and_a_rerun_repairs(locked, tmp_p
     assert run(copy.env("cpu") / "bin" / "rt-tool") == "rt-tool ok lib-2.1.0 base-1.0.0"
 
 
-def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path, conda_channel):
+def test_remote_wheels_are_downloaded_once_into_the_cache(served, tmp_path, conda_channel, monkeypatch):
     """Wheels from an HTTP wheelhouse that serves no PEP 658 metadata: lock keeps what it downloads for
     their METADATA in the verified store, installs take them from there (none downloads again), and a
     damaged copy is fetched again, not trusted."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the store it damages is its own
     channel, server = served
     wheelhouse = cf.build_wheelhouse(tmp_path / "remote-wheels")
     wheel_server = cf.ChannelServer(wheelhouse)
