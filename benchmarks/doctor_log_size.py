@@ -19,15 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SHAPES = {
-    "blank lines": "\n",
-    "lines of blanks": " " * 200 + "\n",
-    "near misses": "version `GLIBC_x' found; undefined symbol: _Zx; killed? no: Segmentation  fault; "
-                   "causal_conv1d mamba rocm-x torch.__version__ = ? site-packages\n",
-    "one line": "İstanbul Ω ninja: error: 'csrc ",
-    "near misses on one line": "version `GLIBC_x' found; killed? no: Segmentation  fault; causal_conv1d rocm-x "
-                               "torch.__version__ = ? site-packages ",
-}
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+from support.hostile_pastes import LOG_SHAPES as SHAPES  # noqa: E402 - after the path it is found on
 
 
 def main() -> int:

@@ -99,10 +99,15 @@ def test_add_then_import_touches_nothing_else(day):
     assert {k: v for k, v in blocks.items() if k != "cpu"} == {k: v for k, v in before_blocks.items() if k != "cpu"}
 
 
-def test_a_package_installed_by_hand_is_kept_and_named_then_exact_removes_and_names_it(day):
-    pip = cli.run("run", "-e", "cpu", "python", "-m", "pip", "install", "--quiet", "--no-deps", "termcolor",
+def _install_by_hand(day: Path, name: str) -> None:
+    """What a user does between two commands: pip-installs a package into the environment themselves."""
+    pip = cli.run("run", "-e", "cpu", "python", "-m", "pip", "install", "--quiet", "--no-deps", name,
                   project=day, timeout=600)
     assert pip.returncode == 0, pip.stderr[-2000:]
+
+
+def test_a_package_installed_by_hand_is_kept_and_named_then_exact_removes_and_names_it(day):
+    _install_by_hand(day, "termcolor")
     done = cli.run("add", "--pypi", "colorama", "-e", "cpu", project=day, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "installed by hand (not in pixi.lock): termcolor==" in done.stdout
@@ -170,9 +175,7 @@ def test_a_typo_in_env_names_the_environments_pixi_toml_has(day, command):
 
 
 def test_a_rebuild_names_each_package_installed_by_hand_it_cannot_keep(day):
-    pip = cli.run("run", "-e", "cpu", "python", "-m", "pip", "install", "--quiet", "--no-deps", "termcolor",
-                  project=day, timeout=600)
-    assert pip.returncode == 0, pip.stderr[-2000:]
+    _install_by_hand(day, "termcolor")
     done = cli.run("install", "-e", "cpu", "--force", "--json", project=day, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)

@@ -18,6 +18,19 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 HERE = Path(__file__).resolve().parents[1] / "data"  # the samples are named under tests/data
+
+# Large logs of the shapes a line-by-line or pattern-by-pattern reader pays most for, one unit each, repeated
+# to the size wanted: millions of blank lines, lines of blanks, every line a near miss of a signature, one line
+# without an end (the doctor --log time test and benchmarks/doctor_log_size.py).
+LOG_SHAPES = {
+    "blank lines": "\n",
+    "lines of blanks": " " * 200 + "\n",
+    "near misses": "version `GLIBC_x' found; undefined symbol: _Zx; killed? no: Segmentation  fault; "
+                   "causal_conv1d mamba rocm-x torch.__version__ = ? site-packages\n",
+    "one line": "İstanbul Ω ninja: error: 'csrc ",
+    "near misses on one line": "version `GLIBC_x' found; killed? no: Segmentation  fault; causal_conv1d rocm-x "
+                               "torch.__version__ = ? site-packages ",
+}
 MACHINES = HERE / "machines"
 SIZE = 1_000_000  # "any 1 MB input"
 LINE = 4000  # a long line, just under the report reader's cap on line length

@@ -13,19 +13,10 @@ from pathlib import Path
 
 import pytest
 from support import cli
+from support.hostile_pastes import LOG_SHAPES as SHAPES
 
 SIZE = 16 << 20
 CPU_BOUND_S = 6.0
-
-SHAPES = {
-    "blank lines": "\n",
-    "lines of blanks": " " * 200 + "\n",
-    "near misses": "version `GLIBC_x' found; undefined symbol: _Zx; killed? no: Segmentation  fault; "
-                   "causal_conv1d mamba rocm-x torch.__version__ = ? site-packages\n",
-    "one line": "İstanbul Ω ninja: error: 'csrc ",
-    "near misses on one line": "version `GLIBC_x' found; killed? no: Segmentation  fault; causal_conv1d rocm-x "
-                               "torch.__version__ = ? site-packages ",
-}
 
 
 def _cpu_of_children() -> float:
