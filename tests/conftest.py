@@ -138,15 +138,15 @@ def envs_folder(tmp_path_factory) -> Path:
 
 
 def cached_venv(folder: Path, prefix: str, requirements: str) -> Path:
-    """A venv with ``requirements`` (installed by uv from this machine's pip configuration: its indexes,
-    wheelhouses and constraints) under ``folder``, named by the hash of the requirements text; built once
-    (flock-protected: xdist workers share it), reused while it stays. uv takes 75 s for the 5.4 GB of
-    torch 2.14.1 where pip took 500 s on the same loaded machine; its cache, private to the build, is
-    removed after it (the environment's files are links to it or copies)."""
+    """A venv with ``requirements`` under ``folder``, named by the hash of the requirements text; built once
+    (flock-protected: xdist workers share it), reused while it stays. Installed as the resolver installs:
+    pip picks the files from this machine's pip configuration (its indexes, wheelhouses and constraints),
+    each is checked into the session's verified store and ``uv pip install --no-deps`` links them from the
+    session's uv cache, so torch 2.14.1 is unpacked once a run whether this venv or an upgrade journey
+    needs it first (5.4 GB less at the peak than a private copy)."""
     import fcntl
     import hashlib
 
-    from resolver.lock.pipconfig import read_pip_config
     from resolver.tools import uv
 
     env = folder / f"{prefix}-{hashlib.sha256(requirements.encode()).hexdigest()[:12]}"
@@ -157,22 +157,37 @@ def cached_venv(folder: Path, prefix: str, requirements: str) -> Path:
             shutil.rmtree(env, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
             (env / "requirements.txt").write_text(requirements)
-            config = read_pip_config()
-            sources = [*(["--index-url", config.index_url] if config.index_url else []),
-                       *(f for url in config.extra_index_urls for f in ("--extra-index-url", url)),
-                       *(f for link in config.find_links for f in ("--find-links", link)),
-                       *(f for c in config.constraints if Path(c).is_file() for f in ("--constraint", c))]
-            cache = folder / f".{env.name}.uv-cache"
-            try:
-                done = subprocess.run([uv.binary(), "pip", "install", "--quiet", "--python", str(env / "bin" / "python"),
-                                       "--index-strategy", "unsafe-best-match", *sources,
-                                       "-r", str(env / "requirements.txt")],
-                                      capture_output=True, text=True, env=dict(os.environ, UV_CACHE_DIR=str(cache)))
-            finally:
-                shutil.rmtree(cache, ignore_errors=True)
+            wheels = _stored_wheels(env / "requirements.txt")
+            done = uv.install_wheels(env / "bin" / "python", wheels, compile_bytecode=False)
             assert done.returncode == 0, done.stderr[-3000:]
             (env / ".ready").write_text("ok\n")
     return env
+
+
+def _stored_wheels(requirements: Path) -> list[Path]:
+    """The wheels pip would install for ``requirements`` (this Python, wheels only), each copied into the
+    session's verified store (the resolver's own, where its installs take them from) and checked there."""
+    from urllib.parse import unquote, urlsplit
+
+    from resolver.core.fs import sha256_of
+    from resolver.core.seal import user_cache_dir
+    from resolver.tools.store import VerifiedStore
+
+    report = requirements.with_name("report.json")
+    done = subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "--dry-run",
+                           "--ignore-installed", "--quiet", "--only-binary", ":all:", "--report", str(report),
+                           "-r", str(requirements)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    store, wheels = VerifiedStore(user_cache_dir() / "verified"), []
+    for item in json.loads(report.read_text(encoding="utf-8"))["install"]:
+        info = item["download_info"]
+        url = info["url"]
+        assert url.startswith("file://"), f"{url}: not on this machine (the suite reaches no index)"
+        source = Path(unquote(urlsplit(url).path))
+        sha = (info.get("archive_info", {}).get("hashes") or {}).get("sha256") or sha256_of(source)
+        wheels.append(store.find(sha, source.name) or store.copy_in(source, sha, source.name))
+    report.unlink()
+    return wheels
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, {repo!r})
 from resolver.tools import proc
 pool = "import multiprocessing as m, time\\ndef f(x): time.sleep(60)\\nif __name__ == '__main__':\\n    m.Pool(2).map(f, [1, 2])"
-proc.run([sys.executable, "-c", pool, {tag!r}], timeout=120)
+proc.run([sys.executable, "-c", pool, {tag!r}], timeout=600)
 """
 
 
@@ -40,7 +40,9 @@ def test_grandchildren_die_with_the_resolver(sig):
     tag = f"resolver-proc-test-{os.getpid()}-{int(sig)}"
     parent = subprocess.Popen([sys.executable, "-c", PARENT.format(repo=str(REPO), tag=tag)], start_new_session=True,
                               preexec_fn=default_signals)
-    deadline = time.monotonic() + 120  # a bound for a machine under load, not a wait: the loop ends when they are up
+    # a bound for a machine under load, not a wait: the loop ends when they are up (once, with the suite's other
+    # worker installing and byte-compiling torch, the pool was not up after two minutes)
+    deadline = time.monotonic() + 300
     while len(_alive(tag)) < 3 and time.monotonic() < deadline:  # the pool's parent and its two workers
         time.sleep(0.05)
     assert len(_alive(tag)) >= 3, "the pool did not start"
