@@ -25,6 +25,11 @@ from resolver.core.errors import BadInput, Refusal, UsageError
 from resolver.core.versions import DottedVersion, ReleaseVersion
 
 PYPI_SIMPLE = "https://pypi.org/simple"
+# The operating systems whose torch is PyPI's own wheel, published without a local version label: PyTorch builds
+# for macOS on CPU only and its CPU index carries the same unlabelled files (pytorch.org "Start Locally": macOS
+# installs `pip3 install torch` with no index). A plan for macOS pins torch so, and so does a CPU environment
+# that also serves macOS, for its macOS platforms.
+TORCH_FROM_PYPI_ON = ("osx",)
 _TARGET = re.compile(r"^(auto|cpu|cuda(\d+(?:\.\d+)?)|rocm(\d+(?:\.\d+){0,2}))$")
 TARGET_FORMS = ("auto", "cpu", "cudaX.Y", "rocmX.Y[.Z]")
 _EXAMPLES = ("auto", "cpu", "cuda11.8", "cuda12.6", "cuda12.8", "cuda12.9", "cuda13.0", "rocm6.0", "rocm6.1",

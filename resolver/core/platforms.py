@@ -37,6 +37,10 @@ PLATFORMS: dict[str, Platform] = {p.subdir: p for p in (
     Platform("win-arm64", "win", (("windows", "arm64"),), "aarch64", "arm64"),
 )}
 KNOWN = tuple(PLATFORMS)  # the machines the resolver probes, plans and locks for
+# What a workspace the resolver starts lists, so that a mixed team (Linux, Apple silicon, Windows) shares one
+# CPU environment: pixi users expect an environment for every platform of the workspace. A new CPU environment
+# is locked for each; one its channels or indexes cannot serve is left out, with a note.
+TEAM_PLATFORMS = ("linux-64", "osx-arm64", "win-64")
 # The other subdirs a pixi workspace may declare (pixi_manifest's TomlPlatform): the resolver keeps
 # their locked environments and never locks them itself; archspec as rattler's Archspec::from_platform
 # ("" where rattler names none).

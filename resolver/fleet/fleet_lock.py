@@ -36,7 +36,8 @@ def lock_fleet(project: ProjectPaths, request: Request, nodes: Path, profiles: t
         changes = relock.compare(*relock.project_state(project), fleet, edit)
         solve = relock.to_solve(changes)
         summary = lock.lock_plans(project, [c.plan for c in fleet.classes if c.name in solve], sources=sources(),
-                                  no_conda=no_conda, no_pypi=no_pypi, info=info, edit=edit)
+                                  no_conda=no_conda, no_pypi=no_pypi, info=info, edit=edit,
+                                  team=False)
         changes = relock.settled(changes, {env.name for env in summary.locked})
         _write_node_list(project, fleet)
     return summary, changes, fleet

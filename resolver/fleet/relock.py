@@ -80,7 +80,7 @@ def project_state(project) -> tuple[Manifest, dict[str, set[str]]]:
     from resolver.lock.lockfile import read_lock
 
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
-        Manifest.new(project.root.name or "project", project.manifest)
+        Manifest.new(project.root.name or "project", project.manifest, team=False)
     locked: dict[str, set[str]] = {}
     if project.lockfile.is_file():
         try:

@@ -42,12 +42,12 @@ class LockSettings:
 def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | None = None,
                no_conda: bool = False, no_pypi: bool = False, info: Info = quiet,
                edit: Callable[[Manifest], None] | None = None,
-               carry: Mapping[str, Carry] | None = None) -> LockSummary:
+               carry: Mapping[str, Carry] | None = None, team: bool = True) -> LockSummary:
     """Lock the environments of ``plans`` (re-resolved) and every other environment of the manifest
     (kept from the existing lock while it holds them as pixi.toml asks, else resolved); write pixi.toml
     and pixi.lock. ``edit`` changes the manifest further before it is locked (``lock --fleet`` records
     its classes); ``carry``: per environment of a plan, the user's dependencies it takes from another
-    (``upgrade``)."""
+    (``upgrade``); ``team``: a pixi.toml made here proposes a team's platforms (:meth:`Manifest.new`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from resolver.core.fs import sha256_text, write_text_atomic
@@ -59,7 +59,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
 
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
-        Manifest.new(project.root.name or "project", project.manifest)
+        Manifest.new(project.root.name or "project", project.manifest, team=team)
     from resolver.project.pixi_toml import MANIFEST_LIMIT
 
     before = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml") \
@@ -70,6 +70,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     existing = existing_lock(project, manifest, notes, info)
     keep = held(existing, manifest, {plan.env_name for plan in plans})
     wanted = {manifest.ensure_environment(plan, keep, (carry or {}).get(plan.env_name)): plan for plan in plans}
+    manifest.drop_unserved()
     existing = realigned(existing, manifest)  # with the platforms the plans added, as pixi aligns them on load
     changed = manifest.dumps().encode() != before
     for note in manifest.notes:
@@ -97,8 +98,23 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         todo.sort(key=lambda item: order[item[0]])  # reported in pixi.toml's order
         envs: list[LockedEnv] = []
         reports: list[EnvLockReport] = []
+        left_out: set[str] = set()
         for position, (name, platform) in enumerate(todo, 1):
-            env, report = resolving[(name, platform.name)].result()
+            try:
+                env, report = resolving[(name, platform.name)].result()
+                unserved = "no conda channel answers" if env.fallback else None
+            except BadInput as exc:
+                if (name, platform.name) not in manifest.optional:
+                    raise
+                unserved = exc.message
+            if unserved and (name, platform.name) in manifest.optional:
+                manifest.leave_out(name, platform.name)
+                left_out.add(platform.name)
+                note = (f"environment {name} is not locked for {platform.name} ({unserved}); where its channels and "
+                        f"indexes serve it: python -m resolver lock --platform {platform.subdir}")
+                notes.append(note)
+                info(f"[{position}/{len(todo)}] {name} ({platform.name}): left out: {unserved}")
+                continue
             if env.fallback and name not in wanted and locked_normally(existing, name, platform):
                 raise SourceUnreachable(f"environment {name} ({platform.name}) must be locked again, and no conda "
                                         "channel answers: pixi.toml and pixi.lock are left as they were",
@@ -112,6 +128,11 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
         pool.shutdown(wait=False, cancel_futures=True)  # the error now, not after the other resolves end
         raise
     pool.shutdown()
+    if left_out:  # what the workspace no longer lists is not locked for any environment either
+        served = {(n, p.name) for n in manifest.environment_names() for p in manifest.environment(n).platforms}
+        envs = [e for e in envs if (e.name, e.platform.name) in served]
+        reports = [r for r in reports if (r.name, r.platform) in served]
+        changed = manifest.dumps().encode() != before
     for note in sorted(settings.canonical.notes) + [r.fallback_note for r in envs if r.fallback]:
         if note not in notes:
             notes.append(note)

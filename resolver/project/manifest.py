@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Collection
 
 from resolver.core.errors import BadInput
 from resolver.core.fs import write_text_atomic
+from resolver.core.platforms import TEAM_PLATFORMS
 from resolver.project.manifest_shape import check_manifest
 from resolver.project.pixi_platforms import PixiPlatform
 from resolver.project.pixi_toml import MANIFEST_FIX as _FIX
@@ -127,6 +128,10 @@ class Manifest:
         self.path = path
         self.added: list[str] = []  # what ensure_environment added, for the user
         self.notes: list[str] = []  # what it chose that the user should know
+        self.proposed: set[str] = set()  # the platforms :meth:`new` listed that stay only while an environment serves them
+        # (environment, platform's name) added beyond the plan's own platform, for a teammate's machine: left out
+        # again (:meth:`leave_out`) when the lock cannot serve it
+        self.optional: list[tuple[str, str]] = []
 
     @classmethod
     def parse(cls, text: str, path: Path | None = None) -> "Manifest":
@@ -156,13 +161,19 @@ class Manifest:
         return manifest
 
     @classmethod
-    def new(cls, name: str, path: Path | None = None) -> "Manifest":
-        """A minimal workspace, for a folder that has no pixi.toml yet."""
+    def new(cls, name: str, path: Path | None = None, *, team: bool = True) -> "Manifest":
+        """A minimal workspace, for a folder that has no pixi.toml yet. ``team``: it proposes a mixed team's
+        platforms (a new CPU environment is locked for each; :meth:`drop_unserved` takes back those no
+        environment serves); else it lists linux-64 (a fleet: its nodes' classes add their platforms)."""
         import json
 
-        return cls.parse(
+        platforms = TEAM_PLATFORMS if team else ("linux-64",)
+        manifest = cls.parse(
             "# Written by mamba-resolver (`python -m resolver lock`); edit freely, comments are kept.\n"
-            f'[workspace]\nname = {json.dumps(name)}\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n', path)
+            f'[workspace]\nname = {json.dumps(name)}\nchannels = ["conda-forge"]\n'
+            f'platforms = {json.dumps(list(platforms))}\n', path)
+        manifest.proposed = set(platforms) if team else set()
+        return manifest
 
     def dumps(self) -> str:
         return self.doc.as_string()
@@ -523,6 +534,11 @@ class Manifest:
         if created:
             for dep in DEFAULT_PYPI:
                 deps[dep] = "*"
+        for selector in list(feature.get("target", {})):  # torch's unlabelled pins for macOS follow the plan's
+            if "torch" in feature["target"][selector].get("pypi-dependencies", {}):
+                self._pin_torch_for(name, str(selector))
+        if created and plan.backend == "cpu" and plan.torch.local_version:
+            self._serve_team(name, platform)
         if "environments" not in self.doc:
             self.doc.add("environments", tomlkit.table())
         envs = self.doc["environments"]
@@ -558,7 +574,89 @@ class Manifest:
                 continue  # it names none: it has every workspace platform already
             if platform.name not in [str(p) for p in feature["platforms"]]:
                 feature["platforms"].append(platform.name)
+                self._pin_torch_for(name, subdir)
                 self.added.append(f"platform {platform.name} to environment {name}")
+
+    def _serve_team(self, name: str, own: PixiPlatform) -> None:
+        """A new CPU environment serves every machine the workspace lists, not only this one: the first platform
+        of each other subdir the resolver locks for that declares no CUDA. (Only a torch pinned from the CPU index,
+        with its label, has a counterpart everywhere: PyPI's unlabelled torch of a macOS plan is a CUDA build on
+        Linux.)"""
+        from resolver.core.platforms import KNOWN
+
+        served = {own.subdir}
+        self._pin_torch_for(name, own.subdir)
+        for platform in self.platforms().values():
+            if platform.subdir in served or platform.subdir not in KNOWN or platform.cuda is not None:
+                continue
+            served.add(platform.subdir)
+            self.doc["feature"][name]["platforms"].append(platform.name)
+            self._pin_torch_for(name, platform.subdir)
+            self.optional.append((name, platform.name))
+            self.added.append(f"platform {platform.name} to environment {name}")
+
+    def _pin_torch_for(self, name: str, subdir: str) -> None:
+        """On a machine whose torch is PyPI's own unlabelled wheel (macOS), environment ``name`` pins the same
+        release from PyPI under ``[feature.NAME.target.SUBDIR.pypi-dependencies]``; elsewhere nothing changes."""
+        import tomlkit
+
+        from resolver.core.model import TORCH_FROM_PYPI_ON
+        from resolver.core.platforms import PLATFORMS
+
+        feature = self.doc["feature"][name]
+        torch = feature.get("pypi-dependencies", {}).get("torch")
+        if subdir not in PLATFORMS or PLATFORMS[subdir].os not in TORCH_FROM_PYPI_ON or torch is None:
+            return
+        version = str(torch.get("version", "") if isinstance(torch, dict) else torch).split("+", 1)[0]
+        if "target" not in feature:  # its own [feature.NAME.target.SUBDIR.pypi-dependencies] table
+            pins = tomlkit.table()
+            pins["torch"] = version
+            pins.add(tomlkit.nl())
+            table = tomlkit.table()
+            table["pypi-dependencies"] = pins
+            feature["target"] = tomlkit.table(is_super_table=True)
+            feature["target"][subdir] = table
+            return
+        # into the user's [target] tables, whatever their form (headers, dotted keys, inline): inline values
+        # keep each form valid TOML
+        targets = feature["target"]
+        if subdir not in targets:
+            targets[subdir] = _inline({"pypi-dependencies": _inline({"torch": version})})
+        elif "pypi-dependencies" not in targets[subdir]:
+            targets[subdir]["pypi-dependencies"] = _inline({"torch": version})
+        else:
+            targets[subdir]["pypi-dependencies"]["torch"] = version
+
+    def leave_out(self, name: str, platform: str) -> None:
+        """Environment ``name`` no longer serves ``platform`` (one :meth:`_serve_team` added that the lock cannot
+        serve)."""
+        feature = self.doc["feature"][name]
+        feature["platforms"] = [p for p in feature["platforms"] if str(p) != platform]
+        subdir = self.platforms()[platform].subdir
+        targets = feature.get("target", {})
+        if subdir in targets and "torch" in targets[subdir].get("pypi-dependencies", {}):  # the pin it wrote for it
+            del targets[subdir]["pypi-dependencies"]["torch"]
+            if not targets[subdir]["pypi-dependencies"]:
+                del targets[subdir]["pypi-dependencies"]
+            if not targets[subdir]:
+                del targets[subdir]
+            if not targets:
+                del feature["target"]
+        self.added = [a for a in self.added if a != f"platform {platform} to environment {name}"]
+        self.drop_unserved()
+
+    def drop_unserved(self) -> None:
+        """The platforms :meth:`new` proposed leave the workspace again when no feature names a platform of
+        their subdir: a workspace of GPU environments only, or one whose CPU environment a platform's
+        channels cannot serve, does not list machines nothing is locked for."""
+        if not self.proposed:
+            return
+        known = self.platforms()
+        named = {str(p) for f in self.doc.get("feature", {}).values() for p in f.get("platforms", [])}
+        served = {known[n].subdir for n in named if n in known}
+        ws = self.workspace
+        ws["platforms"] = [p for p in ws["platforms"]
+                           if not (isinstance(p, str) and p in self.proposed and p not in served)]
 
     def planned_platform(self, plan: Plan) -> PixiPlatform:
         """The workspace platform a plan's environment runs on: one the workspace has (the subdir's own
@@ -742,3 +840,10 @@ def _pypi_spec(spec: Any) -> dict[str, Any]:
                 "extras": [str(e) for e in spec.get("extras", [])]}
     return {"version": str(spec)}
 
+
+def _inline(values: dict[str, Any]) -> Any:
+    import tomlkit
+
+    table = tomlkit.inline_table()
+    table.update(values)
+    return table

@@ -3,7 +3,7 @@ the kernel releases, the kernels' compiler, and the notes every plan carries."""
 
 from __future__ import annotations
 
-from resolver.core.model import PYPI_SIMPLE, CondaChoice, TorchChoice, TorchSource
+from resolver.core.model import PYPI_SIMPLE, TORCH_FROM_PYPI_ON, CondaChoice, TorchChoice, TorchSource
 from resolver.core.versions import DottedVersion
 from resolver.plan.decide.context import Context, python_text
 from resolver.plan.knowledge import TorchRelease, TorchVariant
@@ -11,7 +11,7 @@ from resolver.plan.knowledge import TorchRelease, TorchVariant
 
 def torch_choice(ctx: Context, release: TorchRelease, variant: TorchVariant, conda: CondaChoice | None) -> TorchChoice:
     """The exact torch build, and its source: PyPI when the variant is PyPI's own wheel, else the PyTorch index."""
-    if ctx.os == "osx":
+    if ctx.os in TORCH_FROM_PYPI_ON:
         return TorchChoice(version=release.latest, variant="cpu", source=TorchSource("pypi", PYPI_SIMPLE), conda=conda,
                            cxx11_abi=release.cxx11_abi, local_version=None)
     if ctx.profile.platform == "linux-64" and variant.tag == release.pypi_default:

@@ -97,7 +97,7 @@ def _manifest(project: ProjectPaths):
 
     if project.manifest.is_file():
         return Manifest.load(project.manifest)
-    return Manifest.new(project.root.name or "fleet")
+    return Manifest.new(project.root.name or "fleet", team=False)
 
 
 def _current_request(manifest) -> Request:

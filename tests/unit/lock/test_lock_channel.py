@@ -33,7 +33,7 @@ from resolver.lock import current  # noqa: E402
 from resolver.lock.lockfile import read_lock  # noqa: E402
 from resolver.plan import locked as locked_plans  # noqa: E402
 from resolver.plan.knowledge import Knowledge  # noqa: E402
-from resolver.project.manifest import Manifest  # noqa: E402
+from resolver.project.manifest import DEFAULT_PYPI, Manifest  # noqa: E402
 from resolver.project.paths import ProjectPaths  # noqa: E402
 from resolver.project.sources import Sources  # noqa: E402
 
@@ -688,9 +688,66 @@ def test_lock_platform_adds_one_the_cpu_environment_serves_and_a_gpu_one_does_no
     assert [e.platform.subdir for e in envs["cuda13"]] == ["linux-64"]
     osx = next(e for e in envs["cpu"] if e.platform.subdir == "osx-arm64")
     assert {r.name for r in osx.conda} >= {"python", "rt-tool"} and {a.name for a in osx.pypi} == {"rtpy", "torch"}
+    # macOS takes PyPI's unlabelled torch (the CPU index has no other): pinned so for it alone
+    assert "torch==2.13.0" in manifest.environment("cpu", "osx-arm64").pypi_requirements()
+    assert f"torch=={cpu_plan().torch.requirement.split('==')[1]}" in manifest.environment("cpu", name).pypi_requirements()
     again = cli.run("lock", "--platform", "osx-arm64", "--json", project=project.root, timeout=900)
     assert again.returncode == 0 and json.loads(again.stdout)["status"] == "up-to-date"  # declared: nothing to do
     assert install.install_environment(project, "cpu").platform == "linux-64"  # this machine's, as before
+
+
+def team_project(base: Path, channel_url: str, toolchain: Path, others: str) -> ProjectPaths:
+    """A workspace that lists this machine's platform and ``others`` and has no CPU environment yet; its wheelhouse
+    holds the packages every resolver environment takes besides torch (pure-Python stand-ins)."""
+    text = (f'[workspace]\nname = "team"\nchannels = ["conda-forge", "{channel_url}"]\n'
+            f"platforms = [{tc.platform_entry(toolchain)}, {others}]\n\n[tool.resolver]\nfind-links = [\"./wheels\"]\n")
+    project = ProjectPaths(projects.project(base, text, wheelhouse=True))
+    for name in DEFAULT_PYPI:
+        cf.write_wheel(project.root / "wheels", name, "1.0.0", {f"{name}/__init__.py": ""})
+    return project
+
+
+def test_a_new_cpu_environment_is_locked_for_every_platform_the_workspace_lists_that_its_sources_serve(served, tmp_path,
+                                                                                                       conda_channel):
+    """A mixed team's workspace lists Linux, Apple silicon and Windows: the CPU environment the resolver adds is
+    locked for each platform its channels and indexes serve. The channel has no python for win-64, so win-64 is
+    left out of the environment with a note whose command adds it later; a second lock has nothing to do."""
+    project = team_project(tmp_path / "p", served[1].url, conda_channel, '"osx-arm64", "win-64"')
+    summary = lock.lock_plans(project, [cpu_plan()])
+    assert sorted((r.name, r.platform) for r in summary.locked if r.name == "cpu") == sorted(
+        [("cpu", tc.platform_name(conda_channel)), ("cpu", "osx-arm64")])
+    manifest = Manifest.load(project.manifest)
+    assert sorted(p.name for p in manifest.environment("cpu").platforms) == sorted(
+        [tc.platform_name(conda_channel), "osx-arm64"])
+    assert "win-64" in manifest.platforms()  # the user's own list is theirs: only the environment leaves it out
+    note = next(n for n in summary.notes if "win-64" in n)
+    assert note.startswith("environment cpu is not locked for win-64 (") and note.endswith(
+        "python -m resolver lock --platform win-64")
+    envs = read_lock(project.lockfile, project.root)
+    assert sorted(e.platform.subdir for e in envs["cpu"]) == ["linux-64", "osx-arm64"]
+    assert current.lock_status(project).current
+    assert "platform osx-arm64 to environment cpu" in summary.added and not any("win-64" in a for a in summary.added)
+
+
+def test_a_workspace_the_resolver_starts_lists_a_teams_platforms_and_keeps_those_it_can_lock(served, tmp_path,
+                                                                                                conda_channel):
+    """No pixi.toml yet: the one the lock writes lists linux-64, osx-arm64 and win-64 for the new CPU environment,
+    less each platform no environment could be locked for."""
+    from resolver.core.platforms import TEAM_PLATFORMS
+
+    manifest = Manifest.new("team")
+    assert [p.name for p in manifest.platforms().values()] == list(TEAM_PLATFORMS)
+    project = team_project(tmp_path / "p", served[1].url, conda_channel, '"osx-arm64", "win-64"')
+    manifest = Manifest.load(project.manifest)
+    manifest.proposed = {"win-64", "osx-arm64"}  # as if the lock had made it: a platform nothing serves goes
+    manifest.ensure_environment(cpu_plan())
+    assert manifest.optional == [("cpu", "osx-arm64"), ("cpu", "win-64")]
+    manifest.leave_out("cpu", "win-64")
+    assert "win-64" not in manifest.platforms() and "osx-arm64" in manifest.platforms()
+    assert [p.name for p in manifest.environment("cpu").platforms] == [tc.platform_name(conda_channel), "osx-arm64"]
+    assert "torch==2.13.0" in manifest.environment("cpu", "osx-arm64").pypi_requirements()  # PyPI's, unlabelled
+    manifest.leave_out("cpu", "osx-arm64")  # and its pin goes with it
+    assert "osx-arm64" not in manifest.platforms() and "target" not in manifest.doc["feature"]["cpu"]
 
 
 def test_lock_platform_refuses_what_the_resolver_does_not_lock_for(tmp_path):

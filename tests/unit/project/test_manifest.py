@@ -9,6 +9,7 @@ from support import REPO, shipped_manifest
 
 from resolver.core.errors import BadInput
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
+from resolver.core.platforms import TEAM_PLATFORMS
 from resolver.core.toml import parse_toml
 from resolver.project.manifest import Manifest
 from resolver.project.sources import Sources, channel_url
@@ -74,7 +75,17 @@ def test_ensure_environment_on_a_new_manifest_is_pixis_current_form(the_plan):
         assert validate(text) == []
     spec = Manifest.parse(text).environment(name)
     assert f"torch=={the_plan.torch.requirement.split('==')[1]}" in spec.pypi_requirements()
-    assert [p.subdir for p in spec.platforms] == [the_plan.platform]
+    if the_plan.backend == "cpu":  # a team's machines: the plan's own and the workspace's others
+        assert sorted(p.subdir for p in spec.platforms) == sorted(TEAM_PLATFORMS)
+        assert manifest.optional == [(name, p) for p in TEAM_PLATFORMS if p != the_plan.platform]
+        macos = Manifest.parse(text).environment(name, "osx-arm64")  # PyPI's unlabelled wheel: no other exists
+        assert "torch==2.13.0" in macos.pypi_requirements() and macos.package_index("torch") is None
+        manifest.ensure_environment(plan("cpu", None, "cpu", torch="2.14.1", platform=the_plan.platform))
+        assert "torch==2.14.1" in manifest.environment(name, "osx-arm64").pypi_requirements()  # it follows the plan
+    else:  # a GPU environment serves the machines its plan is for; nothing serves the others, which go
+        assert [p.subdir for p in spec.platforms] == [the_plan.platform] and not manifest.optional
+        manifest.drop_unserved()
+        assert sorted({p.subdir for p in manifest.platforms().values()}) == [the_plan.platform]
     assert dict(spec.conda)["python"] == "3.11.*"
     feature = parse_toml(text, what="pixi.toml", fix="")["feature"][name]
     assert "system-requirements" not in feature

@@ -30,6 +30,7 @@ from resolver.core.errors import BadInput
 from resolver.core.model import KernelChoice, Plan, Request, Target, TorchChoice, TorchSource
 from resolver.lock import resolving
 from resolver.lock.lockfile import RawLock
+from resolver.project.manifest import Manifest
 from resolver.project.paths import ProjectPaths
 from resolver.project.sources import Sources
 from resolver.tools.conda import canonical_lock_text
@@ -85,6 +86,15 @@ class Counted:
         monkeypatch.setattr(resolving, "_resolve_pypi", counted_resolve)
 
 
+def other_machines(manifest: str) -> set[str]:
+    """Besides this one, the machines of a workspace a new CPU environment is tried for: the subdirs of its
+    platforms that declare no CUDA, of those the resolver locks for."""
+    from resolver.core.platforms import KNOWN
+
+    platforms = Manifest.parse(manifest).platforms().values()
+    return {p.subdir for p in platforms if p.cuda is None and p.subdir in KNOWN} - {"linux-64"}
+
+
 def sources_for(root: Path, conda_forge: Path) -> Sources:
     torch = torch_cpu_mirror()
     if torch is None:
@@ -136,8 +146,13 @@ def test_lock_cpu_adds_our_environment_and_keeps_theirs_as_pixi_locked_them(name
     manifest_before, lock_before = project.manifest.read_text(), project.lockfile.read_text()
     counted = Counted(monkeypatch)
     summary = lock.lock_plans(project, [cpu_plan()], sources=sources_for(project.root, conda_forge))
-    # no solve of theirs: one conda solve and one PyPI resolve, both ours
-    assert counted.conda == [[f"python {PY}.*"]] and counted.pypi == ["cpu"]
+    # no solve of theirs: ours on each machine the workspace lists (a new CPU environment serves the team), and
+    # one PyPI resolve: the local channel has a python for linux-64 alone, so the others are left out with a note
+    others = other_machines(manifest_before)
+    assert counted.conda == [[f"python {PY}.*"]] * (1 + len(others)) and counted.pypi == ["cpu"]
+    named = Manifest.parse(manifest_before).platforms()
+    assert {named[n.split(" (")[0].rsplit(" ", 1)[1]].subdir for n in summary.notes
+            if n.startswith("environment cpu is not locked for ")} == others
     assert [e.name for e in summary.locked] == ["cpu"]
     assert set(summary.carried_over) == set(yaml.safe_load(lock_before)["environments"])
     assert summary.added == ("environment cpu (its own feature cpu, no default feature)",)
