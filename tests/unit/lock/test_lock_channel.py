@@ -20,7 +20,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from support import REPO, cli, projects, records
+from support import REPO, cli, pixi_rules, projects, records
 from support import channel_factory as cf  # noqa: E402
 from support import toolchain_channel as tc  # noqa: E402
 
@@ -727,6 +727,9 @@ def test_a_new_cpu_environment_is_locked_for_every_platform_the_workspace_lists_
     assert sorted(e.platform.subdir for e in envs["cpu"]) == ["linux-64", "osx-arm64"]
     assert current.lock_status(project).current
     assert "platform osx-arm64 to environment cpu" in summary.added and not any("win-64" in a for a in summary.added)
+    ws = pixi_rules.Workspace.read(project.manifest.read_text(), project.lockfile.read_text(), project.root)
+    # what pixi asks of the pair (the stand-in torch comes from the wheelhouse, so no index pin is checked)
+    assert pixi_rules.every_environment(ws) == [] and pixi_rules.wheel_tags(ws) == [] and pixi_rules.manifest_form(ws) == []
 
 
 def test_a_workspace_the_resolver_starts_lists_a_teams_platforms_and_keeps_those_it_can_lock(served, tmp_path,
