@@ -538,7 +538,9 @@ class Manifest:
             if "torch" in feature["target"][selector].get("pypi-dependencies", {}):
                 self._pin_torch_for(name, str(selector))
         if created and plan.backend == "cpu" and plan.torch.local_version:
-            self._serve_team(name, platform)
+            # an upgrade's candidate serves the machines the environment it replaces serves, no others
+            among = {p.name for p in self.environment(carry.source).platforms} if carry is not None else None
+            self._serve_team(name, platform, among)
         if "environments" not in self.doc:
             self.doc.add("environments", tomlkit.table())
         envs = self.doc["environments"]
@@ -577,7 +579,7 @@ class Manifest:
                 self._pin_torch_for(name, subdir)
                 self.added.append(f"platform {platform.name} to environment {name}")
 
-    def _serve_team(self, name: str, own: PixiPlatform) -> None:
+    def _serve_team(self, name: str, own: PixiPlatform, among: Collection[str] | None = None) -> None:
         """A new CPU environment serves every machine the workspace lists, not only this one: the first platform
         of each other subdir the resolver locks for that declares no CUDA. (Only a torch pinned from the CPU index,
         with its label, has a counterpart everywhere: PyPI's unlabelled torch of a macOS plan is a CUDA build on
@@ -587,7 +589,8 @@ class Manifest:
         served = {own.subdir}
         self._pin_torch_for(name, own.subdir)
         for platform in self.platforms().values():
-            if platform.subdir in served or platform.subdir not in KNOWN or platform.cuda is not None:
+            if platform.subdir in served or platform.subdir not in KNOWN or platform.cuda is not None or (
+                    among is not None and platform.name not in among):
                 continue
             served.add(platform.subdir)
             self.doc["feature"][name]["platforms"].append(platform.name)

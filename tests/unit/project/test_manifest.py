@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -149,3 +150,22 @@ def test_unknown_tool_resolver_key_is_refused(tmp_path):
     (tmp_path / "pixi.toml").write_text('[tool.resolver]\nchanels = ["x"]\n')
     with pytest.raises(BadInput, match="chanels"):
         Sources.load(tmp_path, environ={})
+
+
+def test_a_new_cpu_environment_serves_the_teams_machines_and_an_upgrades_candidate_those_it_replaces_serves():
+    """In a workspace listing linux-64, osx-arm64 and win-64, a new CPU environment is named for all three (macOS
+    with PyPI's unlabelled torch); an upgrade's candidate for an environment that serves linux-64 alone is named
+    for linux-64 alone, so a promotion never claims machines the old environment did not serve."""
+    from resolver.project.manifest import Carry
+
+    manifest = Manifest.parse(f'[workspace]\nname = "team"\nchannels = ["conda-forge"]\nplatforms = {json.dumps(TEAM_PLATFORMS)}\n')
+    manifest.ensure_environment(plan("cpu", None, "cpu"))
+    assert sorted(p.subdir for p in manifest.environment("cpu").platforms) == sorted(TEAM_PLATFORMS)
+    manifest.leave_out("cpu", "osx-arm64")
+    manifest.leave_out("cpu", "win-64")  # (their channels could not serve them): the workspace keeps listing them
+    assert [p.name for p in manifest.environment("cpu").platforms] == ["linux-64"]
+    assert sorted(manifest.platforms()) == sorted(TEAM_PLATFORMS)
+    candidate = dataclasses.replace(plan("cpu", None, "cpu", torch="2.14.1"), environment="cpu-torch2-14")
+    name = manifest.ensure_environment(candidate, carry=Carry("cpu", frozenset({"torch", "python"})))
+    assert name == "cpu-torch2-14" and [p.name for p in manifest.environment(name).platforms] == ["linux-64"]
+    assert not manifest.optional[2:]  # nothing more to try, nothing to leave out
