@@ -24,6 +24,9 @@ def test_without_rocm_the_plan_is_cpu_and_says_no_rocm_build_has_kernels_for_it(
     assert result.plan.backend == "cpu"
     assert result.plan.warnings[0] == f"{NO_BUILD}: CPU plan"
     assert not any("Install ROCm" in w for w in result.plan.warnings)
+    backend = [step for step in result.plan.trace if step.rule == "backend"]
+    assert [(step.result, step.because) for step in backend] == [("cpu", NO_BUILD)]
+    assert result.plan.summary.startswith("CPU plan (no ROCm build for the GPU): torch ")
 
 
 def test_with_rocm_installed_or_a_rocm_target_the_refusal_says_the_same():
