@@ -54,3 +54,13 @@ def test_one_build_carrying_the_target_opens_the_rocm_path():
 def test_a_node_with_one_served_gpu_is_not_refused_for_the_other_by_this_rule():
     result = outcome(amd(RX590, ("AMD Instinct MI210", "gfx90a"), rocm=None))
     assert not any(NO_BUILD in w for w in result.plan.warnings)
+
+
+def test_two_gpus_no_build_serves_are_both_named_in_one_sentence():
+    """An RX 590 and an RX 6400 (gfx1034: no build carries it either): the plan is CPU and its one sentence names
+    both, in the machine's order, with the plural."""
+    result = outcome(amd(RX590, ("AMD Radeon RX 6400", "gfx1034"), rocm=None))
+    assert result.plan.backend == "cpu"
+    assert result.plan.warnings[0] == ("no PyTorch ROCm build has kernels for gfx803 (Radeon RX 590), gfx1034 (Radeon RX "
+                                       "6400): no release in the tables carries those gfx targets, so no ROCm version "
+                                       "would help: CPU plan")
