@@ -22,15 +22,23 @@ proc.run([sys.executable, "-c", pool, {tag!r}], timeout=600)
 """
 
 
-def _alive(tag: str) -> list[str]:
+def _alive(tag: str, *, last_argument: bool = False) -> list[str]:
+    """The processes whose command line holds ``tag``; with ``last_argument``, only those whose last argument
+    ends with ``tag``. A process forked to start another shows its parent's command line until it execs, so
+    counting the pool by ``tag`` anywhere can count those passing forks instead of its workers."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if tag.encode() in (entry / "cmdline").read_bytes():
-                    found.append(entry.name)
+                cmdline = (entry / "cmdline").read_bytes()
             except OSError:
-                pass
+                continue
+            if last_argument:
+                holds = cmdline.rstrip(b"\0").split(b"\0")[-1].endswith(tag.encode())
+            else:
+                holds = tag.encode() in cmdline
+            if holds:
+                found.append(entry.name)
     return found
 
 
@@ -43,9 +51,9 @@ def test_grandchildren_die_with_the_resolver(sig):
     # a bound for a machine under load, not a wait: the loop ends when they are up (once, with the suite's other
     # worker installing and byte-compiling torch, the pool was not up after two minutes)
     deadline = time.monotonic() + 300
-    while len(_alive(tag)) < 3 and time.monotonic() < deadline:  # the pool's parent and its two workers
+    while len(_alive(tag, last_argument=True)) < 3 and time.monotonic() < deadline:  # the pool and its two workers
         time.sleep(0.05)
-    assert len(_alive(tag)) >= 3, "the pool did not start"
+    assert len(_alive(tag, last_argument=True)) >= 3, "the pool did not start"
     os.kill(parent.pid, sig)
     parent.wait(timeout=30)
     deadline = time.monotonic() + 5
@@ -71,9 +79,10 @@ def test_a_started_child_runs_beside_the_caller_and_is_stopped_with_what_it_star
     tag = f"resolver-proc-cancel-{os.getpid()}"
     slow = proc.start(["sh", "-c", f"sh -c 'sleep 60; : {tag}-inner' & sleep 60; : {tag}"])
     deadline = time.monotonic() + 30
-    while len(_alive(tag)) < 2 and time.monotonic() < deadline:
+    while not _alive(f"{tag}-inner", last_argument=True) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(_alive(tag)) == 2  # the child and what it started
+    # the child and what it started, each found by its own script's end: a shell's passing forks hold its command line
+    assert _alive(f": {tag}", last_argument=True) and _alive(f"{tag}-inner", last_argument=True)
     slow.cancel()
     assert not _alive(tag)  # gone when cancel() returns, the grandchild too
     assert slow.result(30).returncode != 0  # stopped, not waited for (sleep 60 would end with 0)
