@@ -35,7 +35,9 @@ KEY_BYTES = 32
 _TAG = b"mamba-resolver-seal-v1 "
 _SEAL_LEN = len(_TAG) + 64 + 1  # the tag, the hex HMAC, a newline
 SEAL_OVERHEAD = _SEAL_LEN
-_keys: dict[str, bytes] = {}  # the key of each user cache folder, read once per process
+# the key of each user cache folder, read again only when its file is another (a cache emptied and its key
+# made anew by another process while this one runs: the old key would seal what no one else can read)
+_keys: dict[str, tuple[tuple[int, int, int] | None, bytes]] = {}
 
 
 def user_cache_dir() -> Path | None:
@@ -77,11 +79,24 @@ def _mac(place: str | Path, payload: bytes) -> str:
 def _key() -> bytes:
     base = user_cache_dir()
     name = str(base) if base is not None else ""
-    key = _keys.get(name)
-    if key is None:
-        key = (_stored_key(base) if base is not None else None) or secrets.token_bytes(KEY_BYTES)
-        _keys[name] = key
+    identity = _key_file_identity(base)
+    known = _keys.get(name)
+    if known is not None and known[0] == identity:
+        return known[1]
+    # no key the cache can keep: this process's own (the one it had, else a new one)
+    key = (_stored_key(base) if base is not None else None) or (known[1] if known else secrets.token_bytes(KEY_BYTES))
+    _keys[name] = (_key_file_identity(base), key)
     return key
+
+
+def _key_file_identity(folder: Path | None) -> tuple[int, int, int] | None:
+    if folder is None:
+        return None
+    try:
+        info = os.lstat(folder / KEY_NAME)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_mtime_ns
 
 
 def _stored_key(folder: Path) -> bytes | None:

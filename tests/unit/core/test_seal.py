@@ -39,6 +39,27 @@ def test_runs_that_start_together_agree_on_one_key(cache, tmp_path):
     assert len(blobs) == 1 and seal.unseal(tmp_path / "r.json", blobs.pop()) == b"x"
 
 
+def test_a_key_made_anew_while_this_process_runs_is_the_one_it_uses(cache, tmp_path):
+    """The user's cache emptied while a long run goes on, and another run made a new key there: this
+    process seals and reads with that key from then on, so neither run takes the other's records for
+    strangers (a stale key would make every record of one look forged to the other)."""
+    program = ("import sys; from resolver.core import seal; "
+               "sys.stdout.write(seal.seal(sys.argv[1], b'theirs').decode())")
+    place = tmp_path / "r.json"
+    mine = seal.seal(place, b"mine")
+    (cache / seal.KEY_NAME).unlink()
+    theirs = subprocess.run([sys.executable, "-c", program, str(place)], capture_output=True, env=dict(os.environ),
+                            timeout=60, check=True).stdout
+    assert seal.unseal(place, theirs) == b"theirs"
+    assert seal.unseal(place, mine) is None  # sealed under the key that is gone
+    again = seal.seal(place, b"mine again")
+    check = ("import sys; from resolver.core import seal; "
+             "sys.stdout.write(repr(seal.unseal(sys.argv[1], sys.stdin.buffer.read())))")
+    read_there = subprocess.run([sys.executable, "-c", check, str(place)], input=again, capture_output=True,
+                                env=dict(os.environ), timeout=60, check=True).stdout
+    assert read_there == b"b'mine again'"
+
+
 @pytest.mark.parametrize("planted", ["link", "readable-by-others", "short", "folder"])
 def test_a_key_file_that_is_not_private_is_never_used_nor_replaced(cache, tmp_path, planted):
     """Someone else's key (a link to a file they know, one others can read) would let them seal records:
