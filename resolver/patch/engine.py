@@ -86,8 +86,9 @@ def run_patches(project: ProjectPaths, request: PatchRequest, registry: Registry
         if rocm is not None:
             check_overlay_place(overlay, rocm.path, explicit=request.overlay is not None)
     if rocm is None:
-        looked = str(Path(request.rocm_root)) if request.rocm_root else _default_looked()
-        outcomes = tuple(PatchOutcome(s.id, "not-needed", f"no ROCm installation found ({looked}): nothing to fix")
+        # a --rocm-root that is not there is an error of locate_rocm's: what was looked at is the default
+        outcomes = tuple(PatchOutcome(s.id, "not-needed", f"no ROCm installation found ({_default_looked()}): "
+                                      "nothing to fix")
                          for s in specs)
         return PatchReport(mode, action, None, None, outcomes, request.dry_run)
     worker = _Worker(project, request, rocm, overlay)
@@ -105,8 +106,10 @@ def overlay_include_dir(project: ProjectPaths, rocm_root: Path | None = None, *,
     report = run_patches(project, PatchRequest(rocm_root=rocm_root, overlay=overlay, check=True), registry)
     if report.status == "needed":
         ids = ", ".join(o.patch_id for o in report.outcomes if o.status == "needed")
-        raise EnvironmentProblem(f"ROCm {report.rocm.version if report.rocm else ''} needs the header fix {ids}, "
-                                 "which is not in the overlay", fix="run `python -m resolver patch`")
+        # "needed" is only ever said of a ROCm that was found; its release may be unreadable
+        rocm = f"ROCm {report.rocm.version}" if report.rocm.version else f"the ROCm at {report.rocm.path}"
+        raise EnvironmentProblem(f"{rocm} needs the header fix {ids}, which is not in the overlay",
+                                 fix="run `python -m resolver patch`")
     return report.include_dir
 
 

@@ -188,6 +188,28 @@ def test_in_place_apply_that_cannot_write_says_to_use_the_overlay_and_changes_no
     assert tree_state(root) == before and not _record_path(project, root).exists()
 
 
+def test_in_place_apply_whose_record_cannot_be_written_leaves_the_header_as_it_was(project, root):
+    """The record of an in-place fix is what a revert restores from: a header is never changed before
+    its record is written."""
+    header = root / HEADER
+    _temp_blocker(_record_path(project, root))
+    with pytest.raises(EnvironmentProblem) as caught:
+        _run(project, root, in_place=True)
+    assert caught.value.message == f"cannot write {header} in place (Is a directory)"
+    assert header.read_bytes() == ORIGINAL and not _record_path(project, root).exists()
+
+
+def test_overlay_apply_whose_record_cannot_be_written_is_an_error_not_applied(project, root):
+    """A fixed header without its record would be rebuilt by every run, and the build stage would take
+    an overlay the record does not vouch for: the run fails instead of saying applied."""
+    overlay = _overlay(project)
+    _temp_blocker(overlay / RECORD_NAME)
+    with pytest.raises(EnvironmentProblem) as caught:
+        _run(project, root)
+    assert caught.value.message.startswith(f"cannot write the overlay {overlay} (Is a directory")
+    assert not (overlay / RECORD_NAME).exists()
+
+
 def test_in_place_run_finishes_a_record_left_applying(project, root, crash_points):
     _run(project, root, in_place=True)
     record_path = _record_path(project, root)
@@ -639,6 +661,12 @@ def test_the_build_is_told_which_fix_is_missing(project, root):
         overlay_include_dir(ProjectPaths(project), root, registry=REGISTRY)
     assert caught.value.message == f"ROCm 6.0.2 needs the header fix {PATCH_ID}, which is not in the overlay"
     assert caught.value.fix == "run `python -m resolver patch`"
+    unknown_release = make_rocm(project / "no-release", version=None).resolve()
+    (unknown_release / "include" / "hip" / "hip_version.h").unlink()
+    with pytest.raises(EnvironmentProblem) as caught:
+        overlay_include_dir(ProjectPaths(project), unknown_release, registry=REGISTRY)
+    assert caught.value.message == (f"the ROCm at {unknown_release} needs the header fix {PATCH_ID}, which is not "
+                                    "in the overlay")
     elsewhere = project / "elsewhere-overlay"
     _run(project, root, overlay=elsewhere)
     assert overlay_include_dir(ProjectPaths(project), root, overlay=elsewhere, registry=REGISTRY) == elsewhere / "include"
