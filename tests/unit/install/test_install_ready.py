@@ -201,6 +201,50 @@ def test_a_child_inherits_this_process_environment_when_given_none(monkeypatch):
     assert merged["RESOLVER_INHERITED"] == "yes" and "PYTHONHOME" not in merged
 
 
+@pytest.mark.skipif(os.name == "nt", reason="the POSIX activate script")
+def test_an_entered_environment_has_what_its_own_activate_script_sets(tmp_path):
+    """``run``/``shell`` give a command the variables ``source bin/activate`` gives a shell: read from the
+    script itself (what a package's activation adds included), without our PYTHONHOME or the shell's ``_``."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "activate").write_text(
+        f'VIRTUAL_ENV="{tmp_path}"\nexport VIRTUAL_ENV\nPATH="$VIRTUAL_ENV/bin:$PATH"\nexport PATH\n'
+        'export FROM_A_PACKAGE="set by activate.d"\necho "printed while activating"\n')
+    env = Environment("cpu", tmp_path, "venv")
+    entered = env.activated_environ({"PATH": "/usr/bin:/bin", "PYTHONHOME": "/ours", "KEEP": "a=b\nc"})
+    assert entered["VIRTUAL_ENV"] == str(tmp_path) and entered["FROM_A_PACKAGE"] == "set by activate.d"
+    assert entered["PATH"] == f"{tmp_path}/bin:/usr/bin:/bin" and entered["KEEP"] == "a=b\nc"
+    assert "PYTHONHOME" not in entered and "_" not in entered and "CONDA_PREFIX" not in entered
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the POSIX layout")
+@pytest.mark.parametrize("script", ["none", "fails", "a link"])
+@pytest.mark.parametrize("kind", ["conda", "venv"])
+def test_without_a_usable_activate_script_an_entered_environment_is_its_bin_first_and_its_prefix(tmp_path, kind,
+                                                                                                  script):
+    """No script, one that exits with an error, or a link in its place (never run): the variables every
+    activation sets, worked out here."""
+    (tmp_path / "bin").mkdir()
+    if script == "fails":
+        (tmp_path / "bin" / "activate").write_text("export HALF=done\nexit 3\n")
+    elif script == "a link":
+        target = tmp_path / "elsewhere"
+        target.write_text("export FROM_THE_LINK=1\n")
+        (tmp_path / "bin" / "activate").symlink_to(target)
+    env = Environment("gpu", tmp_path, kind)
+    entered = env.activated_environ({"PATH": "/usr/bin", "PYTHONHOME": "/ours", "KEEP": "1"})
+    prefix = {"conda": "CONDA_PREFIX", "venv": "VIRTUAL_ENV"}[kind]
+    assert entered == {"PATH": f"{tmp_path}/bin:/usr/bin", prefix: str(tmp_path), "CONDA_DEFAULT_ENV": "gpu",
+                       "KEEP": "1"}
+    assert env.activated_environ({})["PATH"] == f"{tmp_path}/bin"
+
+
+def test_an_entered_environment_starts_from_this_process_environment_when_given_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESOLVER_INHERITED", "yes")
+    monkeypatch.setenv("PYTHONHOME", "/ours")
+    entered = Environment("cpu", tmp_path, "conda").activated_environ()
+    assert entered["RESOLVER_INHERITED"] == "yes" and "PYTHONHOME" not in entered
+
+
 def test_an_environments_python_runs_with_the_resolver_importable(tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "python").symlink_to(sys.executable)
