@@ -88,7 +88,8 @@ CAMPAIGNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the four tests that link with py-rattler skip in mutmut's forked children (rattler hangs after a fork):
     # run the survivors again in a fresh process each (docs/testing.md)
     "install-ready": (("resolver/install/environment.py", "resolver/install/__init__.py"),
-                      ("tests/unit/install/test_install_ready.py", "resolver/install/environment.py")),
+                      ("tests/unit/install/test_install_ready.py", "tests/unit/install/test_install_difference.py",
+                       "resolver/install/environment.py")),
 }
 
 COPIED = ("resolver", "tests", "pixi.toml", "recipes", "patches", "README.md", "docs")
