@@ -81,6 +81,8 @@ def test_a_changed_lock_installs_and_removes_only_what_changed_and_keeps_what_th
     assert (second.added, second.changed, second.removed) == (("delta==1",), ("beta==2",), ("gamma==1",))
     assert (second.kept, second.removed_by_hand) == (("handmade==1",), ())
     assert said == ["checking 2 changed locked artefacts", "uninstalling 2 packages", "installing 2 wheels with uv"]
+    assert second.change_lines() == ["+ delta==1", "~ beta==2", "- gamma==1", "kept, installed by hand (not in "
+                                     "pixi.lock): handmade==1; `--exact` removes them"]
     installed = _installed(project)
     assert (installed["alpha"], installed["beta"], installed["delta"], installed["handmade"]) == ("1", "2", "1", "1")
     assert "gamma" not in installed
@@ -96,16 +98,31 @@ def test_a_changed_lock_installs_and_removes_only_what_changed_and_keeps_what_th
     third = install_environment(project, "cpu", bytecode="none", info=_said(said))
     assert (third.status, third.kept, said) == ("up-to-date", ("handmade==1",), [])  # the same sha256: no change
     assert ready_record(project.env("cpu"))["lock_digest"] == third.digest != second.digest
-    assert install_environment(project, "cpu", bytecode="none").status == "up-to-date"
+    again = install_environment(project, "cpu", bytecode="none")
+    assert (again.status, again.kept) == ("up-to-date", ("handmade==1",))
 
     done = uv.install_wheels(python, [Path(wheels["beta==1"].location.removeprefix("file://"))],
                              compile_bytecode=False)  # a locked package changed by hand
     assert done.ok, done.tail()
     said.clear()
-    exact = install_environment(project, "cpu", bytecode="none", exact=True, info=_said(said))
-    assert (exact.status, exact.built_from) == ("installed", "difference")
+    exact = install_environment(project, "cpu", bytecode="all", exact=True, info=_said(said))
+    assert (exact.status, exact.built_from, exact.bytecode) == ("installed", "difference", "all")
     assert (exact.added, exact.changed, exact.removed) == (("beta==2",), (), ("handmade==1",))
     assert (exact.kept, exact.removed_by_hand) == ((), ("handmade==1",))
-    assert said == ["checking 1 changed locked artefacts", "uninstalling 2 packages", "installing 1 wheels with uv"]
+    assert said == ["checking 1 changed locked artefacts", "uninstalling 2 packages",
+                    "installing 1 wheels with uv, byte-compiling them"]
+    assert exact.change_lines() == ["+ beta==2", "- handmade==1 (installed by hand)"]
+    assert third.change_lines() == ["kept, installed by hand (not in pixi.lock): handmade==1; `--exact` removes them"]
     seeded = dict(item.split("==") for item in ready_record(project.env("cpu")).get("seeded", []))  # the venv's pip
     assert _installed(project) == {"alpha": "1", "beta": "2", "delta": "1", **seeded}
+
+    done = uv.install_wheels(python, [Path(wheels["handmade==1"].location.removeprefix("file://"))],
+                             compile_bytecode=False)
+    assert done.ok, done.tail()
+    said.clear()
+    rebuilt = install_environment(project, "cpu", bytecode="none", force=True, info=_said(said))
+    assert (rebuilt.status, rebuilt.built_from, rebuilt.removed, rebuilt.removed_by_hand) == \
+        ("installed", "lock", ("handmade==1",), ("handmade==1",))
+    assert said[0] == ("the environment is built again from pixi.lock; installed by hand, not kept: handmade==1 "
+                       "(`python -m resolver add -e cpu --pypi NAME` keeps a package for good)")
+    assert "handmade" not in _installed(project)
