@@ -7,7 +7,10 @@ Measured, each as its own process, medians of ``--runs`` interleaved rounds:
 - ``plan`` on this machine, the probe included (the plan itself remembered, as after a first run):
   target <= 2x ``python -c pass``;
 - a no-op ``lock`` (pixi.lock already satisfies pixi.toml and the plans): target <= 3x;
-- ``probe --json`` and ``plan --profile FILE``, for where the time goes.
+- ``probe --json`` and ``plan --profile FILE``, for where the time goes;
+- the standard library's floor: ``python -c "import argparse, dataclasses, …"`` with exactly the
+  standard-library modules ``plan`` imports that a bare ``python -c pass`` does not (read from
+  ``-X importtime``). It runs no line of the resolver: no ``plan`` built on those modules can be faster.
 
 The project the no-op lock runs in is a copy of this checkout's pixi.toml, locked once for real
 before the rounds (so it needs the package indexes pip is configured with). ``--source DIR`` runs the
@@ -67,6 +70,19 @@ def _locked_project(folder: Path, python: str, env: dict) -> Path:
     return folder
 
 
+def _imported(python: str, args: list[str], env: dict) -> set[str]:
+    """The top-level names of every module a run of ``python args`` imports (``-X importtime``'s list)."""
+    done = subprocess.run([python, "-X", "importtime", *args], capture_output=True, text=True, env=env)
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
+            if line.startswith("import time:") and line.count("|") == 2}
+
+
+def _stdlib_floor(python: str, env: dict) -> list[str]:
+    """The standard-library modules `plan` imports that a bare `python -c pass` does not."""
+    plan = _imported(python, ["-m", "resolver", "plan", "--json"], env)
+    return sorted((plan - _imported(python, ["-c", "pass"], env)) & set(sys.stdlib_module_names))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
@@ -88,8 +104,10 @@ def main() -> int:
         profile.write_text(subprocess.run([python, "-m", "resolver", "probe", "--json"], capture_output=True,
                                           text=True, check=True, env=env).stdout)
         project = _locked_project(Path(tmp) / "project", python, env)
+        floor = _stdlib_floor(python, env)
         medians = _medians({
             "bare": ([python, "-c", "pass"], None),
+            "stdlib_floor": ([python, "-c", "import " + ", ".join(floor)], None),
             "probe": ([python, "-m", "resolver", "probe", "--json"], None),
             "plan_profile": ([python, "-m", "resolver", "plan", "--profile", str(profile), "--json"], None),
             "plan": ([python, "-m", "resolver", "plan", "--json"], None),
@@ -100,15 +118,17 @@ def main() -> int:
     result = {"runs": args.runs, "bytecode_cache": not args.cold, "source": args.source or str(REPO),
               "seconds": {name: round(value, 4) for name, value in medians.items()},
               "ratio_vs_python_c_pass": ratios, "targets": TARGETS,
+              "stdlib_floor_ratio": round(medians["stdlib_floor"] / bare, 2), "stdlib_floor_modules": floor,
               "met": all(ratios[name] <= target for name, target in TARGETS.items())}
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        labels = {"bare": "python -c pass", "probe": "resolver probe --json", "plan_profile": "resolver plan --profile",
+        labels = {"bare": "python -c pass", "stdlib_floor": "stdlib floor of plan", "probe": "resolver probe --json", "plan_profile": "resolver plan --profile",
                   "plan": "resolver plan (probes)", "noop_lock": "resolver lock (no-op)"}
         for name, label in labels.items():
             ratio = f"  {medians[name] / bare:5.2f}x" + (f" (target <= {TARGETS[name]:g}x)" if name in TARGETS else "")
             print(f"{label:26} {medians[name] * 1000:7.1f} ms{ratio if name != 'bare' else ''}")
+        print(f"(the floor imports {len(floor)} standard-library modules: {', '.join(floor)})")
     return 0 if result["met"] else 1
 
 

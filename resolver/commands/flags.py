@@ -56,6 +56,12 @@ def add_sysroot_argument(parser, help: str) -> None:
 def add_python_argument(parser, help: str) -> None:
     """``--python X.Y``: parsed here, once, into a release (a bad one is the same usage sentence, exit 2,
     for every command)."""
+    parser.add_argument("--python", metavar="X.Y", type=_python_release, default=None, help=help)
+
+
+def _python_release(text: str):
+    """:func:`resolver.core.versions.python_release`, imported only when ``--python`` is given (the version
+    types are milliseconds of every start that `lock` without it need not pay)."""
     from resolver.core.versions import python_release
 
-    parser.add_argument("--python", metavar="X.Y", type=python_release, default=None, help=help)
+    return python_release(text)

@@ -63,10 +63,10 @@ def _subdir(text: str) -> str:
 def _platforms_edit(project, subdirs: list[str]):
     """What ``--platform`` changes in pixi.toml before the lock: each subdir declared in [workspace] platforms
     and served by every CPU environment locked here (None: nothing to change)."""
-    from resolver.project.manifest import Manifest
-
     if not subdirs:
         return None
+    from resolver.project.manifest import Manifest
+
     manifest = Manifest.load(project.manifest) if project.manifest.is_file() else None
     cpu = [name for name in (manifest.environment_names() if manifest is not None else ()) if _serves_cpu(project, name)]
     if manifest is not None and all(

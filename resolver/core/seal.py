@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hmac
 import os
-import secrets
 from pathlib import Path
 
 KEY_NAME = "record.key"
@@ -84,7 +83,7 @@ def _key() -> bytes:
     if known is not None and known[0] == identity:
         return known[1]
     # no key the cache can keep: this process's own (the one it had, else a new one)
-    key = (_stored_key(base) if base is not None else None) or (known[1] if known else secrets.token_bytes(KEY_BYTES))
+    key = (_stored_key(base) if base is not None else None) or (known[1] if known else os.urandom(KEY_BYTES))
     _keys[name] = (_key_file_identity(base), key)
     return key
 
@@ -112,7 +111,7 @@ def _stored_key(folder: Path) -> bytes | None:
     if os.path.lexists(path):
         return None  # something else is there: never trusted, never replaced
     try:
-        place_new(path, secrets.token_bytes(KEY_BYTES), mode=0o600)
+        place_new(path, os.urandom(KEY_BYTES), mode=0o600)
     except (OSError, ResolverError):
         return None
     return _read_key(path)

@@ -20,7 +20,6 @@ from resolver.core.errors import BadInput
 from resolver.core.fs import copy_file_new
 from resolver.lock.lockfile import (
     FALLBACK_HEADER,
-    LOCK_LIMIT,
     ExistingLock,
     LockedEnv,
     LockedPlatform,
@@ -34,7 +33,7 @@ from resolver.lock.lockfile import (
     load_lock,
 )
 from resolver.project.manifest import Manifest
-from resolver.project.paths import ProjectPaths
+from resolver.project.paths import LOCK_LIMIT, ProjectPaths
 from resolver.project.pixi_platforms import PixiPlatform, align, lock_identity, lock_names
 from resolver.project.sources import channel_url
 

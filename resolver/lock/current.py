@@ -89,8 +89,7 @@ def _inputs_digest(project: ProjectPaths, plans: Sequence[Plan] | None, pypi: bo
     """What a check's answer depends on, as one fingerprint; None when pixi.toml or pixi.lock cannot be read."""
     from resolver import __version__
     from resolver.core.fingerprint import fingerprint
-    from resolver.lock.lockfile import LOCK_LIMIT
-    from resolver.project.pixi_toml import MANIFEST_LIMIT
+    from resolver.project.paths import LOCK_LIMIT, MANIFEST_LIMIT
 
     try:
         manifest = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="the manifest")

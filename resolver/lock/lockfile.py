@@ -37,12 +37,12 @@ from resolver.core.errors import BadInput
 from resolver.core.fs import check_regular_file, read_bytes_bounded
 from resolver.core.names import check_env_name
 from resolver.core.versions import major_minor
+from resolver.project.paths import LOCK_LIMIT
 
 if TYPE_CHECKING:  # py-rattler is loaded only where a lock is read or written
     from resolver.tools.conda import CondaRecord, LockView
 
 
-LOCK_LIMIT = 256 << 20  # a lock of every CUDA build for three platforms is a few MB
 _KINDS = {"conda": 0, "conda_source": 1, "pypi": 2}  # rattler's order of package kinds (SelectorKind)
 
 

@@ -60,7 +60,7 @@ def lock_plans(project: ProjectPaths, plans: list[Plan], *, sources: Sources | N
     sources = sources or Sources.load(project.root)
     manifest = Manifest.load(project.manifest) if project.manifest.exists() else \
         Manifest.new(project.root.name or "project", project.manifest, team=team)
-    from resolver.project.pixi_toml import MANIFEST_LIMIT
+    from resolver.project.paths import MANIFEST_LIMIT
 
     before = read_bytes_bounded(project.manifest, limit=MANIFEST_LIMIT, what="pixi.toml") \
         if project.manifest.is_file() else b""

@@ -32,6 +32,9 @@ from typing import Callable, Iterator
 from resolver.core.errors import Busy
 from resolver.core.seal import user_cache_dir  # where the seal's key lives too: the ground floor's
 
+MANIFEST_LIMIT = 4 << 20  # a pixi.toml larger than 4 MiB is not one a person wrote
+LOCK_LIMIT = 256 << 20  # a pixi.lock of every CUDA build for three platforms is a few MB
+
 
 @dataclass(frozen=True)
 class ProjectPaths:

@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from resolver.core.errors import BadInput
-from resolver.project.upgrade_record import UpgradeRecord
+from resolver.project.paths import LOCK_LIMIT, MANIFEST_LIMIT
 
 if TYPE_CHECKING:
     from resolver.project.paths import ProjectPaths
-    from resolver.project.upgrade_record import Choice
+    from resolver.project.upgrade_record import Choice, UpgradeRecord
 
-MANIFEST_LIMIT = 4 << 20  # a pixi.toml larger than 4 MiB is not one a person wrote
 # tomlkit reads some 75 kB/s, and a run of blank lines slower still (400 kB of them: 15 s): a shared pixi.toml
 # of more lines than any workspace has (a fleet's classes are a few hundred) is refused before it is parsed
 MANIFEST_LINES = 20_000
@@ -116,6 +115,8 @@ class ResolverTables:
 
     @property
     def upgrade(self) -> UpgradeRecord:
+        from resolver.project.upgrade_record import UpgradeRecord
+
         return UpgradeRecord.from_table(self.table.get("upgrade"))
 
     @property
@@ -204,6 +205,8 @@ def _values_over(table: Mapping[str, Any], limit: int) -> bool:
 def read_upgrade_record(project: ProjectPaths) -> UpgradeRecord:
     """``[tool.resolver.upgrade]`` of the project's pixi.toml (empty when there is no pixi.toml)."""
     if not project.manifest.is_file():
+        from resolver.project.upgrade_record import UpgradeRecord
+
         return UpgradeRecord()
     return read_pixi_toml(project.manifest, whole=False).tool.upgrade
 
@@ -265,7 +268,7 @@ def _locked_names(lockfile: Path) -> list[str] | None:
     if not lockfile.exists() and not lockfile.is_symlink():
         return []
     try:
-        text = read_bytes_bounded(lockfile, limit=MANIFEST_LIMIT * 16, what="the lock file").decode("utf-8", "replace")
+        text = read_bytes_bounded(lockfile, limit=LOCK_LIMIT, what="the lock file").decode("utf-8", "replace")
     except (BadInput, OSError):
         return None
     block = re.search(r"^environments:\n((?:[ \t].*\n|\n)*)", text, flags=re.M)

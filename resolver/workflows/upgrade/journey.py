@@ -31,7 +31,8 @@ from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Carry, Dependency, Manifest
 from resolver.project.paths import ProjectPaths, project_lock
-from resolver.project.pixi_toml import MANIFEST_LIMIT, read_pixi_toml
+from resolver.project.paths import MANIFEST_LIMIT
+from resolver.project.pixi_toml import read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.chain import Chain
 from resolver.workflows.upgrade.proof import Proof, ProofOptions, prove
@@ -199,7 +200,8 @@ class _Journey:
 
     def _lock(self, step: UpgradeStep, previous: dict[str, Any]) -> None:
         from resolver.lock.current import holds
-        from resolver.lock.lockfile import LOCK_LIMIT, read_lock
+        from resolver.lock.lockfile import read_lock
+        from resolver.project.paths import LOCK_LIMIT
         from resolver.project.sources import Sources
         from resolver.workflows.upgrade.lockdiff import entries_unchanged, lock_diff
 
