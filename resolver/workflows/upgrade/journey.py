@@ -30,8 +30,7 @@ from resolver.install.environment import READY_MARKER, Environment
 from resolver.plan.knowledge import Knowledge
 from resolver.plan.probe.profile import HardwareProfile
 from resolver.project.manifest import Carry, Dependency, Manifest
-from resolver.project.paths import ProjectPaths, project_lock
-from resolver.project.paths import MANIFEST_LIMIT
+from resolver.project.paths import MANIFEST_LIMIT, ProjectPaths, project_lock
 from resolver.project.pixi_toml import read_pixi_toml
 from resolver.project.upgrade_record import UpgradeRecord
 from resolver.workflows.chain import Chain
