@@ -220,6 +220,8 @@ FACTS = (
     Fact("a JSON file written without the records' seal (a record goes through core/records.py write_record)",
          r"\bwrite_json_atomic\b", ("core/fs.py", "workflows/upgrade/report.py", "workflows/upgrade/fleet.py"),
          "write_json_atomic(project.stamps / 'steps.json', data)"),
+    Fact("the bounds of pixi.toml and pixi.lock", r"^\s*(?:MANIFEST_LIMIT|LOCK_LIMIT)\s*=|MANIFEST_LIMIT\s*\*",
+         ("project/paths.py",), "LOCK_LIMIT = 64 << 20"),
     Fact("the verified store's layout", r"\[:2\]\s*/", ("tools/store.py",), "path = root / sha[:2] / sha / name"),
 )
 
