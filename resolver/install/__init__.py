@@ -298,10 +298,7 @@ class _NoCachedBuild(Exception):
 def _verified_artefacts(project: ProjectPaths, env: LockedEnv, sources: Sources,
                         progress: Progress | None) -> tuple[list[Path], list[Path]]:
     """The private, checked copies of every locked conda package and wheel."""
-    from resolver.lock.pipconfig import read_pip_config
-
-    finder = Finder(sources, read_pip_config().local_folders, env.channels,
-                    manifest_folders(project.root, env.name))
+    finder = _finder(project, env, sources)
     store = project.verified_store
     fetched, count, started = 0, len(env.conda) + len(env.pypi), time.monotonic()
 
@@ -422,11 +419,17 @@ def _difference(project: ProjectPaths, target: _Target, record: dict, *, exact: 
 def _verified_wheels(project: ProjectPaths, env: LockedEnv, sources: Sources, wheels: list,
                      progress: Progress | None) -> list[Path]:
     """The private, checked copies of ``wheels`` (locked artefacts of ``env``)."""
-    from resolver.lock.pipconfig import read_pip_config
-
-    finder = Finder(sources, read_pip_config().local_folders, env.channels, manifest_folders(project.root, env.name))
+    finder = _finder(project, env, sources)
     return [verified_copy(a.location, a.sha256, project.verified_store, finder, name=a.name, progress=progress)
             for a in wheels]
+
+
+def _finder(project: ProjectPaths, env: LockedEnv, sources: Sources) -> Finder:
+    """Where ``env``'s locked files are looked for: the sources, pip's local folders, the environment's
+    channels and the folders pixi.toml declares for it."""
+    from resolver.lock.pipconfig import read_pip_config
+
+    return Finder(sources, read_pip_config().local_folders, env.channels, manifest_folders(project.root, env.name))
 
 
 def _keep_launcher(final: Path, project: ProjectPaths) -> None:

@@ -126,3 +126,180 @@ def test_a_changed_lock_installs_and_removes_only_what_changed_and_keeps_what_th
     assert said[0] == ("the environment is built again from pixi.lock; installed by hand, not kept: handmade==1 "
                        "(`python -m resolver add -e cpu --pypi NAME` keeps a package for good)")
     assert "handmade" not in _installed(project)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_a_lock_that_only_adds_or_only_removes_does_just_that(tmp_path, wheels):
+    root = tmp_path / "project"
+    install_environment(_lock(root, wheels["alpha==1"]), "cpu", bytecode="none")
+    said: list[str] = []
+    added = install_environment(_lock(root, wheels["alpha==1"], wheels["gamma==1"]), "cpu", bytecode="none",
+                                info=_said(said))
+    assert (added.status, added.built_from, added.added, added.changed, added.removed) == \
+        ("installed", "difference", ("gamma==1",), (), ())
+    assert said == ["checking 1 changed locked artefacts", "installing 1 wheels with uv"]
+    assert {"alpha", "gamma"} <= set(_installed(ProjectPaths(root)))
+    said.clear()
+    removed = install_environment(_lock(root, wheels["alpha==1"]), "cpu", bytecode="none", info=_said(said))
+    assert (removed.status, removed.built_from, removed.added, removed.removed) == \
+        ("installed", "difference", (), ("gamma==1",))
+    assert said == ["uninstalling 1 packages"]
+    assert "gamma" not in _installed(ProjectPaths(root))
+
+
+def _edit_ready_record(project: ProjectPaths, how: str) -> None:
+    from resolver.core.records import write_record
+    from resolver.install.environment import READY_MARKER
+
+    final = project.env("cpu")
+    if how == "no python":
+        (final / "bin" / "python").unlink()
+        return
+    record = dict(ready_record(final))
+    if how == "no artefact record":  # an environment installed before artefacts were recorded
+        del record["artifacts"]
+    else:
+        record.update({"another kind": {"kind": "conda"}, "another platform": {"platform": "osx-arm64"}}[how])
+    write_record(final / READY_MARKER, record, label="ready-marker", strict=True)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+@pytest.mark.parametrize("how", ["no artefact record", "another kind", "another platform", "no python"])
+def test_an_environment_whose_difference_cannot_be_known_is_built_again(tmp_path, wheels, how):
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"])
+    install_environment(project, "cpu", bytecode="none")
+    _edit_ready_record(project, how)
+    again = install_environment(_lock(root, wheels["alpha==1"], wheels["gamma==1"]), "cpu", bytecode="none")
+    assert (again.status, again.built_from) == ("installed", "lock")
+    assert ready_record(project.env("cpu"))["platform"] == HOST.subdir
+    assert {"alpha", "gamma"} <= set(_installed(project))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_a_locked_package_changed_by_hand_stays_unless_exact_and_exact_never_restores_what_the_lock_drops(
+        tmp_path, wheels):
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"], wheels["beta==2"])
+    install_environment(project, "cpu", bytecode="none")
+    done = uv.install_wheels(project.env("cpu") / "bin" / "python",
+                             [Path(wheels["beta==1"].location.removeprefix("file://"))], compile_bytecode=False)
+    assert done.ok, done.tail()
+    plain = install_environment(_lock(root, wheels["alpha==1"], wheels["beta==2"], wheels["gamma==1"]), "cpu",
+                                bytecode="none")
+    assert (plain.added, plain.changed, plain.removed) == (("gamma==1",), (), ())
+    assert _installed(project)["beta"] == "1"  # what the user did to it is theirs until --exact
+
+    exact = install_environment(_lock(root, wheels["alpha==1"], wheels["gamma==1"]), "cpu", bytecode="none",
+                                exact=True)
+    assert (exact.added, exact.changed, exact.removed) == ((), (), ("beta==2",))
+    assert "beta" not in _installed(project)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_an_uninstall_that_fails_is_one_sentence_with_the_rebuild(tmp_path, wheels):
+    from resolver.core.errors import BuildFailed
+
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"], wheels["gamma==1"])
+    install_environment(project, "cpu", bytecode="none")
+    for record in project.env("cpu").glob("lib/python*/site-packages/gamma-1.dist-info/RECORD"):
+        record.unlink()  # what a package some other tool installed can lack: uv cannot uninstall it
+    with pytest.raises(BuildFailed) as error:
+        install_environment(_lock(root, wheels["alpha==1"]), "cpu", bytecode="none")
+    assert error.value.message.startswith("uninstalling gamma failed (")
+    assert error.value.fix == "run `python -m resolver install --env cpu --force` to rebuild it"
+    assert ready_record(project.env("cpu"))["pypi"] == ["alpha==1", "gamma==1"]  # still the lock it holds
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_an_install_that_fails_is_one_sentence_with_the_rebuild(tmp_path, wheels):
+    from resolver.core.errors import BuildFailed
+
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"])
+    install_environment(project, "cpu", bytecode="none")
+    elsewhere = tmp_path / "other-platform"
+    elsewhere.mkdir()
+    gamma = wheels["gamma==1"]
+    foreign = Path(shutil.copy(gamma.location.removeprefix("file://"), elsewhere / "gamma-1-cp27-cp27m-win32.whl"))
+    with pytest.raises(BuildFailed) as error:
+        install_environment(_lock(root, wheels["alpha==1"], PypiArtifact("gamma", "1", foreign.as_uri(), gamma.sha256)),
+                            "cpu", bytecode="none")
+    assert error.value.message.startswith("installing the locked wheels failed (")
+    assert error.value.fix == "run `python -m resolver install --env cpu --force` to rebuild it"
+    assert ready_record(project.env("cpu"))["pypi"] == ["alpha==1"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_what_verify_checks_changes_with_torch_and_not_with_a_package_the_user_added(tmp_path, wheels):
+    root = tmp_path / "project"
+    torch = {v: _wheel(tmp_path / "torch", "torch", v) for v in ("2.13.0", "2.13.1")}
+    project = _lock(root, torch["2.13.0"], wheels["alpha==1"])
+    install_environment(project, "cpu", bytecode="none")
+    first = ready_record(project.env("cpu"))["verify_inputs"]
+    install_environment(_lock(root, torch["2.13.0"], wheels["alpha==1"], wheels["gamma==1"]), "cpu", bytecode="none")
+    assert ready_record(project.env("cpu"))["verify_inputs"] == first
+    install_environment(_lock(root, torch["2.13.1"], wheels["alpha==1"], wheels["gamma==1"]), "cpu", bytecode="none")
+    assert ready_record(project.env("cpu"))["verify_inputs"] != first
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_the_folders_pixi_toml_declares_for_the_environment_are_where_its_wheels_are_found(tmp_path, wheels):
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"])
+    folder = Path(wheels["alpha==1"].location.removeprefix("file://")).parent
+    (root / "pixi.toml").write_text(  # pixi's own find-links, for the cpu environment's feature only
+        f'[workspace]\nname = "difference"\nchannels = ["conda-forge"]\nplatforms = ["{HOST.subdir}"]\n\n'
+        f'[feature.cpu.pypi-options]\nfind-links = [{{path = "{folder}"}}]\n\n[environments]\ncpu = ["cpu"]\n')
+    installed = install_environment(project, "cpu", bytecode="none")
+    assert (installed.status, installed.built_from) == ("installed", "lock")
+    installed = install_environment(_lock_keeping_manifest(root, wheels["alpha==1"], wheels["gamma==1"]), "cpu",
+                                    bytecode="none")
+    assert (installed.built_from, installed.added) == ("difference", ("gamma==1",))
+
+
+def _lock_keeping_manifest(root: Path, *wheels: PypiArtifact) -> ProjectPaths:
+    manifest = (root / "pixi.toml").read_text()
+    project = _lock(root, *wheels)
+    (root / "pixi.toml").write_text(manifest)
+    return project
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+def test_every_install_leaves_the_launcher_of_this_project(tmp_path, wheels):
+    from resolver.install.launcher import NAME, launcher_text
+
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"])
+    launcher = project.env("cpu") / "bin" / NAME
+    install_environment(project, "cpu", bytecode="none")
+    assert launcher.read_text() == launcher_text(root)
+    launcher.unlink()  # an environment installed before launchers were written, or the project moved
+    assert install_environment(project, "cpu", bytecode="none").status == "up-to-date"
+    assert launcher.read_text() == launcher_text(root)
+    launcher.unlink()
+    install_environment(_lock(root, wheels["alpha==1"], wheels["gamma==1"]), "cpu", bytecode="none")
+    assert launcher.read_text() == launcher_text(root)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
+@pytest.mark.parametrize("planted", ["link", "file"])
+def test_something_planted_at_the_temporary_name_is_removed_as_such_never_built_through(tmp_path, wheels, planted):
+    import os
+
+    root = tmp_path / "project"
+    project = _lock(root, wheels["alpha==1"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "theirs.txt").write_text("theirs")
+    project.envs.mkdir(parents=True)
+    tmp = project.envs / f".cpu.tmp-{os.getpid()}"
+    if planted == "link":
+        tmp.symlink_to(outside, target_is_directory=True)
+    else:
+        tmp.write_text("not a folder")
+    installed = install_environment(project, "cpu", bytecode="none")
+    assert installed.status == "installed" and "alpha" in _installed(project)
+    assert sorted(p.name for p in outside.iterdir()) == ["theirs.txt"]
+    assert not os.path.lexists(tmp)

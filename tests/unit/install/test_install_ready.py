@@ -475,10 +475,11 @@ def test_an_environment_locked_for_other_machines_only_is_refused(tmp_path):
                               "files for your team), then install again")
 
 
-@pytest.mark.parametrize("gpu", ["platform", "torch"])
+@pytest.mark.parametrize("gpu", ["platform", "torch", "rocm torch"])
 def test_a_gpu_environment_of_other_machines_says_to_plan_one_for_this_machine(tmp_path, gpu):
     cuda = LockedPlatform("cuda", OTHER.subdir, ("__cuda=13",) if gpu == "platform" else ())
-    torch = PypiArtifact("torch", "2.13.0+cu130" if gpu == "torch" else "2.13.0", "https://x.org/torch.whl", "ab" * 32)
+    version = {"platform": "2.13.0", "torch": "2.13.0+cu130", "rocm torch": "2.13.0+rocm6.4"}[gpu]
+    torch = PypiArtifact("torch", version, "https://x.org/torch.whl", "ab" * 32)
     project = project_with(tmp_path, LockedEnv("cuda13", cuda, (FORGE,), (record("python", "3.11.7",
                                                                                  subdir=OTHER.subdir),), (torch,)))
     with pytest.raises(EnvironmentProblem) as error:
