@@ -354,14 +354,16 @@ def test_lock_check_exits_0_when_current_and_1_with_the_reason_when_stale(tmp_pa
 
 def test_a_no_op_lock_answers_without_rattler_or_tomlkit(tmp_path):
     """An unchanged project: `lock` says so from the remembered answer, loading neither py-rattler nor
-    tomlkit (most of what a full check costs)."""
+    tomlkit (most of what a full check costs), nor the lock's parser, the upgrade record, the version types
+    or `secrets` (milliseconds each of a command that must stay within 3x of starting Python)."""
     paths = project(tmp_path)
     locked.save(paths, cpu_plan(), Manifest.load(paths.manifest))  # what an earlier lock of --target cpu left
     done = cli.run("lock", "--json", project=paths.root)  # a full check of the stored plan: current, remembered
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "up-to-date"
     probe = ("import sys; from resolver.cli import main; code = main(['lock', '--json']); "
-             "print({'code': code, 'loaded': sorted({'rattler', 'tomlkit', 'packaging'} & set(sys.modules))})")
+             "print({'code': code, 'loaded': sorted({'rattler', 'tomlkit', 'packaging', 'resolver.lock.lockfile', "
+             "'resolver.project.upgrade_record', 'resolver.core.versions', 'secrets'} & set(sys.modules))})")
     env = dict(os.environ, RESOLVER_PROJECT=str(paths.root))
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.rstrip().endswith("{'code': 0, 'loaded': []}"), done.stdout + done.stderr
