@@ -245,18 +245,20 @@ def test_what_verify_checks_changes_with_torch_and_not_with_a_package_the_user_a
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the POSIX layout of a virtual environment")
-def test_the_folders_pixi_toml_declares_for_the_environment_are_where_its_wheels_are_found(tmp_path, wheels):
+def test_the_folders_pixi_toml_declares_for_the_environment_are_where_its_wheels_are_found(tmp_path):
+    folder = tmp_path / "declared"
+    own = [PypiArtifact(name, "1", path.as_uri(), sha256_of(path)) for name, path in  # bytes no other test has
+           ((n, write_wheel(folder, n, "1", {f"{n}/__init__.py": f"WHERE = {str(tmp_path)!r}\n"}))
+            for n in ("declared", "declared-too"))]
     root = tmp_path / "project"
-    project = _lock(root, wheels["alpha==1"])
-    folder = Path(wheels["alpha==1"].location.removeprefix("file://")).parent
+    project = _lock(root, own[0])
     (root / "pixi.toml").write_text(  # pixi's own find-links, for the cpu environment's feature only
         f'[workspace]\nname = "difference"\nchannels = ["conda-forge"]\nplatforms = ["{HOST.subdir}"]\n\n'
         f'[feature.cpu.pypi-options]\nfind-links = [{{path = "{folder}"}}]\n\n[environments]\ncpu = ["cpu"]\n')
     installed = install_environment(project, "cpu", bytecode="none")
     assert (installed.status, installed.built_from) == ("installed", "lock")
-    installed = install_environment(_lock_keeping_manifest(root, wheels["alpha==1"], wheels["gamma==1"]), "cpu",
-                                    bytecode="none")
-    assert (installed.built_from, installed.added) == ("difference", ("gamma==1",))
+    installed = install_environment(_lock_keeping_manifest(root, *own), "cpu", bytecode="none")
+    assert (installed.built_from, installed.added) == ("difference", ("declared-too==1",))
 
 
 def _lock_keeping_manifest(root: Path, *wheels: PypiArtifact) -> ProjectPaths:
