@@ -259,3 +259,18 @@ class ReleaseVersion:
 
     def __str__(self) -> str:
         return f"{self.release}{self.suffix}"
+
+
+def same_version(a: str, b: str) -> bool:
+    """Whether two PyPI versions are the same release (PEP 440 normal forms; text that is no version:
+    the same text).
+
+    >>> same_version("2.13.0+cpu", "2.13.0+CPU"), same_version("1.0", "1.0.0"), same_version("1.0", "1.1")
+    (True, True, False)
+    """
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a.strip() == b.strip()

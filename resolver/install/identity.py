@@ -14,8 +14,6 @@ nothing is installed.
 
 >>> wheel_file_name("Typing_Extensions-4.12.2-py3-none-any.whl")
 ('typing-extensions', '4.12.2')
->>> same_version("2.13.0+cpu", "2.13.0+CPU"), same_version("1.0", "1.0.0"), same_version("1.0", "1.1")
-(True, True, False)
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from pathlib import Path
 
 from resolver.core.errors import IntegrityError
 from resolver.core.names import canonical_name, printable
+from resolver.core.versions import same_version
 
 METADATA_LIMIT = 4 << 20  # the largest METADATA on PyPI (a long description) is well under this
 INDEX_LIMIT = 1 << 20
@@ -41,17 +40,6 @@ def wheel_file_name(file_name: str) -> tuple[str, str] | None:
     if len(parts) not in (5, 6) or not all(parts):
         return None
     return canonical_name(parts[0]), parts[1]
-
-
-def same_version(a: str, b: str) -> bool:
-    """Whether two PyPI versions are the same release (PEP 440 normal forms; text that is no version:
-    the same text)."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return a.strip() == b.strip()
 
 
 def check_wheel(path: Path, name: str, version: str, file_name: str, requires_dist: tuple[str, ...] = ()) -> None:

@@ -140,18 +140,12 @@ def _status(project: ProjectPaths, plans: Sequence[Plan], pypi: bool) -> LockSta
     except BadInput as exc:
         missing = staleness.check(None, manifest, plans).reasons[:-1]
         return LockStatus((*missing, reasons.LockUnreadable(problem=exc.message)))
+    if not pypi:
+        return staleness.check(lock, manifest, plans, pypi=pypi, sources=_sources(project))
+    from resolver.lock.pypi import requires_read_here
+
+    wheels = [art for envs in lock.values() for env in envs for art in env.pypi]
     return staleness.check(lock, manifest, plans, pypi=pypi, sources=_sources(project),
-                           requires=_verified_requires(project))
-
-
-def _verified_requires(project: ProjectPaths) -> dict[str, tuple[str, ...]]:
-    """``Requires-Dist`` of the wheels this user's resolver read the metadata of here (the index's PEP 658
-    file or the wheel itself, when it locked), by sha256: what the check follows instead of what pixi.lock
-    claims for the same file (a sealed record: one that came with the working tree is none)."""
-    from resolver.core.records import RecordMap
-    from resolver.lock.pypi import _REQUIRES_ENTRY
-
-    known = RecordMap(project.pypi_requires, _REQUIRES_ENTRY)
-    return {sha: tuple(entry["requires_dist"]) for sha, entry in known.entries.items()}
+                           requires=requires_read_here(project, wheels))
 
 

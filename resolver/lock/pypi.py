@@ -35,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
+from urllib.parse import urlsplit
 
 from resolver.core.errors import BadInput, ResolverError, SourceUnreachable
 from resolver.core.fs import open_read, read_head, remove_file
@@ -307,6 +308,50 @@ class _MetadataStore:
 
     def save(self) -> None:
         self.known.save()
+
+
+def requires_read_here(project: ProjectPaths, artifacts: Iterable[PypiArtifact]) -> dict[str, tuple[str, ...]]:
+    """``Requires-Dist`` of locked wheels as each wheel's own metadata says, by sha256, for a check that
+    downloads no wheel: what this user's resolver read when it locked (the sealed record), else the copy in
+    the verified store, a wheel in a local folder (its sha256 checked), or the index's PEP 658 file beside a
+    remote one, whose Name and Version must be the entry's. A wheel none of these answers for (offline in a
+    fresh clone, or an index without PEP 658 files) is left out: what the lock claims for it is all there is."""
+    from resolver.core.versions import same_version
+
+    known = RecordMap(project.pypi_requires, _REQUIRES_ENTRY)
+    found = {sha: tuple(entry["requires_dist"]) for sha, entry in known.entries.items()}
+    silent: set[str] = set()  # hosts that did not answer once: not asked again in this check
+    for art in artifacts:
+        if not art.sha256 or art.sha256 in found or not art.file_name.endswith(".whl"):
+            continue
+        text = _metadata_without_download(project, art, silent)
+        meta = HeaderParser().parsestr(text) if text is not None else None
+        if meta is not None and canonical_name(str(meta["Name"] or "")) == canonical_name(art.name) \
+                and same_version(str(meta["Version"] or ""), art.version):
+            found[art.sha256] = tuple(str(v) for v in meta.get_all("Requires-Dist") or [])
+    return found
+
+
+def _metadata_without_download(project: ProjectPaths, art: PypiArtifact, silent: set[str]) -> str | None:
+    from resolver.tools.net import fetch_bytes
+
+    try:
+        stored = project.verified_store.find(art.sha256, download_name(art.location))
+        if stored is not None:
+            return _metadata_from_wheel(stored)
+        here = local_path(art.location)
+        if here is not None:
+            return _metadata_from_wheel(here) if here.is_file() and _file_sha(here) == art.sha256 else None
+    except (OSError, BadInput):
+        return None
+    host = urlsplit(art.location).netloc
+    if host in silent:
+        return None
+    data = fetch_bytes(art.location + ".metadata", timeout=5.0, limit=METADATA_LIMIT, deadline=30.0)
+    if data is None:
+        silent.add(host)
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _metadata_from_wheel(wheel: Path) -> str:

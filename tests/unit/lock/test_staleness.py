@@ -443,7 +443,7 @@ def test_a_package_only_the_locks_own_requires_dist_reaches_is_not_required(tmp_
     pypi = tuple(dataclasses.replace(a, sha256=numpy_sha, requires_dist=("evil",)) if a.name == "numpy" else a
                  for a in base.pypi) + (dataclasses.replace(wheel("evil", "1.0"), sha256=evil_sha),)
     paths = project(tmp_path, envs=[dataclasses.replace(base, pypi=pypi)])
-    assert current.lock_status(paths).current  # the lock's own claim is all there is here
+    assert current.lock_status(paths).current  # no record, no copy, no index that answers: the claim is all there is
     honest = {numpy_sha: {"requires_dist": [], "requires_python": ">=3.10"}}
     records.unsealed(paths.pypi_requires, honest)  # as a clone would bring it: not this user's reading
     assert current.lock_status(paths).current
@@ -452,3 +452,105 @@ def test_a_package_only_the_locks_own_requires_dist_reaches_is_not_required(tmp_
     assert reason.packages == ("evil",) and reason.ecosystem == "pypi"
     done = cli.run("lock", "--check", project=paths.root)
     assert done.returncode == 1 and "evil" in done.stdout
+
+
+def _fresh_clone_claiming(tmp_path: Path, location: str, wheels: dict[str, Path]) -> ProjectPaths:
+    """A checkout as a clone brings it (no record of any reading here): pixi.lock claims that ``base``
+    requires ``evil``, and locks both; base's own METADATA requires nothing."""
+    from resolver.core.fs import sha256_of
+
+    pypi = (PypiArtifact("base", "1.0", location.format(file=wheels["base"].name), sha256_of(wheels["base"]),
+                         ("evil",), ">=3.10"),
+            PypiArtifact("evil", "1.0", location.format(file=wheels["evil"].name), sha256_of(wheels["evil"]), (),
+                         ">=3.10"))
+    manifest = MANIFEST.replace('numpy = "*"', 'base = "*"').replace(
+        'torch = { version = "==2.13.0+cpu", index = "https://download.pytorch.org/whl/cpu" }\n', "")
+    return project(tmp_path, manifest, envs=[cpu_env(pypi=pypi)])
+
+
+def _wheels(folder: Path) -> dict[str, Path]:
+    from support.channel_factory import write_wheel
+
+    return {name: write_wheel(folder, name, "1.0", {f"{name}/__init__.py": f"FROM = {str(folder)!r}\n"})
+            for name in ("base", "evil")}
+
+
+def test_in_a_fresh_clone_the_check_follows_a_local_wheels_own_metadata_not_the_locks_claim(tmp_path):
+    wheels = _wheels(tmp_path / "wheels")
+    paths = _fresh_clone_claiming(tmp_path / "clone", "file://" + str(tmp_path / "wheels") + "/{file}", wheels)
+    reason = only(paths, reasons.PackagesNotRequired)
+    assert reason.packages == ("evil",)
+    done = cli.run("lock", "--check", project=paths.root)
+    assert done.returncode == 1 and "evil" in done.stdout
+
+
+def test_a_local_file_that_is_not_the_locked_one_is_not_read_for_its_requirements(tmp_path):
+    wheels = _wheels(tmp_path / "wheels")
+    paths = _fresh_clone_claiming(tmp_path / "clone", "file://" + str(tmp_path / "wheels") + "/{file}", wheels)
+    wheels["base"].write_bytes(wheels["base"].read_bytes() + b"\n")  # no longer the file whose sha256 is locked
+    assert current.lock_status(paths).current  # its claim stands: nothing here is the locked file's own word
+
+
+class _Index:
+    """A folder served over loopback HTTP, as an index serves its files and their PEP 658 ``.metadata``."""
+
+    def __init__(self, folder: Path) -> None:
+        import functools
+        import http.server
+        import threading
+
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
+        handler.log_message = lambda *args: None
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _metadata_files(wheels: dict[str, Path], name_of: dict[str, str] | None = None) -> None:
+    import zipfile
+
+    for name, path in wheels.items():
+        with zipfile.ZipFile(path) as archive:
+            text = archive.read(f"{name}-1.0.dist-info/METADATA").decode()
+        if name_of and name in name_of:
+            text = text.replace(f"Name: {name}", f"Name: {name_of[name]}")
+        (path.parent / (path.name + ".metadata")).write_text(text)
+
+
+def test_in_a_fresh_clone_the_check_reads_the_indexs_pep_658_metadata_of_a_remote_wheel(tmp_path):
+    wheels = _wheels(tmp_path / "served")
+    _metadata_files(wheels)
+    index = _Index(tmp_path / "served")
+    try:
+        paths = _fresh_clone_claiming(tmp_path / "clone", index.url + "/{file}", wheels)
+        assert only(paths, reasons.PackagesNotRequired).packages == ("evil",)
+    finally:
+        index.close()
+    assert not paths.pypi_requires.exists()  # a check writes no record of what it read
+
+
+def test_metadata_that_names_another_package_is_not_followed(tmp_path):
+    wheels = _wheels(tmp_path / "served")
+    _metadata_files(wheels, {"base": "other"})
+    index = _Index(tmp_path / "served")
+    try:
+        paths = _fresh_clone_claiming(tmp_path / "clone", index.url + "/{file}", wheels)
+        assert current.lock_status(paths).current  # not base's metadata: the claim stands, install checks the file
+    finally:
+        index.close()
+
+
+def test_in_a_fresh_clone_the_check_reads_a_wheel_install_verified_before(tmp_path):
+    """The index does not answer (offline), but the verified store holds the locked file (install fetched
+    and checked it for another checkout of this user's): its own metadata is read there."""
+    wheels = _wheels(tmp_path / "wheels")
+    paths = _fresh_clone_claiming(tmp_path / "clone", "https://files.example.org/{file}", wheels)
+    assert current.lock_status(paths).current  # nothing answers for base yet
+    from resolver.core.fs import sha256_of
+
+    paths.verified_store.put(wheels["base"].as_uri(), sha256_of(wheels["base"]), wheels["base"].name)
+    assert only(paths, reasons.PackagesNotRequired).packages == ("evil",)
