@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from support import cli, projects, records
+from support.channel_factory import ChannelServer
 
 from resolver.core.model import KernelChoice, Plan, TorchChoice, TorchSource
 from resolver.lock import current, reasons, staleness
@@ -491,25 +492,6 @@ def test_a_local_file_that_is_not_the_locked_one_is_not_read_for_its_requirement
     assert current.lock_status(paths).current  # its claim stands: nothing here is the locked file's own word
 
 
-class _Index:
-    """A folder served over loopback HTTP, as an index serves its files and their PEP 658 ``.metadata``."""
-
-    def __init__(self, folder: Path) -> None:
-        import functools
-        import http.server
-        import threading
-
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-        handler.log_message = lambda *args: None
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def _metadata_files(wheels: dict[str, Path], name_of: dict[str, str] | None = None) -> None:
     import zipfile
 
@@ -524,9 +506,9 @@ def _metadata_files(wheels: dict[str, Path], name_of: dict[str, str] | None = No
 def test_in_a_fresh_clone_the_check_reads_the_indexs_pep_658_metadata_of_a_remote_wheel(tmp_path):
     wheels = _wheels(tmp_path / "served")
     _metadata_files(wheels)
-    index = _Index(tmp_path / "served")
+    index = ChannelServer(tmp_path / "served")
     try:
-        paths = _fresh_clone_claiming(tmp_path / "clone", index.url + "/{file}", wheels)
+        paths = _fresh_clone_claiming(tmp_path / "clone", index.url + "{file}", wheels)
         assert only(paths, reasons.PackagesNotRequired).packages == ("evil",)
     finally:
         index.close()
@@ -536,9 +518,9 @@ def test_in_a_fresh_clone_the_check_reads_the_indexs_pep_658_metadata_of_a_remot
 def test_metadata_that_names_another_package_is_not_followed(tmp_path):
     wheels = _wheels(tmp_path / "served")
     _metadata_files(wheels, {"base": "other"})
-    index = _Index(tmp_path / "served")
+    index = ChannelServer(tmp_path / "served")
     try:
-        paths = _fresh_clone_claiming(tmp_path / "clone", index.url + "/{file}", wheels)
+        paths = _fresh_clone_claiming(tmp_path / "clone", index.url + "{file}", wheels)
         assert current.lock_status(paths).current  # not base's metadata: the claim stands, install checks the file
     finally:
         index.close()
